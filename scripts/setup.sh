@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ortgpu builds with (only those missing) and
+# fetches ONNX Runtime 1.29.0 into the cache (scripts/fetch_ort.sh).
+# Safe to run again: it does nothing when everything is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PACKAGES=(
+  build-essential cmake pkg-config git xz-utils openssl ca-certificates
+  libboost1.81-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsimdjson-dev
+  libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-onnx python3-numpy libonnx-testdata
+  clang libclang-rt-14-dev
+)
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+scripts/fetch_ort.sh >/dev/null

@@ -1,0 +1,19 @@
+// The subcommands of the `ortgpu` binary. Each one declares its flags on the
+// CLI11 app in one table (the source of --help) and, when chosen, runs by
+// calling the core library and storing its exit code in `exit_code`.
+// Commands stay thin: parsing and printing here, the work in src/<concern>/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ortgpu::cli {
+
+struct CommandResult {
+  int exit_code = 0;
+};
+
+void AddDoctorCommand(CLI::App& app, CommandResult& result);
+void AddBenchCommand(CLI::App& app, CommandResult& result);
+void AddServeCommand(CLI::App& app, CommandResult& result);
+
+}  // namespace ortgpu::cli

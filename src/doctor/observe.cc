@@ -1,0 +1,270 @@
+#include "doctor/observe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "onnx/model_builder.h"
+#include "ort/profile.h"
+#include "ort/runtime.h"
+#include "sys/file_system.h"
+
+namespace ortgpu::doctor {
+namespace {
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+RunTiming Time(const Session& s, const std::vector<Tensor>& inputs, const ObserveOptions& o,
+               std::vector<Tensor>* outputs) {
+  RunTiming t;
+  double start = NowMs();
+  auto first = s.Run(inputs);
+  t.first_run_ms = NowMs() - start;
+  if (!first.ok()) {
+    t.error = first.status().message();
+    return t;
+  }
+  if (outputs) *outputs = std::move(first).value();
+  for (int i = 0; i < o.warmup_runs; ++i) (void)s.Run(inputs).ok();
+  std::vector<double> samples;
+  for (int i = 0; i < o.timed_runs; ++i) {
+    start = NowMs();
+    auto r = s.Run(inputs);
+    samples.push_back(NowMs() - start);
+    if (!r.ok()) {
+      t.error = r.status().message();
+      return t;
+    }
+  }
+  std::sort(samples.begin(), samples.end());
+  t.median_ms = samples.empty() ? 0 : samples[samples.size() / 2];
+  t.runs = static_cast<int>(samples.size());
+  t.ok = true;
+  return t;
+}
+
+SessionOptions CudaOptions(const ObserveOptions& o) {
+  SessionOptions so;
+  so.provider = Provider::kCuda;
+  so.cuda_options["device_id"] = std::to_string(o.device_id);
+  return so;
+}
+
+// Profiles one run on CUDA and summarises where the nodes ran.
+std::optional<PlacementSummary> ProfilePlacement(const std::string* path, const std::string& bytes,
+                                                 const std::vector<Tensor>& inputs, const ObserveOptions& o,
+                                                 const std::string& label) {
+  SessionOptions so = CudaOptions(o);
+  so.profile_prefix = JoinPath(o.temp_dir, "ortgpu_doctor_profile");
+  so.log_severity = 1;
+  LogCapture logs;
+  auto s = path ? Session::Load(*path, so) : Session::LoadFromBytes(bytes, so, label);
+  if (!s.ok()) return std::nullopt;
+  if (!(*s)->Run(inputs).ok()) return std::nullopt;
+  auto file = (*s)->EndProfiling();
+  if (!file.ok()) return std::nullopt;
+  auto events = ReadProfile(*file);
+  std::remove(file->c_str());
+  if (!events.ok()) return std::nullopt;
+  return SummarizePlacement(*events, "CUDAExecutionProvider", logs.Records());
+}
+
+void ObserveRuns(const std::string* path, const std::string& bytes, const std::string& label,
+                 const std::vector<Tensor>& inputs, const Session& cpu, bool cuda, const ObserveOptions& o,
+                 EndToEndObservation& obs, std::unique_ptr<Session> cuda_session) {
+  std::vector<Tensor> ref, got;
+  obs.cpu = Time(cpu, inputs, o, &ref);
+  if (!cuda) return;
+  if (!cuda_session) {
+    auto s = path ? Session::Load(*path, CudaOptions(o)) : Session::LoadFromBytes(bytes, CudaOptions(o), label);
+    if (!s.ok()) {
+      obs.cuda = RunTiming{};
+      obs.cuda->error = s.status().message();
+      return;
+    }
+    cuda_session = std::move(s).value();
+  }
+  obs.cuda = Time(*cuda_session, inputs, o, &got);
+  if (obs.cuda->ok && obs.cpu.ok) CompareOutputs(ref, got, &obs.max_abs_diff, &obs.max_rel_diff);
+  if (o.gpu_memory) obs.gpu_memory_bytes = o.gpu_memory();
+  if (obs.cuda->ok) obs.placement = ProfilePlacement(path, bytes, inputs, o, label);
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> MakeInputs(const Session& session,
+                                         const std::map<std::string, std::vector<int64_t>>& shapes,
+                                         int64_t default_dim, std::vector<std::string>* described,
+                                         std::vector<std::string>* defaulted) {
+  std::mt19937 rng(1234);
+  std::vector<Tensor> out;
+  for (const auto& in : session.inputs()) {
+    if (!in.is_tensor) return Unimplemented("input '" + in.name + "' is not a tensor; doctor can only feed tensors");
+    std::vector<int64_t> shape = in.shape;
+    std::string origin;
+    if (auto it = shapes.find(in.name); it != shapes.end()) {
+      if (it->second.size() != in.shape.size()) {
+        return InvalidArgument(fmt::format("--shape {}:{} has rank {} but the model's input '{}' has rank {} ({})",
+                                           in.name, ShapeToString(it->second), it->second.size(), in.name,
+                                           in.shape.size(), ShapeToString(in.shape)));
+      }
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (in.shape[d] >= 0 && in.shape[d] != it->second[d]) {
+          return InvalidArgument(fmt::format("--shape {}:{} does not fit: dimension {} of '{}' is fixed at {}",
+                                             in.name, ShapeToString(it->second), d, in.name, in.shape[d]));
+        }
+      }
+      shape = it->second;
+      origin = " (from --shape)";
+    } else {
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] < 0) {
+          shape[d] = default_dim;
+          if (defaulted) {
+            const std::string& dn = d < in.dim_names.size() ? in.dim_names[d] : "";
+            defaulted->push_back(in.name + "[" + std::to_string(d) + "]" + (dn.empty() ? "" : "=" + dn));
+          }
+        }
+      }
+    }
+    Tensor t = Tensor::Zeros(in.name, in.dtype, shape);
+    const int64_t n = t.element_count();
+    std::uniform_real_distribution<float> uf(0.f, 1.f);
+    for (int64_t i = 0; i < n; ++i) {
+      const int bit = static_cast<int>(rng() & 1u);
+      switch (in.dtype) {
+        case DataType::kFloat: t.data_as<float>()[i] = uf(rng); break;
+        case DataType::kDouble: t.data_as<double>()[i] = uf(rng); break;
+        case DataType::kFloat16: t.data_as<uint16_t>()[i] = FloatToHalf(uf(rng)); break;
+        case DataType::kBfloat16: t.data_as<uint16_t>()[i] = FloatToBfloat16(uf(rng)); break;
+        case DataType::kInt64: t.data_as<int64_t>()[i] = bit; break;
+        case DataType::kInt32: t.data_as<int32_t>()[i] = bit; break;
+        case DataType::kString: t.strings[i] = "a"; break;
+        default:
+          if (ElementSize(in.dtype) > 0) t.data[static_cast<size_t>(i) * ElementSize(in.dtype)] = static_cast<uint8_t>(bit);
+      }
+    }
+    if (described) {
+      described->push_back(fmt::format("{}: {} {}{}", in.name, ShortName(in.dtype), ShapeToString(shape), origin));
+    }
+    out.push_back(std::move(t));
+  }
+  for (const auto& [name, dims] : shapes) {
+    bool known = false;
+    for (const auto& in : session.inputs()) known = known || in.name == name;
+    if (!known) {
+      std::string names;
+      for (const auto& in : session.inputs()) names += (names.empty() ? "" : ", ") + in.name;
+      return InvalidArgument("--shape names input '" + name + "', which the model does not have; its inputs: " + names);
+    }
+  }
+  return out;
+}
+
+void CompareOutputs(const std::vector<Tensor>& ref, const std::vector<Tensor>& got, double* max_abs,
+                    double* max_rel) {
+  *max_abs = 0;
+  *max_rel = 0;
+  for (size_t k = 0; k < ref.size() && k < got.size(); ++k) {
+    const Tensor& a = ref[k];
+    const Tensor& b = got[k];
+    if (a.dtype != b.dtype || a.shape != b.shape || a.dtype == DataType::kString) continue;
+    double scale = 0;
+    for (int64_t i = 0; i < a.element_count(); ++i) scale = std::max(scale, std::fabs(ElementAsDouble(a, i)));
+    for (int64_t i = 0; i < a.element_count(); ++i) {
+      const double x = ElementAsDouble(a, i), y = ElementAsDouble(b, i);
+      if (std::isnan(x) && std::isnan(y)) continue;
+      const double d = std::fabs(x - y);
+      *max_abs = std::max(*max_abs, d);
+      // Relative to the output's scale: element-wise relative error explodes
+      // near zero and says nothing there.
+      *max_rel = std::max(*max_rel, d / std::max(scale, 1e-12));
+    }
+  }
+}
+
+RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
+  RuntimeObservation r;
+  Runtime& rt = Runtime::Get();
+  auto& p = r.provider;
+  p.ort_version = rt.Version();
+  p.ort_library = rt.LibraryPath();
+  p.available_providers = rt.AvailableProviders();
+  const std::string ep = JoinPath(DirName(p.ort_library), "libonnxruntime_providers_cuda.so");
+  if (RealFileSystem().Exists(ep)) p.ep_library = RealFileSystem().RealPath(ep);
+  p.gpu_expected = gpu_expected;
+
+  const std::string model = onnx::BuiltinCheckModel();
+  auto& e2e = r.end_to_end;
+  e2e.model_label = fmt::format("built-in check model (2 Conv + 2 MatMul, batch {}, 3x64x64)", o.builtin_batch);
+  auto cpu = Session::LoadFromBytes(model, SessionOptions{}, "built-in check model");
+  if (!cpu.ok()) {
+    e2e.cpu.error = cpu.status().message();
+    return r;
+  }
+  auto inputs = MakeInputs(**cpu, {{"image", {o.builtin_batch, 3, 64, 64}}}, 1, nullptr, nullptr);
+  if (!inputs.ok()) {
+    e2e.cpu.error = inputs.status().message();
+    return r;
+  }
+
+  std::unique_ptr<Session> cuda;
+  if (gpu_expected) {
+    p.attempted = true;
+    SessionOptions so = CudaOptions(o);
+    so.disable_cpu_ep_fallback = true;
+    so.log_severity = 1;
+    rt.SetLogSeverity(1);  // ORT's placement notes go to the default logger
+    LogCapture logs;
+    const double start = NowMs();
+    auto s = Session::LoadFromBytes(model, so, "built-in check model");
+    p.session_ms = NowMs() - start;
+    rt.SetLogSeverity(2);
+    p.log = ClassifyOrtLog(logs.Records());
+    if (s.ok()) {
+      cuda = std::move(s).value();
+    } else {
+      p.session_error = s.status().message();
+      ClassifyOrtMessage(p.session_error, p.log);
+    }
+  }
+  const bool run_cuda = gpu_expected && cuda != nullptr;
+  if (!run_cuda) {
+    e2e.skip_reason = gpu_expected ? "the CUDA session could not be created (provider.cuda_session)"
+                                   : "no usable GPU (driver layer)";
+  }
+  ObserveRuns(nullptr, model, "built-in check model", *inputs, **cpu, run_cuda, o, e2e, std::move(cuda));
+  return r;
+}
+
+ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveOptions& o) {
+  ModelObservation m;
+  m.path = path;
+  m.run.model_label = path;
+  m.run.tolerance = 1e-2;  // TF32 matmuls (the CUDA EP default) differ from fp32 by ~1e-3 relative
+  if (!RealFileSystem().Exists(path)) {
+    m.load_error = "no such file: " + path;
+    return m;
+  }
+  auto cpu = Session::Load(path, SessionOptions{});
+  if (!cpu.ok()) {
+    m.load_error = cpu.status().message();
+    return m;
+  }
+  auto inputs = MakeInputs(**cpu, o.shapes, 1, &m.input_shapes, &m.defaulted_dims);
+  if (!inputs.ok()) {
+    m.load_error = inputs.status().message();
+    return m;
+  }
+  if (!cuda) m.run.skip_reason = "no working CUDA execution provider (provider layer)";
+  ObserveRuns(&path, "", path, *inputs, **cpu, cuda, o, m.run, nullptr);
+  return m;
+}
+
+}  // namespace ortgpu::doctor

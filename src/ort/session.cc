@@ -1,0 +1,239 @@
+#include "ort/session.h"
+
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+
+#include <onnxruntime_cxx_api.h>
+
+#include "ort/ort_status.h"
+#include "ort/runtime.h"
+
+namespace ortgpu {
+namespace {
+
+Ort::Env& Env() { return *static_cast<Ort::Env*>(Runtime::Get().env_handle()); }
+
+GraphOptimizationLevel ToOrt(OptimizationLevel l) {
+  switch (l) {
+    case OptimizationLevel::kDisable: return ORT_DISABLE_ALL;
+    case OptimizationLevel::kBasic: return ORT_ENABLE_BASIC;
+    case OptimizationLevel::kExtended: return ORT_ENABLE_EXTENDED;
+    case OptimizationLevel::kAll: return ORT_ENABLE_ALL;
+  }
+  return ORT_ENABLE_ALL;
+}
+
+TensorInfo DescribeType(const std::string& name, const Ort::TypeInfo& type) {
+  TensorInfo info;
+  info.name = name;
+  if (type.GetONNXType() != ONNX_TYPE_TENSOR) {
+    info.is_tensor = false;
+    info.type_text = "non-tensor";
+    return info;
+  }
+  auto t = type.GetTensorTypeAndShapeInfo();
+  info.dtype = static_cast<DataType>(t.GetElementType());
+  info.shape = t.GetShape();
+  std::vector<const char*> names(info.shape.size(), nullptr);
+  t.GetSymbolicDimensions(names.data(), names.size());
+  for (const char* n : names) info.dim_names.emplace_back(n ? n : "");
+  info.type_text = OnnxTypeName(info.dtype);
+  return info;
+}
+
+// Builds ORT session options; ORT exceptions propagate to the caller's catch.
+Ort::SessionOptions BuildOrtOptions(const SessionOptions& o) {
+  Ort::SessionOptions so;
+  so.SetGraphOptimizationLevel(ToOrt(o.optimization));
+  if (o.intra_op_threads > 0) so.SetIntraOpNumThreads(o.intra_op_threads);
+  if (o.inter_op_threads > 0) so.SetInterOpNumThreads(o.inter_op_threads);
+  so.SetExecutionMode(o.execution_mode == ExecutionMode::kParallel ? ORT_PARALLEL : ORT_SEQUENTIAL);
+  if (o.disable_cpu_ep_fallback) so.AddConfigEntry("session.disable_cpu_ep_fallback", "1");
+  for (const auto& [k, v] : o.config_entries) so.AddConfigEntry(k.c_str(), v.c_str());
+  for (const auto& [dim, value] : o.free_dimensions) so.AddFreeDimensionOverrideByName(dim.c_str(), value);
+  if (!o.profile_prefix.empty()) so.EnableProfiling(o.profile_prefix.c_str());
+  if (!o.optimized_model_path.empty()) so.SetOptimizedModelFilePath(o.optimized_model_path.c_str());
+  if (o.log_severity >= 0) so.SetLogSeverityLevel(o.log_severity);
+  if (!o.log_id.empty()) so.SetLogId(o.log_id.c_str());
+  if (o.provider == Provider::kCuda) {
+    Ort::CUDAProviderOptions cuda;
+    std::unordered_map<std::string, std::string> opts(o.cuda_options.begin(), o.cuda_options.end());
+    if (!opts.empty()) cuda.Update(opts);
+    so.AppendExecutionProvider_CUDA_V2(*cuda);
+  } else if (o.provider == Provider::kTensorRt) {
+    Ort::TensorRTProviderOptions trt;
+    so.AppendExecutionProvider_TensorRT_V2(*trt);
+  }
+  return so;
+}
+
+}  // namespace
+
+Session::~Session() = default;
+
+Expected<std::unique_ptr<Session>> Session::Load(const std::string& model_path, const SessionOptions& options) {
+  return Create(&model_path, {}, options, model_path);
+}
+
+Expected<std::unique_ptr<Session>> Session::LoadFromBytes(std::string_view model_bytes, const SessionOptions& options,
+                                                          const std::string& label) {
+  return Create(nullptr, model_bytes, options, label);
+}
+
+Expected<std::unique_ptr<Session>> Session::Create(const std::string* path, std::string_view bytes,
+                                                   const SessionOptions& options, const std::string& label) {
+  if (options.provider == Provider::kCuda) ORTGPU_RETURN_IF_ERROR(ValidateCudaOptions(options.cuda_options));
+  std::unique_ptr<Session> s(new Session());
+  s->options_ = options;
+  s->label_ = label;
+  const auto start = std::chrono::steady_clock::now();
+  LogCapture logs;
+  // ORT's exception for a provider that fails to load says only "Failed to
+  // load shared library"; the loader's reason (which file is missing) is in
+  // its log. Put both in the one message the user reads.
+  auto with_log = [&logs](Status st) {
+    if (st.ok()) return st;
+    std::string detail;
+    for (const auto& r : logs.Records()) {
+      if (r.severity >= 3 && st.message().find(r.message) == std::string::npos) detail += "; ORT log: " + r.message;
+    }
+    return detail.empty() ? st : Status(st.code(), st.message() + detail);
+  };
+  std::string step = "setting up the " + std::string(ProviderName(options.provider)) + " execution provider";
+  try {
+    Ort::SessionOptions so = BuildOrtOptions(options);
+    step = "loading model " + label;
+    if (path != nullptr) {
+      s->session_ = std::make_unique<Ort::Session>(Env(), path->c_str(), so);
+    } else {
+      s->session_ = std::make_unique<Ort::Session>(Env(), bytes.data(), bytes.size(), so);
+    }
+    step = "reading the inputs and outputs of " + label;
+    Ort::AllocatorWithDefaultOptions alloc;
+    for (size_t i = 0; i < s->session_->GetInputCount(); ++i) {
+      auto name = s->session_->GetInputNameAllocated(i, alloc);
+      s->inputs_.push_back(DescribeType(name.get(), s->session_->GetInputTypeInfo(i)));
+    }
+    for (size_t i = 0; i < s->session_->GetOutputCount(); ++i) {
+      auto name = s->session_->GetOutputNameAllocated(i, alloc);
+      s->outputs_.push_back(DescribeType(name.get(), s->session_->GetOutputTypeInfo(i)));
+    }
+  } catch (const Ort::Exception& e) {
+    return with_log(StatusFromOrt(e, step));
+  } catch (const std::exception& e) {
+    return with_log(Internal(step + ": " + e.what()));
+  }
+  s->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+Status Session::ValidateInputs(const std::vector<Tensor>& inputs) const {
+  for (const auto& t : inputs) {
+    const TensorInfo* info = nullptr;
+    for (const auto& in : inputs_) {
+      if (in.name == t.name) info = &in;
+    }
+    if (info == nullptr) {
+      std::string names;
+      for (const auto& in : inputs_) names += (names.empty() ? "" : ", ") + in.name;
+      return InvalidArgument("unexpected input '" + t.name + "' for model " + label_ + "; its inputs are: " + names);
+    }
+    if (t.dtype != info->dtype) {
+      return InvalidArgument("input '" + t.name + "' has type " + std::string(ShortName(t.dtype)) + " but model " +
+                             label_ + " expects " + std::string(ShortName(info->dtype)));
+    }
+    if (t.shape.size() != info->shape.size()) {
+      return InvalidArgument("input '" + t.name + "' has shape " + ShapeToString(t.shape) + " but model " + label_ +
+                             " expects rank " + std::to_string(info->shape.size()) + " (" +
+                             ShapeToString(info->shape) + ")");
+    }
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (info->shape[d] >= 0 && info->shape[d] != t.shape[d]) {
+        return InvalidArgument("input '" + t.name + "' has shape " + ShapeToString(t.shape) + " but model " +
+                               label_ + " expects " + ShapeToString(info->shape) + " (dimension " +
+                               std::to_string(d) + " must be " + std::to_string(info->shape[d]) + ")");
+      }
+    }
+    ORTGPU_RETURN_IF_ERROR(ValidateTensorSize(t));
+  }
+  for (const auto& in : inputs_) {
+    bool given = false;
+    for (const auto& t : inputs) given = given || t.name == in.name;
+    if (!given) return InvalidArgument("missing input '" + in.name + "' for model " + label_);
+  }
+  return Status::Ok();
+}
+
+Expected<std::vector<Tensor>> Session::Run(const std::vector<Tensor>& inputs,
+                                           const std::vector<std::string>& output_names) const {
+  ORTGPU_RETURN_IF_ERROR(ValidateInputs(inputs));
+  try {
+    Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    Ort::AllocatorWithDefaultOptions alloc;
+    std::vector<Ort::Value> values;
+    std::vector<const char*> in_names;
+    values.reserve(inputs.size());
+    for (const auto& t : inputs) {
+      in_names.push_back(t.name.c_str());
+      const auto type = static_cast<ONNXTensorElementDataType>(t.dtype);
+      if (t.dtype == DataType::kString) {
+        Ort::Value v = Ort::Value::CreateTensor(alloc, t.shape.data(), t.shape.size(), type);
+        std::vector<const char*> ptrs;
+        for (const auto& s : t.strings) ptrs.push_back(s.c_str());
+        v.FillStringTensor(ptrs.data(), ptrs.size());
+        values.push_back(std::move(v));
+      } else {
+        // ORT does not write to inputs; the cast only satisfies its signature.
+        values.push_back(Ort::Value::CreateTensor(cpu, const_cast<uint8_t*>(t.data.data()), t.data.size(),
+                                                  t.shape.data(), t.shape.size(), type));
+      }
+    }
+    std::vector<std::string> names = output_names;
+    if (names.empty()) {
+      for (const auto& o : outputs_) names.push_back(o.name);
+    }
+    std::vector<const char*> out_names;
+    for (const auto& n : names) out_names.push_back(n.c_str());
+    auto results = session_->Run(Ort::RunOptions{nullptr}, in_names.data(), values.data(), values.size(),
+                                 out_names.data(), out_names.size());
+    std::vector<Tensor> out;
+    out.reserve(results.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      Tensor t;
+      t.name = names[i];
+      if (!results[i].IsTensor()) return Unimplemented("output '" + t.name + "' is not a tensor; ortgpu returns tensors only");
+      auto info = results[i].GetTensorTypeAndShapeInfo();
+      t.dtype = static_cast<DataType>(info.GetElementType());
+      t.shape = info.GetShape();
+      const size_t n = info.GetElementCount();
+      if (t.dtype == DataType::kString) {
+        t.strings.resize(n);
+        for (size_t k = 0; k < n; ++k) t.strings[k] = results[i].GetStringTensorElement(k);
+      } else {
+        const size_t bytes = n * ElementSize(t.dtype);
+        t.data.resize(bytes);
+        if (bytes) std::memcpy(t.data.data(), results[i].GetTensorRawData(), bytes);
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "running model " + label_);
+  } catch (const std::exception& e) {
+    return Internal("running model " + label_ + ": " + e.what());
+  }
+}
+
+Expected<std::string> Session::EndProfiling() {
+  if (options_.profile_prefix.empty()) return FailedPrecondition("profiling was not enabled for " + label_);
+  try {
+    Ort::AllocatorWithDefaultOptions alloc;
+    auto name = session_->EndProfilingAllocated(alloc);
+    return std::string(name.get());
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "ending the profile of " + label_);
+  }
+}
+
+}  // namespace ortgpu

@@ -1,0 +1,87 @@
+// Session: one ONNX Runtime inference session on one execution provider, the
+// object `doctor`, `bench` and `serve` all run models through (so what is
+// benchmarked is what is served).
+//
+// Built by Load/LoadFromBytes, which never throw: every ORT failure becomes a
+// Status whose message says what ORT said and what to do. Run() may be called
+// from several threads at once (ORT's Run is thread-safe); Load and
+// EndProfiling are not to be called concurrently with anything else on the
+// same object. This header keeps ORT's own headers out of its includers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ort/session_options.h"
+#include "ort/tensor.h"
+#include "status/expected.h"
+
+namespace Ort {
+struct Session;
+}
+
+namespace ortgpu {
+
+struct TensorInfo {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  // -1 for a symbolic or unknown dimension.
+  std::vector<int64_t> shape;
+  // The symbolic name of each dimension ("batch"), "" where none.
+  std::vector<std::string> dim_names;
+  bool is_tensor = true;   // false for sequences and maps (not served)
+  std::string type_text;   // "tensor(float)"
+};
+
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // REQUIRES: for Provider::kCuda the CUDA libraries are loadable (see
+  // gpu/preload.h); otherwise the Status carries ORT's load error.
+  static Expected<std::unique_ptr<Session>> Load(const std::string& model_path, const SessionOptions& options);
+  // `label` names the model in messages.
+  static Expected<std::unique_ptr<Session>> LoadFromBytes(std::string_view model_bytes, const SessionOptions& options,
+                                                          const std::string& label);
+
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  const SessionOptions& options() const { return options_; }
+  const std::string& label() const { return label_; }
+  // Wall time Load took, in milliseconds.
+  double load_ms() const { return load_ms_; }
+
+  // Runs the model on host tensors, matched to inputs by name. Checks names,
+  // types and shapes first so a bad request gets a precise message.
+  // `output_names` empty means all outputs, in model order.
+  Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs,
+                                    const std::vector<std::string>& output_names = {}) const;
+
+  // Checks `inputs` against the model's inputs without running.
+  Status ValidateInputs(const std::vector<Tensor>& inputs) const;
+
+  // Stops profiling and returns the profile file's path.
+  // REQUIRES: options().profile_prefix was set.
+  Expected<std::string> EndProfiling();
+
+  // The ORT session, for code inside src/ort/ only.
+  Ort::Session& native() const { return *session_; }
+
+ private:
+  Session() = default;
+  static Expected<std::unique_ptr<Session>> Create(const std::string* path, std::string_view bytes,
+                                                   const SessionOptions& options, const std::string& label);
+
+  std::unique_ptr<Ort::Session> session_;
+  SessionOptions options_;
+  std::string label_;
+  std::vector<TensorInfo> inputs_;
+  std::vector<TensorInfo> outputs_;
+  double load_ms_ = 0;
+};
+
+}  // namespace ortgpu

@@ -1,0 +1,55 @@
+// The inference request and response as the server core sees them: decoded,
+// protocol-neutral. The HTTP/KServe layer (serve/protocol/) turns wire bytes
+// into InferRequest and InferResponse back into bytes; the model repository
+// and scheduler (serve/repository/, serve/scheduler/) execute them.
+//
+// Plain value types; an InferRequest is owned by whoever holds it and is
+// moved, never shared, between threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ort/tensor.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve {
+
+// A request parameter value as KServe allows it (bool, int64, double, string),
+// kept as its JSON text.
+using Parameters = std::map<std::string, std::string>;
+
+struct RequestedOutput {
+  std::string name;
+  bool binary_data = false;  // Triton binary tensor extension
+  Parameters parameters;
+};
+
+struct InferRequest {
+  std::string model_name;
+  std::string model_version;  // "" means the policy's latest ready version
+  std::string id;             // echoed back in the response
+  std::vector<Tensor> inputs;
+  std::vector<RequestedOutput> outputs;  // empty: all outputs
+  bool binary_data_output = false;       // request-level default for outputs
+  Parameters parameters;
+  int64_t received_ns = 0;  // when the server finished reading it
+};
+
+struct InferResponse {
+  std::string model_name;
+  std::string model_version;
+  std::string id;
+  std::vector<Tensor> outputs;
+  std::vector<bool> output_binary;  // per output: send as binary section
+  Parameters parameters;
+};
+
+// Called exactly once per request, from a worker thread, with the response
+// or the Status explaining the failure.
+using InferCallback = std::function<void(Expected<InferResponse>)>;
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,77 @@
+// ModelServer: what the protocol front end (serve/http/, serve/protocol/)
+// asks of the server core (serve/repository/, serve/scheduler/). The front
+// end owns sockets and wire formats; the core owns models, sessions, queues
+// and statistics. Tests of the front end use a fake ModelServer; tests of the
+// core call it directly.
+//
+// All methods are safe to call from any thread at any time, including during
+// shutdown (they then answer Unavailable).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/inference.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve {
+
+// A model version's lifecycle (Triton's model_lifecycle.h).
+enum class ModelState { kLoading, kReady, kUnavailable, kUnloading };
+std::string_view ModelStateName(ModelState s);  // "LOADING", "READY", ...
+
+struct ModelVersionStatus {
+  std::string name;
+  std::string version;
+  ModelState state = ModelState::kLoading;
+  std::string reason;  // why UNAVAILABLE; "" otherwise
+};
+
+struct TensorMetadata {
+  std::string name;
+  std::string datatype;        // KServe name: "FP32"
+  std::vector<int64_t> shape;  // -1 for a variable dimension; batch dim included when max_batch_size > 0
+};
+
+struct ModelMetadata {
+  std::string name;
+  std::vector<std::string> versions;
+  std::string platform = "onnxruntime_onnx";
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+};
+
+class ModelServer {
+ public:
+  virtual ~ModelServer() = default;
+
+  // Live: the process serves requests. Ready: live, and every model that
+  // should be loaded is READY.
+  virtual bool IsLive() const = 0;
+  virtual bool IsReady() const = 0;
+
+  // `version` "" means the latest ready version. NotFound for an unknown
+  // model or version.
+  virtual Expected<ModelMetadata> Metadata(const std::string& model, const std::string& version) const = 0;
+  virtual Expected<bool> IsModelReady(const std::string& model, const std::string& version) const = 0;
+  // Triton's JSON form of the model configuration.
+  virtual Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const = 0;
+  // Triton's statistics extension body ({"model_stats": [...]}); model ""
+  // means every model.
+  virtual Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const = 0;
+
+  // Every model version known to the repository (Triton's repository index).
+  virtual std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const = 0;
+  // Explicit model control; FailedPrecondition when not in explicit mode.
+  virtual Status LoadModel(const std::string& model) = 0;
+  virtual Status UnloadModel(const std::string& model) = 0;
+
+  // Queues the request; `done` is called exactly once, possibly before
+  // Infer returns (an immediate error) or later from a worker thread.
+  virtual void Infer(InferRequest request, InferCallback done) = 0;
+};
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,58 @@
+#include "status/status.h"
+
+namespace ortgpu {
+
+std::string_view CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "ok";
+    case Code::kInvalidArgument: return "invalid_argument";
+    case Code::kNotFound: return "not_found";
+    case Code::kAlreadyExists: return "already_exists";
+    case Code::kFailedPrecondition: return "failed_precondition";
+    case Code::kUnavailable: return "unavailable";
+    case Code::kResourceExhausted: return "resource_exhausted";
+    case Code::kDeadlineExceeded: return "deadline_exceeded";
+    case Code::kUnimplemented: return "unimplemented";
+    case Code::kCancelled: return "cancelled";
+    case Code::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(CodeName(code_)) + ": " + message_;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  return Status(code_, std::string(context) + ": " + message_);
+}
+
+int HttpStatusFor(Code code) {
+  switch (code) {
+    case Code::kOk: return 200;
+    case Code::kInvalidArgument: return 400;
+    case Code::kNotFound: return 404;
+    case Code::kAlreadyExists: return 409;
+    case Code::kFailedPrecondition: return 400;
+    case Code::kUnavailable: return 503;
+    case Code::kResourceExhausted: return 503;
+    case Code::kDeadlineExceeded: return 504;
+    case Code::kUnimplemented: return 501;
+    case Code::kCancelled: return 503;
+    case Code::kInternal: return 500;
+  }
+  return 500;
+}
+
+// 0 success, 1 a check or run failed, 2 bad usage (the caller's input).
+int ExitCodeFor(Code code) {
+  switch (code) {
+    case Code::kOk: return 0;
+    case Code::kInvalidArgument: return 2;
+    default: return 1;
+  }
+}
+
+}  // namespace ortgpu

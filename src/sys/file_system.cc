@@ -1,0 +1,94 @@
+#include "sys/file_system.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <limits.h>
+#include <stdlib.h>
+
+namespace ortgpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PosixFileSystem final : public FileSystem {
+ public:
+  bool Exists(const std::string& path) const override {
+    std::error_code ec;
+    return fs::exists(path, ec);
+  }
+  bool IsDirectory(const std::string& path) const override {
+    std::error_code ec;
+    return fs::is_directory(path, ec);
+  }
+  Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes) const override {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return Status(errno == ENOENT ? Code::kNotFound : Code::kUnavailable,
+                    "cannot open " + path + ": " + std::strerror(errno));
+    }
+    std::string data;
+    char buf[1 << 16];
+    while (data.size() < max_bytes && in) {
+      const uint64_t want = std::min<uint64_t>(sizeof(buf), max_bytes - data.size());
+      in.read(buf, static_cast<std::streamsize>(want));
+      data.append(buf, static_cast<size_t>(in.gcount()));
+    }
+    if (in.bad()) return Unavailable("error reading " + path);
+    return data;
+  }
+  Expected<std::vector<DirEntry>> ListDirectory(const std::string& path) const override {
+    std::error_code ec;
+    fs::directory_iterator it(path, ec);
+    if (ec) return NotFound("cannot list " + path + ": " + ec.message());
+    std::vector<DirEntry> out;
+    for (const auto& e : it) {
+      std::error_code dec;
+      out.push_back({e.path().filename().string(), e.is_directory(dec)});
+    }
+    std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    return out;
+  }
+  std::string RealPath(const std::string& path) const override {
+    char buf[PATH_MAX];
+    if (::realpath(path.c_str(), buf) == nullptr) return path;
+    return buf;
+  }
+  Expected<uint64_t> FileSize(const std::string& path) const override {
+    std::error_code ec;
+    auto n = fs::file_size(path, ec);
+    if (ec) return NotFound("cannot stat " + path + ": " + ec.message());
+    return static_cast<uint64_t>(n);
+  }
+};
+
+}  // namespace
+
+const FileSystem& RealFileSystem() {
+  static const PosixFileSystem fs;
+  return fs;
+}
+
+std::string JoinPath(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  if (a.back() == '/') return b.front() == '/' ? a + b.substr(1) : a + b;
+  return b.front() == '/' ? a + b : a + "/" + b;
+}
+
+std::string DirName(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  if (pos == std::string::npos) return ".";
+  if (pos == 0) return "/";
+  return path.substr(0, pos);
+}
+
+std::string BaseName(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? path : path.substr(pos + 1);
+}
+
+}  // namespace ortgpu

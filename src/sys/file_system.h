@@ -1,0 +1,49 @@
+// FileSystem: the seam between ortgpu and the files of the machine it runs on.
+//
+// doctor's library search, the model repository and the ELF reader read files
+// only through this interface, so tests can describe a machine ("cuDNN in a
+// pip folder, a second copy in /usr/lib") with FakeFileSystem
+// (tests/fakes/fake_file_system.h) and no real files. Implementations must be
+// safe to call from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "status/expected.h"
+
+namespace ortgpu {
+
+struct DirEntry {
+  std::string name;  // the last path component
+  bool is_directory = false;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  virtual bool Exists(const std::string& path) const = 0;
+  virtual bool IsDirectory(const std::string& path) const = 0;
+  // Reads up to `max_bytes` from the start of the file.
+  virtual Expected<std::string> ReadFile(const std::string& path,
+                                         uint64_t max_bytes = UINT64_MAX) const = 0;
+  // Entries of a folder, sorted by name, without "." and "..".
+  virtual Expected<std::vector<DirEntry>> ListDirectory(const std::string& path) const = 0;
+  // The canonical path with links resolved; the input when it cannot resolve.
+  virtual std::string RealPath(const std::string& path) const = 0;
+  virtual Expected<uint64_t> FileSize(const std::string& path) const = 0;
+};
+
+// The process-wide file system of the real machine. Never null.
+const FileSystem& RealFileSystem();
+
+// Joins two path parts with one '/'.
+std::string JoinPath(const std::string& a, const std::string& b);
+// "dir/file.so" -> "dir"; "file.so" -> ".".
+std::string DirName(const std::string& path);
+// "dir/file.so" -> "file.so".
+std::string BaseName(const std::string& path);
+
+}  // namespace ortgpu

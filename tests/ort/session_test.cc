@@ -1,0 +1,116 @@
+#include "ort/session.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "onnx/model_builder.h"
+#include "ort/runtime.h"
+
+namespace ortgpu {
+namespace {
+
+std::unique_ptr<Session> LoadBuiltin(SessionOptions options = {}) {
+  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), options, "builtin");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+TEST(RuntimeTest, ReportsTheLoadedOrtVersion) {
+  EXPECT_EQ(Runtime::Get().Version(), "1.29.0");
+  auto providers = Runtime::Get().AvailableProviders();
+  EXPECT_NE(std::find(providers.begin(), providers.end(), "CPUExecutionProvider"), providers.end());
+}
+
+TEST(SessionTest, DescribesInputsAndOutputsWithSymbolicDims) {
+  auto s = LoadBuiltin();
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->inputs().size(), 1u);
+  EXPECT_EQ(s->inputs()[0].name, "image");
+  EXPECT_EQ(s->inputs()[0].dtype, DataType::kFloat);
+  EXPECT_EQ(s->inputs()[0].shape, (std::vector<int64_t>{-1, 3, 64, 64}));
+  EXPECT_EQ(s->inputs()[0].dim_names[0], "batch");
+  EXPECT_EQ(s->outputs()[0].name, "logits");
+}
+
+TEST(SessionTest, RunsOnTheCpuAndIsDeterministic) {
+  auto s = LoadBuiltin();
+  ASSERT_NE(s, nullptr);
+  Tensor in = Tensor::Zeros("image", DataType::kFloat, {2, 3, 64, 64});
+  for (int64_t i = 0; i < in.element_count(); ++i) in.data_as<float>()[i] = static_cast<float>(i % 7) * 0.1f;
+  auto a = s->Run({in});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = s->Run({in});
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ((*a)[0].shape, (std::vector<int64_t>{2, 10}));
+  EXPECT_EQ((*a)[0].data, (*b)[0].data);
+}
+
+TEST(SessionTest, WrongShapeNamesTheInputAndTheExpectedShape) {
+  auto s = LoadBuiltin();
+  ASSERT_NE(s, nullptr);
+  auto r = s->Run({Tensor::Zeros("image", DataType::kFloat, {1, 3, 32, 64})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("dimension 2 must be 64"), std::string::npos) << r.status().message();
+}
+
+TEST(SessionTest, WrongTypeMissingAndExtraInputsAreRejected) {
+  auto s = LoadBuiltin();
+  ASSERT_NE(s, nullptr);
+  auto wrong_type = s->Run({Tensor::Zeros("image", DataType::kInt64, {1, 3, 64, 64})});
+  EXPECT_NE(wrong_type.status().message().find("expects float32"), std::string::npos);
+  auto missing = s->Run({});
+  EXPECT_NE(missing.status().message().find("missing input 'image'"), std::string::npos);
+  auto extra = s->Run({Tensor::Zeros("image", DataType::kFloat, {1, 3, 64, 64}),
+                       Tensor::Zeros("mask", DataType::kFloat, {1})});
+  EXPECT_NE(extra.status().message().find("unexpected input 'mask'"), std::string::npos);
+}
+
+TEST(SessionTest, CorruptModelIsAClearErrorNotACrash) {
+  auto s = Session::LoadFromBytes("this is not an onnx model", {}, "corrupt.onnx");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("corrupt.onnx"), std::string::npos);
+}
+
+TEST(SessionTest, MissingModelFileIsNotFound) {
+  auto s = Session::Load("/nonexistent/model.onnx", {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("/nonexistent/model.onnx"), std::string::npos);
+}
+
+TEST(SessionTest, UnknownCudaOptionListsTheValidOnes) {
+  SessionOptions o;
+  o.provider = Provider::kCuda;
+  o.cuda_options["prefer_nchw"] = "1";
+  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), o, "builtin");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("prefer_nhwc"), std::string::npos);
+}
+
+TEST(SessionTest, CudaWithoutCudaLibrariesIsUnavailableWithTheLoaderError) {
+  SessionOptions o;
+  o.provider = Provider::kCuda;
+  LogCapture logs;
+  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), o, "builtin");
+  if (s.ok()) GTEST_SKIP() << "this machine has working CUDA libraries";
+  EXPECT_EQ(s.status().code(), Code::kUnavailable) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("ortgpu doctor"), std::string::npos) << s.status().message();
+}
+
+TEST(SessionTest, ProfilingWritesAFile) {
+  SessionOptions o;
+  o.profile_prefix = testing::TempDir() + "/ortgpu_profile";
+  auto s = LoadBuiltin(o);
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Run({Tensor::Zeros("image", DataType::kFloat, {1, 3, 64, 64})}).ok());
+  auto path = s->EndProfiling();
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  std::ifstream f(*path);
+  EXPECT_TRUE(f.good()) << *path;
+}
+
+}  // namespace
+}  // namespace ortgpu
