@@ -180,8 +180,8 @@ bool EvaluateProvider(const ProviderObservation& obs, Report& report) {
   }
   if (!obs.attempted) {
     auto f = Make("provider.cuda_session", Layer::kProvider, Verdict::kSkip, "CUDA session not attempted", true);
-    f.seen = "no usable GPU was found in the driver layer";
-    f.why = "the CUDA EP needs a GPU and its driver";
+    f.seen = obs.skip_reason.empty() ? "no usable GPU was found in the driver layer" : obs.skip_reason;
+    f.why = "a layer below failed, so the CUDA EP cannot start";
     report.Add(std::move(f));
     return false;
   }

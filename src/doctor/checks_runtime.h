@@ -24,6 +24,7 @@ struct ProviderObservation {
   std::string ep_library;                   // libonnxruntime_providers_cuda.so path, "" if absent
   bool gpu_expected = false;                // layers 1-4 saw a usable GPU
   bool attempted = false;                   // a CUDA session was tried
+  std::string skip_reason;                  // why not, when not
   std::string session_error;                // "" when the CUDA session was created
   OrtLogFacts log;                          // what ORT logged meanwhile
   double session_ms = 0;

@@ -1,0 +1,63 @@
+// RunBenchmark: `ortgpu bench` as a library call. Loads the model, builds
+// the inputs once per batch size, computes the CPU reference outputs, then
+// for every variant x batch x concurrency creates the sessions, binds I/O,
+// measures, checks accuracy and records resources. Renderers (report.h)
+// turn the BenchReport into text, JSON, CSV and HTML.
+//
+// Blocking; call from one thread. Progress is reported through hooks.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/inputs.h"
+#include "bench/resources.h"
+#include "bench/result.h"
+#include "bench/runner.h"
+#include "ort/session_options.h"
+#include "status/expected.h"
+#include "sys/clock.h"
+
+namespace ortgpu::bench {
+
+struct BenchOptions {
+  std::string model_path;
+  // When non-empty, the model's bytes (tests); model_path is then its label.
+  std::string model_bytes;
+  // The base session: provider, CUDA options, optimisation level, threads,
+  // execution mode, --save-optimized path (written by the first session).
+  SessionOptions session;
+  IoMode io = IoMode::kHost;
+  // Batch sizes to measure; empty: 1 (or the model's fixed batch).
+  std::vector<int64_t> batches;
+  std::vector<int> concurrency = {1};
+  ConcurrencyMode concurrency_mode = ConcurrencyMode::kSharedSession;
+  LoadOptions load;
+  InputSpec inputs;
+  // Compare every configuration's outputs with the CPU provider's.
+  bool check_accuracy = true;
+  Tolerance tolerance;
+  // --sweep: compare the variants of `sweep_axes` (empty: default axes).
+  bool sweep = false;
+  std::vector<std::string> sweep_axes;
+  StatisticsOptions statistics;
+  int histogram_bins = 40;
+};
+
+struct BenchHooks {
+  const Clock* clock = &RealClock();
+  // GPU memory probe factory; null uses NVML for GPU providers.
+  std::function<std::unique_ptr<GpuMemoryProbe>()> gpu_memory_probe;
+  // "Measuring default b=8 c=1" before each configuration.
+  std::function<void(const std::string& label, size_t index, size_t total)> on_config;
+  ProgressFn progress;
+};
+
+// Errors (returned, not recorded): the model does not load, an input spec
+// does not fit it, an option is invalid, or - without --sweep - the one
+// configuration fails (EP missing, I/O mode not possible). With --sweep a
+// failing variant is recorded in its ConfigResult and the rest still run.
+Expected<BenchReport> RunBenchmark(const BenchOptions& options, const BenchHooks& hooks = {});
+
+}  // namespace ortgpu::bench

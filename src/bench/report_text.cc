@@ -1,0 +1,66 @@
+#include <fmt/format.h>
+
+#include "bench/report.h"
+
+namespace ortgpu::bench {
+namespace {
+
+std::string Status_(const ConfigResult& r) {
+  if (!r.error.ok()) return "ERROR";
+  if (r.accuracy.checked && !r.accuracy.passed) return "WRONG";
+  return r.stats.stable ? "ok" : "unstable";
+}
+
+}  // namespace
+
+std::string RenderTable(const BenchReport& report) {
+  std::string out = fmt::format("model {}  provider {}  ORT {}\n", report.model, ProviderName(report.provider), report.ort_version);
+  size_t name_w = 7;
+  for (const auto& r : report.results) name_w = std::max(name_w, r.config.variant.name.size());
+  out += fmt::format("{:<{}} {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>8} {:>9}  {}\n", "variant", name_w,
+                     "batch", "conc", "p50 ms", "p90 ms", "p99 ms", "mean ms", "max ms", "runs/s", "items/s", "max err",
+                     "RSS MB", "GPU MB", "status");
+  for (const auto& r : report.results) {
+    const auto& c = r.config;
+    if (!r.error.ok()) {
+      out += fmt::format("{:<{}} {:>5} {:>4}  ERROR: {}\n", c.variant.name, name_w, c.batch, c.concurrency, r.error.message());
+      continue;
+    }
+    const auto& s = r.stats;
+    out += fmt::format("{:<{}} {:>5} {:>4} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>10.1f} {:>11.1f} {:>9} {:>8.0f} {:>9}  {}\n",
+                       c.variant.name, name_w, c.batch, c.concurrency, s.p50_ms, s.p90_ms, s.p99_ms, s.mean_ms, s.max_ms,
+                       s.runs_per_s, s.items_per_s, r.accuracy.checked ? fmt::format("{:.2g}", r.accuracy.max_abs_error) : "-",
+                       r.peak_rss_mb, r.gpu_memory_mb ? fmt::format("{:.0f}", *r.gpu_memory_mb) : "n/a", Status_(r));
+  }
+  if (!report.results.empty() && report.results.front().error.ok()) {
+    const auto& r = report.results.front();
+    out += fmt::format("session creation {:.1f} ms, first run {:.3f} ms, CPU {:.0f}% of a core, memory: {}, {} runs, stddev {:.3f} ms, p95 {:.3f}, p99.9 {:.3f}\n",
+                       r.session_create_ms, r.first_run_ms, r.cpu_utilisation, r.memory, r.stats.count, r.stats.stddev_ms,
+                       r.stats.p95_ms, r.stats.p999_ms);
+  }
+  for (const auto& r : report.results) {
+    if (r.accuracy.checked && !r.accuracy.passed) {
+      out += fmt::format("ACCURACY FAILURE: {} batch {}: {} (max abs error {:.3g}, max rel error {:.3g})\n", r.config.variant.name,
+                         r.config.batch, r.accuracy.note, r.accuracy.max_abs_error, r.accuracy.max_rel_error);
+    }
+  }
+  for (const auto& n : report.notes) out += "note: " + n + "\n";
+  if (report.recommendation) {
+    const auto& rec = *report.recommendation;
+    auto describe = [&](const char* goal, const std::optional<Pick>& p, bool latency) {
+      if (!p) return fmt::format("best {}: none (no configuration succeeded)\n", goal);
+      const auto& r = report.results[p->index];
+      const std::string gain = p->has_baseline ? fmt::format("{:.2f}x the default", p->gain) : "no default measured there";
+      return fmt::format("best {}: {} at batch {}, concurrency {}: {} ({})\n", goal, r.config.variant.name, r.config.batch,
+                         r.config.concurrency,
+                         latency ? fmt::format("p50 {:.4g} ms", r.stats.p50_ms) : fmt::format("{:.1f} items/s", r.stats.items_per_s),
+                         gain);
+    };
+    out += describe("latency", rec.latency, true);
+    out += describe("throughput", rec.throughput, false);
+    if (!rec.config_pbtxt.empty()) out += "config.pbtxt fragment:\n" + rec.config_pbtxt;
+  }
+  return out;
+}
+
+}  // namespace ortgpu::bench

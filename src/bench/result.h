@@ -1,0 +1,87 @@
+// The results of one `ortgpu bench` run: what was measured (Configuration),
+// its raw samples and derived figures (ConfigResult), and the whole report
+// the renderers (report.h) print. Plain value types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/accuracy.h"
+#include "bench/statistics.h"
+#include "ort/io_binding.h"
+#include "ort/session_options.h"
+#include "status/status.h"
+
+namespace ortgpu::bench {
+
+// How --concurrency N puts N runs in flight.
+enum class ConcurrencyMode {
+  kSharedSession,  // N threads over one session (ORT's Run is thread-safe)
+  kSessionPerWorker,  // N sessions, one thread each (Triton's instance_group count N)
+};
+std::string_view ConcurrencyModeName(ConcurrencyMode m);  // "shared", "per-worker"
+Expected<ConcurrencyMode> ParseConcurrencyMode(std::string_view name);
+
+// One point of the sweep: the settings that differ from the base options.
+struct Variant {
+  std::string name = "default";  // "io=bound prefer_nhwc=1"; "default" for the base
+  bool is_default = true;
+  IoMode io = IoMode::kHost;
+  OptimizationLevel optimization = OptimizationLevel::kAll;
+  std::map<std::string, std::string> cuda_options;  // merged over the base options
+};
+
+struct Configuration {
+  Variant variant;
+  Provider provider = Provider::kCpu;
+  int64_t batch = 1;
+  int concurrency = 1;
+  ConcurrencyMode concurrency_mode = ConcurrencyMode::kSharedSession;
+};
+
+struct ConfigResult {
+  Configuration config;
+  Status error;  // not OK: this configuration could not be measured (why)
+  std::string memory;  // where bound tensors lived ("host", "cpu", "cuda:0")
+  double session_create_ms = 0;
+  double first_run_ms = 0;
+  std::vector<double> samples_ms;  // raw, in completion order
+  double wall_s = 0;
+  LatencyStats stats;
+  Accuracy accuracy;
+  double peak_rss_mb = 0;
+  double cpu_utilisation = 0;  // CPU time / wall time during the timed phase, percent of one core
+  std::optional<double> gpu_memory_mb;
+  std::string gpu_memory_source;  // "process", "device", "n/a: ..."
+};
+
+// The best configuration for one goal and how it compares with the default.
+struct Pick {
+  size_t index = 0;      // into BenchReport::results
+  double gain = 1.0;     // default p50 / best p50 (latency) or best / default items/s
+  bool has_baseline = false;  // false when the default was not measured at that point
+};
+
+struct Recommendation {
+  std::optional<Pick> latency;     // lowest p50 at the smallest batch and concurrency
+  std::optional<Pick> throughput;  // highest items/s anywhere
+  std::string config_pbtxt;        // Triton fragment for the throughput pick
+};
+
+struct BenchReport {
+  std::string model;
+  std::string ort_version;
+  Provider provider = Provider::kCpu;
+  bool dynamic_batch = false;
+  std::vector<ConfigResult> results;
+  std::optional<Recommendation> recommendation;  // set by --sweep
+  std::vector<std::string> notes;                // warnings worth a line each
+
+  // True when every configuration was measured and passed its accuracy check.
+  bool ok() const;
+};
+
+}  // namespace ortgpu::bench

@@ -1,0 +1,233 @@
+#include "bench/sweep.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace ortgpu::bench {
+
+const std::vector<SweepAxis>& SweepAxes() {
+  // Ordered as the table's columns. The first value is ORT's default.
+  static const std::vector<SweepAxis> axes = {
+      {"io", {"host", "bound", "resident", "cuda-graph"}, "tensor placement: copies each run, outputs on device, all on device, CUDA graph replay", false, true},
+      {"opt", {"all", "extended", "basic", "disable"}, "graph optimisation level", false, true},
+      {"prefer_nhwc", {"0", "1"}, "NHWC convolution layouts (CUDA EP)", true, true},
+      {"cudnn_conv_algo_search", {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}, "how cuDNN picks convolution algorithms", true, true},
+      {"use_tf32", {"1", "0"}, "TF32 matrix products", true, false},
+      {"cudnn_conv_use_max_workspace", {"1", "0"}, "largest cuDNN workspace", true, false},
+      {"arena_extend_strategy", {"kNextPowerOfTwo", "kSameAsRequested"}, "how the memory arena grows", true, false},
+  };
+  return axes;
+}
+
+namespace {
+
+const SweepAxis* FindAxis(const std::string& key) {
+  for (const auto& a : SweepAxes()) {
+    if (a.key == key) return &a;
+  }
+  return nullptr;
+}
+
+std::string BaseValue(const SweepAxis& axis, const Variant& base) {
+  if (axis.key == "io") return std::string(IoModeName(base.io));
+  if (axis.key == "opt") return std::string(OptimizationLevelName(base.optimization));
+  auto it = base.cuda_options.find(axis.key);
+  return it != base.cuda_options.end() ? it->second : axis.values.front();
+}
+
+Status Apply(const std::string& key, const std::string& value, Variant& v) {
+  if (key == "io") {
+    ORTGPU_ASSIGN_OR_RETURN(v.io, ParseIoMode(value));
+    if (v.io == IoMode::kCudaGraph) {
+      v.cuda_options["enable_cuda_graph"] = "1";
+    } else {
+      v.cuda_options.erase("enable_cuda_graph");
+    }
+  } else if (key == "opt") {
+    ORTGPU_ASSIGN_OR_RETURN(v.optimization, ParseOptimizationLevel(value));
+  } else {
+    v.cuda_options[key] = value;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string VariantName(const Variant& v) { return v.name; }
+
+Expected<std::vector<Variant>> ExpandSweep(Provider provider, const std::vector<std::string>& selection, const Variant& base) {
+  struct Chosen {
+    const SweepAxis* axis;
+    std::vector<std::string> values;
+  };
+  std::vector<Chosen> chosen;
+  auto valid_axes = [provider] {
+    std::string s;
+    for (const auto& a : SweepAxes()) {
+      if (!a.cuda_only || provider != Provider::kCpu) s += (s.empty() ? "" : ", ") + a.key;
+    }
+    return s;
+  };
+  if (selection.empty()) {
+    for (const auto& a : SweepAxes()) {
+      if (!a.in_default_sweep || (a.cuda_only && provider == Provider::kCpu)) continue;
+      std::vector<std::string> values = a.values;
+      if (a.key == "io" && provider == Provider::kCpu) values = {"host", "bound", "resident"};
+      chosen.push_back({&a, values});
+    }
+  }
+  for (const auto& item : selection) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const SweepAxis* axis = FindAxis(key);
+    if (axis == nullptr) return InvalidArgument("--sweep-axes: unknown axis '" + key + "'; valid: " + valid_axes());
+    if (axis->cuda_only && provider == Provider::kCpu) {
+      return InvalidArgument("--sweep-axes: '" + key + "' is a CUDA execution provider option; it needs --provider cuda");
+    }
+    std::vector<std::string> values = axis->values;
+    if (eq != std::string::npos) {
+      values.clear();
+      std::stringstream ss(item.substr(eq + 1));
+      std::string v;
+      while (std::getline(ss, v, '|')) {
+        if (std::find(axis->values.begin(), axis->values.end(), v) == axis->values.end()) {
+          std::string list;
+          for (const auto& x : axis->values) list += (list.empty() ? "" : ", ") + x;
+          return InvalidArgument("--sweep-axes: '" + v + "' is not a value of " + key + "; valid: " + list);
+        }
+        values.push_back(v);
+      }
+      if (values.empty()) return InvalidArgument("--sweep-axes: '" + item + "' lists no values; write " + key + "=v1|v2");
+    }
+    chosen.push_back({axis, values});
+  }
+  std::vector<Variant> out;
+  std::vector<size_t> idx(chosen.size(), 0);
+  while (true) {
+    Variant v = base;
+    std::string name;
+    bool is_default = true;
+    for (size_t a = 0; a < chosen.size(); ++a) {
+      const std::string& value = chosen[a].values[idx[a]];
+      ORTGPU_RETURN_IF_ERROR(Apply(chosen[a].axis->key, value, v));
+      if (value != BaseValue(*chosen[a].axis, base)) {
+        is_default = false;
+        name += (name.empty() ? "" : " ") + chosen[a].axis->key + "=" + value;
+      }
+    }
+    v.is_default = is_default;
+    v.name = is_default ? "default" : name;
+    if (is_default) {
+      out.insert(out.begin(), v);
+    } else {
+      out.push_back(v);
+    }
+    size_t a = 0;
+    while (a < chosen.size() && ++idx[a] == chosen[a].values.size()) idx[a++] = 0;
+    if (a == chosen.size()) break;
+  }
+  if (out.empty() || !out.front().is_default) {
+    Variant d = base;
+    d.is_default = true;
+    d.name = "default";
+    out.insert(out.begin(), d);
+  }
+  return out;
+}
+
+namespace {
+
+bool Usable(const ConfigResult& r) { return r.error.ok() && (!r.accuracy.checked || r.accuracy.passed) && r.stats.count > 0; }
+
+const ConfigResult* DefaultAt(const BenchReport& report, const Configuration& c) {
+  for (const auto& r : report.results) {
+    if (r.config.variant.is_default && r.config.batch == c.batch && r.config.concurrency == c.concurrency &&
+        r.config.concurrency_mode == c.concurrency_mode && Usable(r)) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Recommendation Recommend(const BenchReport& report) {
+  Recommendation rec;
+  int64_t min_batch = INT64_MAX;
+  int min_conc = INT32_MAX;
+  for (const auto& r : report.results) {
+    if (!Usable(r)) continue;
+    min_batch = std::min(min_batch, r.config.batch);
+    min_conc = std::min(min_conc, r.config.concurrency);
+  }
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const auto& r = report.results[i];
+    if (!Usable(r)) continue;
+    if (r.config.batch == min_batch && r.config.concurrency == min_conc &&
+        (!rec.latency || r.stats.p50_ms < report.results[rec.latency->index].stats.p50_ms)) {
+      rec.latency = Pick{i, 1.0, false};
+    }
+    if (!rec.throughput || r.stats.items_per_s > report.results[rec.throughput->index].stats.items_per_s) {
+      rec.throughput = Pick{i, 1.0, false};
+    }
+  }
+  if (rec.latency) {
+    const auto& best = report.results[rec.latency->index];
+    if (const ConfigResult* d = DefaultAt(report, best.config); d != nullptr && best.stats.p50_ms > 0) {
+      rec.latency->gain = d->stats.p50_ms / best.stats.p50_ms;
+      rec.latency->has_baseline = true;
+    }
+  }
+  if (rec.throughput) {
+    const auto& best = report.results[rec.throughput->index];
+    if (const ConfigResult* d = DefaultAt(report, best.config); d != nullptr && d->stats.items_per_s > 0) {
+      rec.throughput->gain = best.stats.items_per_s / d->stats.items_per_s;
+      rec.throughput->has_baseline = true;
+    }
+    rec.config_pbtxt = ConfigPbtxtFragment(report, rec.throughput->index);
+  }
+  return rec;
+}
+
+std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick) {
+  const ConfigResult& r = report.results.at(pick);
+  const Configuration& c = r.config;
+  const bool gpu = c.provider != Provider::kCpu;
+  std::string out;
+  out += fmt::format("# Recommended by `ortgpu bench --sweep` for {}: {:.1f} items/s, p50 {:.3f} ms\n", report.model,
+                     r.stats.items_per_s, r.stats.p50_ms);
+  out += fmt::format("# settings: {}; batch {}; concurrency {} ({}); I/O mode {} (a client-side choice, not a config field)\n",
+                     c.variant.name, c.batch, c.concurrency, ConcurrencyModeName(c.concurrency_mode), IoModeName(c.variant.io));
+  if (report.dynamic_batch) {
+    int64_t max_batch = 0;
+    for (const auto& x : report.results) max_batch = std::max(max_batch, x.config.batch);
+    out += fmt::format("max_batch_size: {}\n", std::max(max_batch, c.batch));
+    out += fmt::format("dynamic_batching {{ preferred_batch_size: [ {} ] }}\n", c.batch);
+  } else {
+    out += "max_batch_size: 0\n";
+  }
+  const int instances = c.concurrency_mode == ConcurrencyMode::kSessionPerWorker ? c.concurrency : 1;
+  out += fmt::format("instance_group [ {{ count: {} kind: {} }} ]\n", instances, gpu ? "KIND_GPU" : "KIND_CPU");
+  if (c.variant.optimization != OptimizationLevel::kAll || (gpu && !c.variant.cuda_options.empty())) {
+    out += "optimization {\n";
+    if (c.variant.optimization != OptimizationLevel::kAll) {
+      // Triton's onnxruntime backend: -1 disables all, 1 enables extended.
+      const int level = c.variant.optimization == OptimizationLevel::kDisable ? -1 : 1;
+      out += fmt::format("  graph {{ level: {} }}  # bench measured '{}'\n", level, OptimizationLevelName(c.variant.optimization));
+    }
+    if (gpu && !c.variant.cuda_options.empty()) {
+      out += "  execution_accelerators {\n    gpu_execution_accelerator [\n      {\n        name: \"cuda\"\n";
+      for (const auto& [k, v] : c.variant.cuda_options) {
+        out += fmt::format("        parameters {{ key: \"{}\" value: \"{}\" }}\n", k, v);
+      }
+      out += "      }\n    ]\n  }\n";
+    }
+    out += "}\n";
+  }
+  return out;
+}
+
+}  // namespace ortgpu::bench

@@ -1,0 +1,49 @@
+// Sweep: the declarative list of settings `bench --sweep` compares, the
+// expansion of chosen axes into variants, and the recommendation drawn from
+// measured results (pure functions; thread-safe).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/result.h"
+#include "status/expected.h"
+
+namespace ortgpu::bench {
+
+// One setting the sweep varies. `key` is "io", "opt" or a CUDA EP option
+// key; values are in the order tried, the first being ORT's default.
+struct SweepAxis {
+  std::string key;
+  std::vector<std::string> values;
+  std::string description;
+  bool cuda_only = false;
+  bool in_default_sweep = true;  // swept when --sweep names no axes
+};
+
+// Every axis bench knows, the single table --help and the sweep use.
+const std::vector<SweepAxis>& SweepAxes();
+
+// Expands axis selections into variants: the cartesian product of the chosen
+// axes' values, settings not swept kept from `base`. The variant equal to
+// `base` is marked is_default and put first (added if the product lacks it).
+// `selection` items are "key" (all its values) or "key=v1|v2"; empty
+// selects the default axes for `provider`. Errors name the unknown axis or
+// value and list the valid ones.
+Expected<std::vector<Variant>> ExpandSweep(Provider provider, const std::vector<std::string>& selection, const Variant& base);
+
+// The variant's label, "io=bound prefer_nhwc=1", or "default".
+std::string VariantName(const Variant& v);
+
+// Picks the best latency and throughput configurations among the results
+// that ran and passed their accuracy check; gains are against the default
+// variant measured at the same batch and concurrency. nullopt picks when
+// nothing succeeded.
+Recommendation Recommend(const BenchReport& report);
+
+// The Triton config.pbtxt fragment for result `pick` of `report`:
+// max_batch_size, dynamic_batching, instance_group and the CUDA EP
+// parameters, with comments naming what Triton cannot express (I/O mode).
+std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick);
+
+}  // namespace ortgpu::bench

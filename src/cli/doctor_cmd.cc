@@ -1,0 +1,119 @@
+// `ortgpu doctor`: flags, then doctor::RunDoctor on the real machine, then a
+// text table or one JSON document.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/cuda_setup.h"
+#include "doctor/doctor.h"
+#include "doctor/render.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/dynamic_loader.h"
+#include "gpu/library_search.h"
+#include "gpu/nvml.h"
+#include "ort/runtime.h"
+#include "ort/tensor.h"
+
+namespace ortgpu::cli {
+namespace {
+
+struct DoctorFlags {
+  std::string require;
+  bool json = false;
+  std::vector<std::string> models;
+  std::vector<std::string> shapes;
+  int runs = 20;
+  int device = 0;
+  std::string color = "auto";
+};
+
+// "input_ids:1x128" -> ("input_ids", {1,128}).
+Status ParseShapeFlag(const std::string& text, std::map<std::string, std::vector<int64_t>>& out) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return InvalidArgument("--shape '" + text + "' must be NAME:DIMS, e.g. input:1x3x224x224");
+  }
+  auto dims = ParseShape(text.substr(colon + 1));
+  if (!dims.ok()) return dims.status().WithContext("--shape " + text);
+  out[text.substr(0, colon)] = *dims;
+  return Status::Ok();
+}
+
+int RunDoctorCommand(const DoctorFlags& flags) {
+  doctor::DoctorOptions options;
+  options.require_gpu = flags.require == "gpu";
+  options.models = flags.models;
+  options.observe.timed_runs = flags.runs;
+  options.observe.device_id = flags.device;
+  for (const auto& s : flags.shapes) {
+    Status st = ParseShapeFlag(s, options.observe.shapes);
+    if (!st.ok()) {
+      std::fprintf(stderr, "ortgpu doctor: %s\n", st.message().c_str());
+      return 2;
+    }
+  }
+  if (const char* tmp = std::getenv("TMPDIR")) options.observe.temp_dir = tmp;
+
+  auto driver = gpu::NewCudaDriver();
+  auto nvml = gpu::NewNvml();
+  gpu::LibrarySearch search(RealFileSystem(), RealEnvironment());
+  doctor::DoctorSeams seams;
+  seams.fs = &RealFileSystem();
+  seams.env = &RealEnvironment();
+  seams.driver = driver.get();
+  seams.nvml = nvml.get();
+  seams.loader = &gpu::RealDynamicLoader();
+  seams.search = &search;
+  seams.host = doctor::ReadHostFacts();
+  seams.preload = PreloadCudaLibrariesOnce();
+
+  doctor::Report report = doctor::RunDoctor(options, seams);
+  if (flags.json) {
+    nlohmann::json header = {{"ortgpu_version", ORTGPU_VERSION},
+                             {"ort_version", Runtime::Get().Version()},
+                             {"models", flags.models}};
+    std::printf("%s\n", doctor::RenderJson(report, options.require_gpu, header).dump(2).c_str());
+  } else {
+    doctor::RenderOptions ro;
+    ro.require_gpu = options.require_gpu;
+    ro.color = flags.color == "always" || (flags.color == "auto" && ::isatty(STDOUT_FILENO));
+    std::fputs(doctor::RenderText(report, ro).c_str(), stdout);
+  }
+  return report.ExitCode(options.require_gpu);
+}
+
+}  // namespace
+
+void AddDoctorCommand(CLI::App& app, CommandResult& result) {
+  auto flags = std::make_shared<DoctorFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor",
+      "Diagnose, layer by layer, whether ONNX Runtime really runs on the GPU here: host, driver and GPUs, CUDA "
+      "libraries, version compatibility, the CUDA execution provider, an end-to-end run, and your models. "
+      "Exit 0 when nothing failed, 1 when something did, 2 on bad usage.");
+  cmd->add_option("--require", flags->require,
+                  "'gpu': treat every GPU failure or skip as a failure (exit 1): a pre-deploy gate or init container")
+      ->check(CLI::IsMember({"gpu"}));
+  cmd->add_flag("--json", flags->json, "Print one JSON document (schema: docs/doctor-json.md)");
+  cmd->add_option("--model", flags->models, "An ONNX model to check end to end with its node placement (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--shape", flags->shapes,
+                  "NAME:DIMS, the full shape of input NAME, e.g. input_ids:1x128; symbolic dims default to 1 "
+                  "(repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--runs", flags->runs, "Timed runs per provider in the end-to-end checks")
+      ->check(CLI::Range(1, 100000))
+      ->default_val(20);
+  cmd->add_option("--device", flags->device, "CUDA device index to check")->check(CLI::NonNegativeNumber)->default_val(0);
+  cmd->add_option("--color", flags->color, "Colour the table: auto (on a TTY), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->default_val("auto");
+  cmd->callback([flags, &result]() { result.exit_code = RunDoctorCommand(*flags); });
+}
+
+}  // namespace ortgpu::cli

@@ -1,0 +1,137 @@
+#include "doctor/doctor.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "doctor/checks_compat.h"
+#include "doctor/checks_driver.h"
+#include "doctor/checks_libraries.h"
+#include "doctor/checks_runtime.h"
+#include "gpu/compatibility.h"
+#include "gpu/elf_reader.h"
+#include "gpu/fatbin.h"
+#include "gpu/library_probe.h"
+#include "ort/runtime.h"
+
+namespace ortgpu::doctor {
+namespace {
+
+struct EpFile {
+  std::string path;
+  std::vector<std::string> needed;
+  std::set<int> cubin;
+  std::set<int> ptx;
+  std::string error;
+};
+
+EpFile ReadEpFile(const FileSystem& fs, const std::string& path) {
+  EpFile ep;
+  ep.path = path;
+  auto elf = gpu::ElfReader::Open(fs, path);
+  if (!elf.ok()) {
+    ep.error = elf.status().message();
+    return ep;
+  }
+  ep.needed = elf->needed();
+  auto section = elf->SectionBytes(".nv_fatbin");
+  if (section.ok()) {
+    auto archs = gpu::ParseFatbin(*section);
+    if (archs.ok()) {
+      ep.cubin = archs->cubin;
+      ep.ptx = archs->ptx;
+    }
+  }
+  return ep;
+}
+
+}  // namespace
+
+Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
+  Report report;
+  // 1. Host.
+  HostSummary host = CheckHost(HostCheckInputs{*seams.fs, *seams.env, seams.host}, report);
+  // 2. Driver and GPUs.
+  DriverFacts driver = CheckDriver(*seams.driver, *seams.nvml, host, report);
+
+  // 3. CUDA libraries.
+  std::string ep_path = seams.ep_library_path;
+  std::string ort_version = "1.29.0";
+  if (options.run_onnxruntime) {
+    ort_version = Runtime::Get().Version();
+    if (ep_path.empty()) ep_path = JoinPath(DirName(Runtime::Get().LibraryPath()), "libonnxruntime_providers_cuda.so");
+  }
+  EpFile ep = ReadEpFile(*seams.fs, ep_path);
+  gpu::LibraryProbeOptions probe;
+  probe.load_libraries = driver.gpu_usable && seams.loader != nullptr;
+  probe.ep_library_path = ep.error.empty() ? ep_path : "";
+  LibraryCheckInputs libs;
+  libs.libraries = gpu::ProbeCudaLibraries(*seams.fs, *seams.search, seams.loader, probe);
+  libs.preload = seams.preload;
+  libs.gpu_usable = driver.gpu_usable;
+  libs.ep_path = ep_path;
+  libs.ep_needed = ep.needed;
+  libs.ep_error = ep.error;
+  LibraryFacts lib_facts = CheckLibraries(libs, report);
+
+  // 4. Compatibility.
+  CompatInputs compat;
+  compat.ort_version = ort_version;
+  compat.cuda_runtime_version = lib_facts.cudart_version;
+  compat.cudnn_version = lib_facts.cudnn_version;
+  compat.cudnn_cuda_major = lib_facts.cudnn_cuda_major;
+  if (!driver.driver_version.empty()) compat.driver_version = driver.driver_version;
+  compat.device_ccs = driver.device_ccs;
+  compat.ep_cubin_archs = ep.cubin;
+  compat.ep_ptx_archs = ep.ptx;
+  // The EP's own NEEDED list says which CUDA major it was built for
+  // (libcudart.so.13); ORT's table gives the cuDNN major of that flavour.
+  for (const auto& n : ep.needed) {
+    if (n.rfind("libcudart.so.", 0) == 0) compat.ep_cuda_major = std::atoi(n.c_str() + 13);
+  }
+  const gpu::EpBuildResult builds = gpu::EpBuildFor(ort_version);
+  for (const auto& b : builds.builds) {
+    if (compat.ep_cuda_major == 0) compat.ep_cuda_major = b.cuda_major;
+    if (b.cuda_major == compat.ep_cuda_major) {
+      compat.ep_cudnn_major = b.cudnn_major;
+      break;
+    }
+  }
+  CheckCompatibility(compat, report);
+
+  if (!options.run_onnxruntime) return report;
+
+  // 5-6. Execution provider and end to end on the built-in model.
+  ObserveOptions observe = options.observe;
+  if (!observe.gpu_memory && driver.gpu_usable && seams.nvml != nullptr) {
+    gpu::Nvml* nvml = seams.nvml;
+    const unsigned device = static_cast<unsigned>(observe.device_id);
+    observe.gpu_memory = [nvml, device]() -> std::optional<uint64_t> {
+      auto used = nvml->ProcessMemoryUsed(device, static_cast<uint32_t>(::getpid()));
+      if (!used.ok()) return std::nullopt;
+      return *used;
+    };
+  }
+  std::string ground;
+  if (!driver.gpu_usable) {
+    ground = "no usable GPU (driver layer)";
+  } else if (!lib_facts.first_missing.empty()) {
+    ground = lib_facts.first_missing + " is missing (libraries layer)";
+  }
+  RuntimeObservation rt = ObserveRuntime(ground.empty(), observe);
+  rt.provider.skip_reason = ground;
+  if (!ground.empty()) rt.end_to_end.skip_reason = ground;
+  const bool cuda_ok = EvaluateProvider(rt.provider, report);
+  EvaluateEndToEnd(rt.end_to_end, report);
+
+  // 7. The user's models.
+  int index = 1;
+  for (const auto& path : options.models) {
+    ModelObservation m = ObserveModel(path, cuda_ok, observe);
+    if (!cuda_ok) m.run.skip_reason = ground.empty() ? "the CUDA execution provider does not work (provider layer)" : ground;
+    EvaluateModel(m, index++, report);
+  }
+  return report;
+}
+
+}  // namespace ortgpu::doctor

@@ -1,0 +1,54 @@
+// RunDoctor: `ortgpu doctor` as a library call. Runs the seven layers in the
+// order real deployments fail, each on the ground the previous ones laid: a
+// layer whose ground failed reports `skip` with the reason.
+//
+// Everything outside the process comes through DoctorSeams, so tests can
+// describe any machine with fakes; the CLI passes the real ones. Not
+// thread-safe: one RunDoctor at a time per seams object.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "doctor/checks_host.h"
+#include "doctor/finding.h"
+#include "doctor/observe.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/dynamic_loader.h"
+#include "gpu/library_search.h"
+#include "gpu/nvml.h"
+#include "gpu/preload.h"
+#include "sys/environment.h"
+#include "sys/file_system.h"
+
+namespace ortgpu::doctor {
+
+struct DoctorOptions {
+  // --require gpu: every GPU failure or skip makes the exit code 1.
+  bool require_gpu = false;
+  // --model PATH (repeatable): layer 7 on each.
+  std::vector<std::string> models;
+  // Run layers 5-7 through the real ONNX Runtime (tests of layers 1-4 turn
+  // this off).
+  bool run_onnxruntime = true;
+  ObserveOptions observe;
+};
+
+struct DoctorSeams {
+  const FileSystem* fs = nullptr;
+  const Environment* env = nullptr;
+  gpu::GpuDriver* driver = nullptr;
+  gpu::Nvml* nvml = nullptr;
+  gpu::DynamicLoader* loader = nullptr;   // null: versions are read from files only
+  const gpu::LibrarySearch* search = nullptr;
+  HostFacts host;
+  // What ortgpu preloaded at start (gpu/preload.h).
+  std::vector<gpu::PreloadResult> preload;
+  // libonnxruntime_providers_cuda.so; "" to look next to libonnxruntime.
+  std::string ep_library_path;
+};
+
+Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams);
+
+}  // namespace ortgpu::doctor

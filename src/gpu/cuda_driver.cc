@@ -1,0 +1,236 @@
+#include "gpu/cuda_driver.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace ortgpu::gpu {
+namespace {
+
+// The slice of the CUDA driver API used here, declared by hand (cuda.h is
+// not available at build time). Types follow cuda.h: CUresult and CUdevice
+// are int, CUdevice_attribute an enum passed as int.
+using CuResult = int;
+using CuDevice = int;
+struct CuUuid {
+  unsigned char bytes[16];
+};
+using CuInitFn = CuResult (*)(unsigned int);
+using CuDriverGetVersionFn = CuResult (*)(int*);
+using CuDeviceGetCountFn = CuResult (*)(int*);
+using CuDeviceGetFn = CuResult (*)(CuDevice*, int);
+using CuDeviceGetNameFn = CuResult (*)(char*, int, CuDevice);
+using CuDeviceGetUuidFn = CuResult (*)(CuUuid*, CuDevice);
+using CuDeviceGetPciBusIdFn = CuResult (*)(char*, int, CuDevice);
+using CuDeviceGetAttributeFn = CuResult (*)(int*, int, CuDevice);
+using CuDeviceTotalMemFn = CuResult (*)(size_t*, CuDevice);
+using CuGetErrorStringFn = CuResult (*)(CuResult, const char**);
+
+constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrComputeCapabilityMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
+std::string FormatUuid(const unsigned char b[16]) {
+  char out[48];
+  std::snprintf(out, sizeof(out),
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                b[13], b[14], b[15]);
+  return out;
+}
+
+class CudaDriver final : public GpuDriver {
+ public:
+  explicit CudaDriver(CudaDriverOptions options) : options_(std::move(options)) {}
+  // The handle is never closed: libcuda does not support being unloaded while
+  // other code in the process (the CUDA runtime, ORT) may still use it.
+  ~CudaDriver() override = default;
+
+  Status Load() override {
+    if (handle_ != nullptr) return Status::Ok();
+    dlerror();
+    void* handle = dlopen(options_.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* err = dlerror();
+      return Unavailable("cannot load " + options_.library + ": " +
+                         (err != nullptr ? err : "unknown dlopen error"));
+    }
+    link_map* map = nullptr;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
+      path_ = map->l_name;
+    }
+    if (path_.empty()) path_ = options_.library;
+    std::string missing;
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
+      if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+    };
+    sym(init_, "cuInit");
+    sym(driver_get_version_, "cuDriverGetVersion");
+    sym(device_get_count_, "cuDeviceGetCount");
+    sym(device_get_, "cuDeviceGet");
+    sym(device_get_name_, "cuDeviceGetName");
+    sym(device_get_pci_bus_id_, "cuDeviceGetPCIBusId");
+    sym(device_get_attribute_, "cuDeviceGetAttribute");
+    sym(device_total_mem_, "cuDeviceTotalMem_v2");
+    // cuDeviceGetUuid_v2 (CUDA 11.4+) also reports MIG instance UUIDs; the
+    // plain symbol is the fallback for older drivers.
+    device_get_uuid_ = reinterpret_cast<CuDeviceGetUuidFn>(dlsym(handle, "cuDeviceGetUuid_v2"));
+    if (device_get_uuid_ == nullptr) sym(device_get_uuid_, "cuDeviceGetUuid");
+    get_error_string_ = reinterpret_cast<CuGetErrorStringFn>(dlsym(handle, "cuGetErrorString"));
+    get_error_name_ = reinterpret_cast<CuGetErrorStringFn>(dlsym(handle, "cuGetErrorName"));
+    if (!missing.empty()) {
+      return Unavailable(path_ + " lacks the CUDA driver entry points " + missing +
+                         "; it is not a usable NVIDIA driver library (too old, or not libcuda)");
+    }
+    handle_ = handle;
+    return Status::Ok();
+  }
+
+  std::string LibraryPath() const override { return handle_ != nullptr ? path_ : ""; }
+
+  Expected<int> DriverVersion() override {
+    ORTGPU_RETURN_IF_ERROR(RequireLoaded());
+    int v = 0;
+    if (CuResult r = driver_get_version_(&v); r != 0) return Error("cuDriverGetVersion", r);
+    return v;
+  }
+
+  Status Init() override {
+    ORTGPU_RETURN_IF_ERROR(RequireLoaded());
+    if (CuResult r = init_(0); r != 0) return Error("cuInit", r);
+    return Status::Ok();
+  }
+
+  Expected<int> DeviceCount() override {
+    ORTGPU_RETURN_IF_ERROR(RequireLoaded());
+    int n = 0;
+    if (CuResult r = device_get_count_(&n); r != 0) return Error("cuDeviceGetCount", r);
+    return n;
+  }
+
+  Expected<CudaDeviceProps> Device(int ordinal) override {
+    ORTGPU_RETURN_IF_ERROR(RequireLoaded());
+    CuDevice dev = 0;
+    if (CuResult r = device_get_(&dev, ordinal); r != 0) return Error("cuDeviceGet", r);
+    CudaDeviceProps p;
+    p.ordinal = ordinal;
+    char name[256] = {};
+    if (CuResult r = device_get_name_(name, sizeof(name) - 1, dev); r != 0) {
+      return Error("cuDeviceGetName", r);
+    }
+    p.name = name;
+    CuUuid uuid{};
+    if (CuResult r = device_get_uuid_(&uuid, dev); r != 0) return Error("cuDeviceGetUuid", r);
+    p.uuid = FormatUuid(uuid.bytes);
+    char bus[64] = {};
+    if (CuResult r = device_get_pci_bus_id_(bus, sizeof(bus) - 1, dev); r != 0) {
+      return Error("cuDeviceGetPCIBusId", r);
+    }
+    p.pci_bus_id = bus;
+    if (CuResult r = device_get_attribute_(&p.cc_major, kAttrComputeCapabilityMajor, dev); r != 0) {
+      return Error("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", r);
+    }
+    if (CuResult r = device_get_attribute_(&p.cc_minor, kAttrComputeCapabilityMinor, dev); r != 0) {
+      return Error("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", r);
+    }
+    size_t total = 0;
+    if (CuResult r = device_total_mem_(&total, dev); r != 0) return Error("cuDeviceTotalMem", r);
+    p.total_memory = total;
+    return p;
+  }
+
+ private:
+  Status RequireLoaded() const {
+    if (handle_ == nullptr) return FailedPrecondition("libcuda is not loaded: call Load() first");
+    return Status::Ok();
+  }
+
+  Status Error(const std::string& call, CuResult r) const {
+    const char* desc = nullptr;
+    std::string description;
+    if (get_error_string_ != nullptr && get_error_string_(r, &desc) == 0 && desc != nullptr) {
+      description = desc;
+    }
+    const char* name = nullptr;
+    std::string error_name;
+    if (get_error_name_ != nullptr && get_error_name_(r, &name) == 0 && name != nullptr) {
+      error_name = name;
+    }
+    return CudaCallError(call, r, description, error_name);
+  }
+
+  CudaDriverOptions options_;
+  void* handle_ = nullptr;
+  std::string path_;
+  CuInitFn init_ = nullptr;
+  CuDriverGetVersionFn driver_get_version_ = nullptr;
+  CuDeviceGetCountFn device_get_count_ = nullptr;
+  CuDeviceGetFn device_get_ = nullptr;
+  CuDeviceGetNameFn device_get_name_ = nullptr;
+  CuDeviceGetUuidFn device_get_uuid_ = nullptr;
+  CuDeviceGetPciBusIdFn device_get_pci_bus_id_ = nullptr;
+  CuDeviceGetAttributeFn device_get_attribute_ = nullptr;
+  CuDeviceTotalMemFn device_total_mem_ = nullptr;
+  CuGetErrorStringFn get_error_string_ = nullptr;
+  CuGetErrorStringFn get_error_name_ = nullptr;
+};
+
+constexpr std::string_view kCodeTag = " [CUresult ";
+
+}  // namespace
+
+std::unique_ptr<GpuDriver> NewCudaDriver(const CudaDriverOptions& options) {
+  return std::make_unique<CudaDriver>(options);
+}
+
+std::string FormatCudaVersion(int version) {
+  if (version <= 0) return "unknown";
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+std::string CudaErrorName(int code) {
+  switch (code) {
+    case 0: return "CUDA_SUCCESS";
+    case 1: return "CUDA_ERROR_INVALID_VALUE";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 4: return "CUDA_ERROR_DEINITIALIZED";
+    case 34: return "CUDA_ERROR_STUB_LIBRARY";
+    case 46: return "CUDA_ERROR_DEVICE_UNAVAILABLE";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 101: return "CUDA_ERROR_INVALID_DEVICE";
+    case 102: return "CUDA_ERROR_DEVICE_NOT_LICENSED";
+    case 209: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case 222: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    case 304: return "CUDA_ERROR_OPERATING_SYSTEM";
+    case 801: return "CUDA_ERROR_NOT_SUPPORTED";
+    case 802: return "CUDA_ERROR_SYSTEM_NOT_READY";
+    case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case 804: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case 999: return "CUDA_ERROR_UNKNOWN";
+    default: return "CUDA error " + std::to_string(code);
+  }
+}
+
+Status CudaCallError(const std::string& call, int code, const std::string& description,
+                     const std::string& name) {
+  std::string msg = call + " failed: " + (name.empty() ? CudaErrorName(code) : name);
+  if (!description.empty()) msg += " (" + description + ")";
+  msg += std::string(kCodeTag) + std::to_string(code) + "]";
+  const Code c = code == kCudaErrorNoDevice ? Code::kUnavailable
+               : code == 2                  ? Code::kResourceExhausted
+                                            : Code::kInternal;
+  return Status(c, std::move(msg));
+}
+
+int CudaErrorCodeOf(const Status& status) {
+  const std::string& m = status.message();
+  const size_t at = m.rfind(kCodeTag);
+  if (at == std::string::npos) return 0;
+  return std::atoi(m.c_str() + at + kCodeTag.size());
+}
+
+}  // namespace ortgpu::gpu

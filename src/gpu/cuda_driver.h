@@ -1,0 +1,91 @@
+// GpuDriver: the CUDA driver API (libcuda.so.1) as ortgpu sees it, behind an
+// interface so doctor and bench can be tested with FakeGpuDriver
+// (tests/fakes/fake_gpu_driver.h) on machines without a GPU.
+//
+// The real implementation (NewCudaDriver) opens libcuda with dlopen at run
+// time and declares the few entry points it needs by hand: no CUDA headers or
+// link-time dependency, so ortgpu starts on CPU-only machines and can say why
+// the driver is missing instead of failing to start.
+//
+// Usage: Load(), then DriverVersion() (works without cuInit), then Init(),
+// then DeviceCount() and Device(i). Not thread-safe: one thread probes.
+// cuMemGetInfo is deliberately absent: it needs a CUDA context (hundreds of MB
+// of GPU memory and ~100 ms); NVML reports used memory without one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "status/expected.h"
+#include "status/status.h"
+
+namespace ortgpu::gpu {
+
+// What the CUDA driver reports about one device (cuDeviceGet* calls).
+struct CudaDeviceProps {
+  int ordinal = 0;             // CUDA device ordinal (after CUDA_VISIBLE_DEVICES)
+  std::string name;            // "NVIDIA H200"
+  std::string uuid;            // "GPU-5f1c2d3e-...", formatted like nvidia-smi
+  std::string pci_bus_id;      // "0000:18:00.0" (cuDeviceGetPCIBusId)
+  int cc_major = 0;            // compute capability, e.g. 9 and 0 for sm_90
+  int cc_minor = 0;
+  uint64_t total_memory = 0;   // bytes (cuDeviceTotalMem_v2)
+};
+
+class GpuDriver {
+ public:
+  virtual ~GpuDriver() = default;
+
+  // Opens libcuda and resolves its entry points. Idempotent. On failure the
+  // message carries the dynamic loader's own text (dlerror).
+  [[nodiscard]] virtual Status Load() = 0;
+  // The absolute path of the libcuda that was loaded; empty before Load().
+  virtual std::string LibraryPath() const = 0;
+  // cuDriverGetVersion: the highest CUDA version the driver supports, as
+  // 1000*major + 10*minor (13000 = CUDA 13.0). REQUIRES: Load() succeeded.
+  virtual Expected<int> DriverVersion() = 0;
+  // cuInit(0). Fails e.g. with CUDA_ERROR_NO_DEVICE when CUDA_VISIBLE_DEVICES
+  // hides every GPU. REQUIRES: Load() succeeded.
+  [[nodiscard]] virtual Status Init() = 0;
+  // REQUIRES: Init() succeeded.
+  virtual Expected<int> DeviceCount() = 0;
+  // REQUIRES: Init() succeeded and 0 <= ordinal < DeviceCount().
+  virtual Expected<CudaDeviceProps> Device(int ordinal) = 0;
+};
+
+struct CudaDriverOptions {
+  // The soname passed to dlopen; the default finds the driver's libcuda the
+  // way the CUDA runtime does. Tests point it at a file that does not exist.
+  std::string library = "libcuda.so.1";
+};
+
+// The real driver over dlopen(options.library). Never null; nothing is opened
+// until Load().
+std::unique_ptr<GpuDriver> NewCudaDriver(const CudaDriverOptions& options = {});
+
+// 13000 -> "13.0", 12080 -> "12.8"; "unknown" for values <= 0.
+std::string FormatCudaVersion(int version);
+
+// The CUresult's enum name ("CUDA_ERROR_NO_DEVICE") for the codes doctor
+// explains; "CUDA error <n>" otherwise. Used when libcuda's own
+// cuGetErrorName is not available (and by fakes).
+std::string CudaErrorName(int code);
+
+// CUresult codes that doctor gives their own advice for.
+inline constexpr int kCudaErrorStubLibrary = 34;
+inline constexpr int kCudaErrorNoDevice = 100;
+inline constexpr int kCudaErrorSystemDriverMismatch = 803;
+inline constexpr int kCudaErrorCompatNotSupportedOnDevice = 804;
+inline constexpr int kCudaErrorUnknown = 999;
+
+// A Status for a failed driver call, "cuInit failed: CUDA_ERROR_NO_DEVICE
+// (no CUDA-capable device is detected)"; its message starts with `call`.
+// `name` overrides CudaErrorName(code) (libcuda's cuGetErrorName). The
+// CUresult is kept in the message; CudaErrorCodeOf recovers it.
+Status CudaCallError(const std::string& call, int code, const std::string& description,
+                     const std::string& name = "");
+// The CUresult in a Status made by CudaCallError, or 0.
+int CudaErrorCodeOf(const Status& status);
+
+}  // namespace ortgpu::gpu

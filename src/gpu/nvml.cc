@@ -1,0 +1,308 @@
+#include "gpu/nvml.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <climits>
+#include <type_traits>
+#include <vector>
+
+namespace ortgpu::gpu {
+namespace {
+
+// The slice of nvml.h used here, declared by hand. nvmlReturn_t is an enum
+// (int); nvmlDevice_t an opaque pointer. Struct layouts follow nvml.h.
+using NvmlReturn = int;
+using NvmlDeviceHandle = void*;
+struct NvmlPciInfoV3 {  // nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3
+  char bus_id_legacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pci_device_id;
+  unsigned int pci_sub_system_id;
+  char bus_id[32];
+};
+struct NvmlMemoryV1 {  // nvmlMemory_t: total, free, used (in that order)
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct NvmlMemoryV2 {  // nvmlMemory_v2_t: used excludes the driver's reserved memory
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+// NVML_STRUCT_VERSION(Memory, 2): sizeof | (2 << 24).
+constexpr unsigned int kNvmlMemoryV2Version =
+    static_cast<unsigned int>(sizeof(NvmlMemoryV2)) | (2u << 24);
+struct NvmlUtilizationRates {  // nvmlUtilization_t
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct NvmlProcessInfo {  // nvmlProcessInfo_t used by ..._v3
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+constexpr unsigned long long kNvmlValueNotAvailable = ULLONG_MAX;
+
+using InitFn = NvmlReturn (*)();
+using ShutdownFn = NvmlReturn (*)();
+using ErrorStringFn = const char* (*)(NvmlReturn);
+using SystemStringFn = NvmlReturn (*)(char*, unsigned int);
+using SystemIntFn = NvmlReturn (*)(int*);
+using CountFn = NvmlReturn (*)(unsigned int*);
+using HandleByIndexFn = NvmlReturn (*)(unsigned int, NvmlDeviceHandle*);
+using DeviceStringFn = NvmlReturn (*)(NvmlDeviceHandle, char*, unsigned int);
+using PciInfoFn = NvmlReturn (*)(NvmlDeviceHandle, NvmlPciInfoV3*);
+using MemoryFn = NvmlReturn (*)(NvmlDeviceHandle, NvmlMemoryV1*);
+using MemoryV2Fn = NvmlReturn (*)(NvmlDeviceHandle, NvmlMemoryV2*);
+using UtilizationFn = NvmlReturn (*)(NvmlDeviceHandle, NvmlUtilizationRates*);
+using MigModeFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned int*, unsigned int*);
+using ComputeCapabilityFn = NvmlReturn (*)(NvmlDeviceHandle, int*, int*);
+using ProcessesFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned int*, NvmlProcessInfo*);
+
+class RealNvml final : public Nvml {
+ public:
+  explicit RealNvml(NvmlOptions options) : options_(std::move(options)) {}
+  ~RealNvml() override {
+    if (initialized_ && shutdown_ != nullptr) shutdown_();
+  }
+
+  Status Load() override {
+    if (initialized_) return Status::Ok();
+    if (handle_ == nullptr) {
+      dlerror();
+      void* handle = dlopen(options_.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        const char* err = dlerror();
+        return Unavailable("cannot load " + options_.library + ": " +
+                           (err != nullptr ? err : "unknown dlopen error"));
+      }
+      link_map* map = nullptr;
+      if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
+        path_ = map->l_name;
+      }
+      if (path_.empty()) path_ = options_.library;
+      std::string missing;
+      auto sym = [&](auto& fn, const char* name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
+        if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+      };
+      sym(init_, "nvmlInit_v2");
+      sym(shutdown_, "nvmlShutdown");
+      sym(error_string_, "nvmlErrorString");
+      sym(driver_version_, "nvmlSystemGetDriverVersion");
+      sym(cuda_driver_version_, "nvmlSystemGetCudaDriverVersion_v2");
+      sym(device_count_, "nvmlDeviceGetCount_v2");
+      sym(handle_by_index_, "nvmlDeviceGetHandleByIndex_v2");
+      sym(name_, "nvmlDeviceGetName");
+      sym(uuid_, "nvmlDeviceGetUUID");
+      sym(pci_info_, "nvmlDeviceGetPciInfo_v3");
+      sym(memory_, "nvmlDeviceGetMemoryInfo");
+      sym(utilization_, "nvmlDeviceGetUtilizationRates");
+      sym(compute_capability_, "nvmlDeviceGetCudaComputeCapability");
+      // Optional: absent on drivers older than the features.
+      memory_v2_ = reinterpret_cast<MemoryV2Fn>(dlsym(handle, "nvmlDeviceGetMemoryInfo_v2"));
+      mig_mode_ = reinterpret_cast<MigModeFn>(dlsym(handle, "nvmlDeviceGetMigMode"));
+      processes_ = reinterpret_cast<ProcessesFn>(
+          dlsym(handle, "nvmlDeviceGetComputeRunningProcesses_v3"));
+      if (!missing.empty()) {
+        dlclose(handle);
+        return Unavailable(path_ + " lacks the NVML entry points " + missing +
+                           "; the NVIDIA driver is too old for ortgpu (install driver >= 525)");
+      }
+      handle_ = handle;
+    }
+    if (NvmlReturn r = init_(); r != 0) return Error("nvmlInit_v2", r);
+    initialized_ = true;
+    return Status::Ok();
+  }
+
+  std::string LibraryPath() const override { return handle_ != nullptr ? path_ : ""; }
+
+  Expected<std::string> DriverVersion() override {
+    ORTGPU_RETURN_IF_ERROR(RequireInit());
+    char buf[96] = {};
+    if (NvmlReturn r = driver_version_(buf, sizeof(buf) - 1); r != 0) {
+      return Error("nvmlSystemGetDriverVersion", r);
+    }
+    return std::string(buf);
+  }
+
+  Expected<int> CudaDriverVersion() override {
+    ORTGPU_RETURN_IF_ERROR(RequireInit());
+    int v = 0;
+    if (NvmlReturn r = cuda_driver_version_(&v); r != 0) {
+      return Error("nvmlSystemGetCudaDriverVersion_v2", r);
+    }
+    return v;
+  }
+
+  Expected<unsigned> DeviceCount() override {
+    ORTGPU_RETURN_IF_ERROR(RequireInit());
+    unsigned n = 0;
+    if (NvmlReturn r = device_count_(&n); r != 0) return Error("nvmlDeviceGetCount_v2", r);
+    return n;
+  }
+
+  Expected<NvmlDevice> Device(unsigned index) override {
+    ORTGPU_ASSIGN_OR_RETURN(NvmlDeviceHandle h, Handle(index));
+    NvmlDevice d;
+    d.index = index;
+    char buf[128] = {};
+    if (NvmlReturn r = name_(h, buf, sizeof(buf) - 1); r != 0) return Error("nvmlDeviceGetName", r);
+    d.name = buf;
+    char uuid[96] = {};
+    if (NvmlReturn r = uuid_(h, uuid, sizeof(uuid) - 1); r != 0) {
+      return Error("nvmlDeviceGetUUID", r);
+    }
+    d.uuid = uuid;
+    NvmlPciInfoV3 pci{};
+    if (NvmlReturn r = pci_info_(h, &pci); r != 0) return Error("nvmlDeviceGetPciInfo_v3", r);
+    d.pci_bus_id = pci.bus_id;
+    if (NvmlReturn r = compute_capability_(h, &d.cc_major, &d.cc_minor); r != 0) {
+      return Error("nvmlDeviceGetCudaComputeCapability", r);
+    }
+    ORTGPU_ASSIGN_OR_RETURN(d.memory, Memory(index));
+    NvmlUtilizationRates util{};
+    if (utilization_(h, &util) == 0) {
+      d.utilization_gpu = util.gpu;
+      d.utilization_memory = util.memory;
+    }
+    unsigned current = 0, pending = 0;
+    if (mig_mode_ != nullptr && mig_mode_(h, &current, &pending) == 0) {
+      d.mig_current = current == 1;  // NVML_DEVICE_MIG_ENABLE
+      d.mig_pending = pending == 1;
+    }
+    return d;
+  }
+
+  Expected<NvmlMemory> Memory(unsigned index) override {
+    ORTGPU_ASSIGN_OR_RETURN(NvmlDeviceHandle h, Handle(index));
+    // v2 reports "used" as nvidia-smi does (without the driver's reserved
+    // memory); v1 counts the reserved part as used.
+    if (memory_v2_ != nullptr) {
+      NvmlMemoryV2 m2{};
+      m2.version = kNvmlMemoryV2Version;
+      if (memory_v2_(h, &m2) == 0) return NvmlMemory{m2.total, m2.used, m2.free};
+    }
+    NvmlMemoryV1 m{};
+    if (NvmlReturn r = memory_(h, &m); r != 0) return Error("nvmlDeviceGetMemoryInfo", r);
+    return NvmlMemory{m.total, m.used, m.free};
+  }
+
+  Expected<uint64_t> ProcessMemoryUsed(unsigned index, uint32_t pid) override {
+    ORTGPU_ASSIGN_OR_RETURN(NvmlDeviceHandle h, Handle(index));
+    if (processes_ == nullptr) {
+      return Unavailable(path_ + " lacks nvmlDeviceGetComputeRunningProcesses_v3 (driver < 510)");
+    }
+    // The process list can grow between the sizing call and the fetch: retry
+    // with the size NVML reports, plus slack.
+    std::vector<NvmlProcessInfo> procs;
+    unsigned count = 0;
+    NvmlReturn r = processes_(h, &count, nullptr);
+    for (int attempt = 0; r == kNvmlErrorInsufficientSize && attempt < 4; ++attempt) {
+      procs.resize(count + 8);
+      count = static_cast<unsigned>(procs.size());
+      r = processes_(h, &count, procs.data());
+    }
+    if (r != 0) return Error("nvmlDeviceGetComputeRunningProcesses_v3", r);
+    for (unsigned i = 0; i < count && i < procs.size(); ++i) {
+      if (procs[i].pid != pid) continue;
+      if (procs[i].used_gpu_memory == kNvmlValueNotAvailable) {
+        return Unavailable("NVML lists process " + std::to_string(pid) + " on GPU " +
+                           std::to_string(index) + " but cannot report its memory");
+      }
+      return static_cast<uint64_t>(procs[i].used_gpu_memory);
+    }
+    return NotFound("process " + std::to_string(pid) + " holds no CUDA context on GPU " +
+                    std::to_string(index) + " (inside a container NVML lists host pids)");
+  }
+
+ private:
+  Status RequireInit() const {
+    if (!initialized_) return FailedPrecondition("NVML is not initialised: call Load() first");
+    return Status::Ok();
+  }
+
+  Expected<NvmlDeviceHandle> Handle(unsigned index) {
+    ORTGPU_RETURN_IF_ERROR(RequireInit());
+    NvmlDeviceHandle h = nullptr;
+    if (NvmlReturn r = handle_by_index_(index, &h); r != 0) {
+      return Error("nvmlDeviceGetHandleByIndex_v2(" + std::to_string(index) + ")", r);
+    }
+    return h;
+  }
+
+  Status Error(const std::string& call, NvmlReturn r) const {
+    std::string text = NvmlErrorText(r);
+    // Codes the table above does not name get the library's own wording.
+    if (error_string_ != nullptr && text.rfind("NVML error ", 0) == 0) {
+      if (const char* s = error_string_(r)) text += std::string(" (") + s + ")";
+    }
+    const Code c = r == kNvmlErrorNotSupported ? Code::kUnimplemented
+                 : r == 6 ? Code::kNotFound  // NVML_ERROR_NOT_FOUND
+                          : Code::kUnavailable;
+    return Status(c, call + " failed: " + text);
+  }
+
+  NvmlOptions options_;
+  void* handle_ = nullptr;
+  bool initialized_ = false;
+  std::string path_;
+  InitFn init_ = nullptr;
+  ShutdownFn shutdown_ = nullptr;
+  ErrorStringFn error_string_ = nullptr;
+  SystemStringFn driver_version_ = nullptr;
+  SystemIntFn cuda_driver_version_ = nullptr;
+  CountFn device_count_ = nullptr;
+  HandleByIndexFn handle_by_index_ = nullptr;
+  DeviceStringFn name_ = nullptr;
+  DeviceStringFn uuid_ = nullptr;
+  PciInfoFn pci_info_ = nullptr;
+  MemoryFn memory_ = nullptr;
+  MemoryV2Fn memory_v2_ = nullptr;
+  UtilizationFn utilization_ = nullptr;
+  MigModeFn mig_mode_ = nullptr;
+  ComputeCapabilityFn compute_capability_ = nullptr;
+  ProcessesFn processes_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Nvml> NewNvml(const NvmlOptions& options) {
+  return std::make_unique<RealNvml>(options);
+}
+
+std::string NvmlErrorText(int code) {
+  // Names and wording from nvml.h's nvmlReturn_t documentation.
+  switch (code) {
+    case 0: return "NVML_SUCCESS";
+    case 1: return "NVML_ERROR_UNINITIALIZED (NVML was not first initialized with nvmlInit)";
+    case 2: return "NVML_ERROR_INVALID_ARGUMENT (a supplied argument is invalid)";
+    case 3: return "NVML_ERROR_NOT_SUPPORTED (the device does not support this feature)";
+    case 4: return "NVML_ERROR_NO_PERMISSION (the current user does not have permission)";
+    case 6: return "NVML_ERROR_NOT_FOUND (a query to find an object was unsuccessful)";
+    case 7: return "NVML_ERROR_INSUFFICIENT_SIZE (an input argument is not large enough)";
+    case 9: return "NVML_ERROR_DRIVER_NOT_LOADED (NVIDIA driver is not loaded)";
+    case 10: return "NVML_ERROR_TIMEOUT (user provided timeout passed)";
+    case 12: return "NVML_ERROR_LIBRARY_NOT_FOUND (NVML shared library could not be found)";
+    case 13: return "NVML_ERROR_FUNCTION_NOT_FOUND (local version of NVML lacks this function)";
+    case 15: return "NVML_ERROR_GPU_IS_LOST (the GPU has fallen off the bus or is otherwise inaccessible)";
+    case 16: return "NVML_ERROR_RESET_REQUIRED (the GPU requires a reset)";
+    case 17: return "NVML_ERROR_OPERATING_SYSTEM (the GPU control device has been blocked by the OS/cgroups)";
+    case 18: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH (RM detects a driver/library version mismatch)";
+    case 19: return "NVML_ERROR_IN_USE (an operation cannot be performed because the GPU is in use)";
+    case 20: return "NVML_ERROR_MEMORY (insufficient memory)";
+    case 21: return "NVML_ERROR_NO_DATA (no data)";
+    case 999: return "NVML_ERROR_UNKNOWN (an internal driver error occurred)";
+    default: return "NVML error " + std::to_string(code);
+  }
+}
+
+}  // namespace ortgpu::gpu

@@ -1,0 +1,247 @@
+#include "ort/io_binding.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include <onnxruntime_cxx_api.h>
+
+#include "ort/ort_status.h"
+#include "ort/runtime.h"
+
+namespace ortgpu {
+namespace {
+
+// cudaMemcpy from the CUDA runtime the CUDA EP already loaded. ORT's own
+// Env::CopyTensors only knows data transfers of EPs registered as plugin
+// libraries, not the classic CUDA EP ortgpu appends, so it is the fallback.
+using CudaMemcpyFn = int (*)(void* dst, const void* src, size_t count, int kind);
+constexpr int kCudaMemcpyHostToDevice = 1;
+constexpr int kCudaMemcpyDeviceToHost = 2;
+
+CudaMemcpyFn FindCudaMemcpy() {
+  static CudaMemcpyFn fn = [] {
+    for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+      void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+      if (h == nullptr) h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+      if (h != nullptr) {
+        if (void* sym = dlsym(h, "cudaMemcpy")) return reinterpret_cast<CudaMemcpyFn>(sym);
+      }
+    }
+    return static_cast<CudaMemcpyFn>(nullptr);
+  }();
+  return fn;
+}
+
+Ort::Env& Env() { return *static_cast<Ort::Env*>(Runtime::Get().env_handle()); }
+
+// Copies `bytes` between host and device memory with cudart, else with
+// ORT's CopyTensors on tensor views of the two buffers.
+Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value) {
+  if (bytes == 0) return Status::Ok();
+  if (CudaMemcpyFn memcpy_fn = FindCudaMemcpy()) {
+    const int rc = memcpy_fn(dst, src, bytes, kind);
+    if (rc != 0) return Internal("cudaMemcpy of " + std::to_string(bytes) + " bytes failed with CUDA error " + std::to_string(rc));
+    return Status::Ok();
+  }
+  try {
+    auto info = device_value.GetTensorTypeAndShapeInfo();
+    const auto shape = info.GetShape();
+    Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+    void* host = kind == kCudaMemcpyHostToDevice ? const_cast<void*>(src) : dst;
+    Ort::Value host_value = Ort::Value::CreateTensor(cpu, host, bytes, shape.data(), shape.size(), info.GetElementType());
+    Ort::Value device_view = Ort::Value::CreateTensor(device_value.GetTensorMemoryInfo(),
+                                                      kind == kCudaMemcpyHostToDevice ? dst : const_cast<void*>(src), bytes,
+                                                      shape.data(), shape.size(), info.GetElementType());
+    Ort::Status st = kind == kCudaMemcpyHostToDevice ? Env().CopyTensor(host_value, device_view, nullptr)
+                                                     : Env().CopyTensor(device_view, host_value, nullptr);
+    if (!st.IsOK()) {
+      return Unavailable("copying a tensor between host and GPU failed: libcudart is not loaded and ORT's CopyTensors said: " +
+                         st.GetErrorMessage());
+    }
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "copying a tensor between host and GPU");
+  }
+  return Status::Ok();
+}
+
+bool OnCpu(const Ort::ConstMemoryInfo& info) { return info.GetDeviceType() == OrtMemoryInfoDeviceType_CPU; }
+
+Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v) {
+  if (!v.IsTensor()) return Unimplemented("output '" + name + "' is not a tensor; ortgpu returns tensors only");
+  auto info = v.GetTensorTypeAndShapeInfo();
+  Tensor t;
+  t.name = name;
+  t.dtype = static_cast<DataType>(info.GetElementType());
+  t.shape = info.GetShape();
+  const size_t n = info.GetElementCount();
+  if (t.dtype == DataType::kString) {
+    t.strings.resize(n);
+    for (size_t k = 0; k < n; ++k) t.strings[k] = v.GetStringTensorElement(k);
+    return t;
+  }
+  t.data.resize(n * ElementSize(t.dtype));
+  const void* src = v.GetTensorRawData();
+  if (OnCpu(v.GetTensorMemoryInfo())) {
+    if (!t.data.empty()) std::memcpy(t.data.data(), src, t.data.size());
+    return t;
+  }
+  ORTGPU_RETURN_IF_ERROR(CopyBytes(t.data.data(), src, t.data.size(), kCudaMemcpyDeviceToHost, v));
+  return t;
+}
+
+}  // namespace
+
+struct BoundRunner::Impl {
+  Ort::MemoryInfo memory{nullptr};
+  Ort::Allocator allocator{nullptr};  // device allocator (kResident, kCudaGraph)
+  Ort::RunOptions run_options;
+  Ort::IoBinding binding{nullptr};
+  std::vector<Ort::Value> inputs;   // bound input values (views or device copies)
+  std::vector<Ort::Value> outputs;  // preallocated outputs (kCudaGraph)
+  std::vector<std::string> output_names;
+};
+
+std::string_view IoModeName(IoMode mode) {
+  switch (mode) {
+    case IoMode::kHost: return "host";
+    case IoMode::kBound: return "bound";
+    case IoMode::kResident: return "resident";
+    case IoMode::kCudaGraph: return "cuda-graph";
+  }
+  return "host";
+}
+
+Expected<IoMode> ParseIoMode(std::string_view name) {
+  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident, IoMode::kCudaGraph}) {
+    if (name == IoModeName(m)) return m;
+  }
+  return InvalidArgument("unknown I/O mode '" + std::string(name) +
+                         "'; valid: host (copy tensors every run), bound (outputs stay on the device), resident (inputs and "
+                         "outputs on the device), cuda-graph (resident + CUDA graph replay)");
+}
+
+BoundRunner::~BoundRunner() = default;
+
+Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& session, std::vector<Tensor> inputs,
+                                                           const BoundRunnerOptions& options) {
+  ORTGPU_RETURN_IF_ERROR(session.ValidateInputs(inputs));
+  std::unique_ptr<BoundRunner> r(new BoundRunner());
+  r->session_ = &session;
+  r->options_ = options;
+  r->host_inputs_ = std::move(inputs);
+  const SessionOptions& so = session.options();
+  const bool gpu = so.provider != Provider::kCpu;
+  if (options.mode == IoMode::kHost) {
+    r->memory_ = "host";
+    return r;
+  }
+  if (options.mode == IoMode::kCudaGraph) {
+    if (!gpu) {
+      return InvalidArgument("I/O mode cuda-graph needs --provider cuda: CUDA graphs capture GPU work, and the CPU provider has "
+                             "none (with the CPU use --io host, bound or resident)");
+    }
+    auto it = so.cuda_options.find("enable_cuda_graph");
+    if (it == so.cuda_options.end() || it->second != "1") {
+      return FailedPrecondition("I/O mode cuda-graph needs a session built with the CUDA option enable_cuda_graph=1");
+    }
+  }
+  if (options.mode != IoMode::kBound && gpu) {
+    for (const auto& t : r->host_inputs_) {
+      if (t.dtype == DataType::kString) {
+        return InvalidArgument("input '" + t.name + "' is a string tensor, which cannot live in GPU memory; use --io host or bound");
+      }
+    }
+  }
+  int device_id = 0;
+  if (auto it = so.cuda_options.find("device_id"); it != so.cuda_options.end()) device_id = std::atoi(it->second.c_str());
+  r->memory_ = gpu ? "cuda:" + std::to_string(device_id) : "cpu";
+  auto impl = std::make_unique<Impl>();
+  try {
+    Ort::Session& native = session.native();
+    impl->memory = gpu ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, device_id, OrtMemTypeDefault)
+                       : Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    impl->binding = Ort::IoBinding(native);
+    Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    Ort::AllocatorWithDefaultOptions host_alloc;
+    const bool device_inputs = gpu && options.mode != IoMode::kBound;
+    if (device_inputs) impl->allocator = Ort::Allocator(native, impl->memory);
+    for (auto& t : r->host_inputs_) {
+      const auto type = static_cast<ONNXTensorElementDataType>(t.dtype);
+      if (device_inputs) {
+        Ort::Value v = Ort::Value::CreateTensor(impl->allocator, t.shape.data(), t.shape.size(), type);
+        ORTGPU_RETURN_IF_ERROR(CopyBytes(v.GetTensorMutableRawData(), t.data.data(), t.data.size(), kCudaMemcpyHostToDevice, v));
+        impl->inputs.push_back(std::move(v));
+      } else if (t.dtype == DataType::kString) {
+        Ort::Value v = Ort::Value::CreateTensor(host_alloc, t.shape.data(), t.shape.size(), type);
+        std::vector<const char*> ptrs;
+        for (const auto& s : t.strings) ptrs.push_back(s.c_str());
+        v.FillStringTensor(ptrs.data(), ptrs.size());
+        impl->inputs.push_back(std::move(v));
+      } else {
+        // A view of host_inputs_, which the runner owns and never resizes.
+        impl->inputs.push_back(Ort::Value::CreateTensor(cpu, t.data.data(), t.data.size(), t.shape.data(), t.shape.size(), type));
+      }
+      impl->binding.BindInput(t.name.c_str(), impl->inputs.back());
+    }
+    for (const auto& o : session.outputs()) impl->output_names.push_back(o.name);
+    if (options.mode == IoMode::kCudaGraph) {
+      // Output addresses must not change between replays: learn the shapes
+      // with one plain run, then preallocate the outputs on the device.
+      ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> shapes, session.Run(r->host_inputs_));
+      for (const auto& out : shapes) {
+        Ort::Value v = Ort::Value::CreateTensor(impl->allocator, out.shape.data(), out.shape.size(),
+                                                static_cast<ONNXTensorElementDataType>(out.dtype));
+        impl->binding.BindOutput(out.name.c_str(), v);
+        impl->outputs.push_back(std::move(v));
+      }
+      impl->run_options.AddConfigEntry("gpu_graph_id", std::to_string(options.graph_id).c_str());
+    } else {
+      for (const auto& name : impl->output_names) impl->binding.BindOutput(name.c_str(), impl->memory);
+    }
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "binding the inputs and outputs of " + session.label() + " to " + r->memory_ + " memory");
+  }
+  r->impl_ = std::move(impl);
+  return r;
+}
+
+Status BoundRunner::Run() {
+  if (!impl_) {
+    auto out = session_->Run(host_inputs_);
+    if (!out.ok()) return out.status();
+    last_host_outputs_ = std::move(out).value();
+    return Status::Ok();
+  }
+  try {
+    session_->native().Run(impl_->run_options, impl_->binding);
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "running model " + session_->label() + " with I/O mode " + std::string(IoModeName(options_.mode)));
+  }
+  return Status::Ok();
+}
+
+Expected<std::vector<Tensor>> BoundRunner::FetchOutputs() {
+  if (!impl_) return last_host_outputs_;
+  try {
+    std::vector<Tensor> out;
+    if (!impl_->outputs.empty()) {
+      for (size_t i = 0; i < impl_->outputs.size(); ++i) {
+        ORTGPU_ASSIGN_OR_RETURN(Tensor t, ToHost(impl_->output_names[i], impl_->outputs[i]));
+        out.push_back(std::move(t));
+      }
+      return out;
+    }
+    const auto names = impl_->binding.GetOutputNames();
+    auto values = impl_->binding.GetOutputValues();
+    for (size_t i = 0; i < values.size(); ++i) {
+      ORTGPU_ASSIGN_OR_RETURN(Tensor t, ToHost(names[i], values[i]));
+      out.push_back(std::move(t));
+    }
+    return out;
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "copying the outputs of " + session_->label() + " to the host");
+  }
+}
+
+}  // namespace ortgpu

@@ -1,0 +1,82 @@
+// BoundRunner: runs one Session repeatedly on fixed inputs in one of the I/O
+// modes bench compares, from plain host tensors to CUDA graph replay:
+//
+//   kHost      Session::Run on host tensors each run (what `serve` does):
+//              inputs copied in and outputs copied out on every run.
+//   kBound     I/O binding; inputs bound once from host memory (copied in by
+//              ORT each run), outputs left on the device (ORT allocates them).
+//   kResident  inputs copied to device memory once and bound; outputs on the
+//              device: no host<->device copies are timed (trtexec's
+//              --noDataTransfers).
+//   kCudaGraph as kResident with outputs preallocated at fixed addresses, the
+//              session built with enable_cuda_graph=1: ORT captures the graph
+//              on an early run and replays it afterwards.
+//
+// With the CPU provider, kBound and kResident bind CPU memory (memory() says
+// "cpu"), and kCudaGraph is refused. A runner is used by one thread at a time
+// (its IoBinding is not thread-safe); several runners may share one Session.
+// REQUIRES: the Session outlives its runners.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ort/session.h"
+#include "ort/tensor.h"
+#include "status/expected.h"
+
+namespace ortgpu {
+
+enum class IoMode { kHost, kBound, kResident, kCudaGraph };
+// "host", "bound", "resident", "cuda-graph".
+std::string_view IoModeName(IoMode mode);
+Expected<IoMode> ParseIoMode(std::string_view name);
+// Whether `mode` needs the session option enable_cuda_graph=1 (kCudaGraph).
+inline bool NeedsCudaGraphOption(IoMode mode) { return mode == IoMode::kCudaGraph; }
+
+struct BoundRunnerOptions {
+  IoMode mode = IoMode::kHost;
+  // The CUDA graph annotation ("gpu_graph_id" run option): one graph per
+  // distinct input shape on a session. Used by kCudaGraph only.
+  int graph_id = 0;
+};
+
+class BoundRunner {
+ public:
+  ~BoundRunner();
+  BoundRunner(const BoundRunner&) = delete;
+  BoundRunner& operator=(const BoundRunner&) = delete;
+
+  // Binds `inputs` (host tensors of concrete shape, validated against the
+  // model) as the mode requires. Runs the model once in kCudaGraph mode to
+  // learn the output shapes. Errors: kCudaGraph without CUDA or without
+  // enable_cuda_graph=1, device inputs of type string, allocation failures.
+  static Expected<std::unique_ptr<BoundRunner>> Create(const Session& session, std::vector<Tensor> inputs,
+                                                       const BoundRunnerOptions& options);
+
+  // One run, returning when its outputs are complete (ORT synchronises the
+  // device at the end of Run).
+  Status Run();
+
+  // The outputs of the last Run, copied to host memory.
+  // REQUIRES: Run() succeeded at least once.
+  Expected<std::vector<Tensor>> FetchOutputs();
+
+  IoMode mode() const { return options_.mode; }
+  // Where bound tensors live: "host" (kHost), "cpu" or "cuda:N".
+  const std::string& memory() const { return memory_; }
+
+ private:
+  struct Impl;
+  BoundRunner() = default;
+  const Session* session_ = nullptr;
+  BoundRunnerOptions options_;
+  std::vector<Tensor> host_inputs_;
+  std::vector<Tensor> last_host_outputs_;  // kHost only
+  std::string memory_;
+  std::unique_ptr<Impl> impl_;  // ORT objects, absent in kHost mode
+};
+
+}  // namespace ortgpu

@@ -1,0 +1,430 @@
+#include "serve/http/http_server.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "serve/http/endpoints.h"
+#include "serve/protocol/infer_request_decoder.h"
+#include "serve/protocol/route.h"
+
+namespace ortgpu::serve {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+class HttpSession;
+
+struct HttpServer::State {
+  State(ModelServer& s, HttpOptions o) : server(s), options(std::move(o)), acceptor(asio::make_strand(ioc)) {}
+
+  ModelServer& server;
+  const HttpOptions options;
+  asio::io_context ioc;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  tcp::acceptor acceptor;  // used only on its strand
+  asio::thread_pool blocking{2};
+  std::vector<std::thread> threads;
+  uint16_t port = 0;
+  std::shared_ptr<spdlog::logger> access_logger;
+
+  std::atomic<bool> draining{false};
+  std::atomic<bool> stopping{false};
+
+  std::mutex mu;
+  std::condition_variable idle_cv;
+  bool stopped = false;  // GUARDED_BY(mu): no completion may be posted once set
+  int in_flight = 0;     // GUARDED_BY(mu)
+  std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions;  // GUARDED_BY(mu)
+
+  void RequestStarted() {
+    std::lock_guard lock(mu);
+    ++in_flight;
+  }
+  void RequestFinished() {
+    std::lock_guard lock(mu);
+    if (--in_flight == 0) idle_cv.notify_all();
+  }
+};
+
+using State = HttpServer::State;
+
+// One TCP connection. Owned by shared_ptrs held by its pending operations
+// and by the ModelServer completion of the request in flight; it dies when
+// the last of them completes. All members are used only on its strand.
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(std::shared_ptr<State> state, tcp::socket socket)
+      : state_(std::move(state)), stream_(std::move(socket)), timer_(stream_.get_executor()) {
+    beast::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    remote_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  }
+
+  ~HttpSession() {
+    EndRequest();
+    std::lock_guard lock(state_->mu);
+    state_->sessions.erase(this);
+  }
+
+  void Start() {
+    {
+      std::lock_guard lock(state_->mu);
+      if (state_->stopped) return;
+      state_->sessions.emplace(this, weak_from_this());
+    }
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+
+  // Closes the socket and cancels the timer; pending operations complete
+  // with an error and release the session.
+  void Shutdown() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->stream_.close();
+      self->timer_.cancel();
+    });
+  }
+
+ private:
+  void ReadHeader() {
+    if (state_->stopping) return;
+    parser_.emplace();
+    parser_->body_limit(state_->options.max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(state_->options.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      BeginRequest();
+      return ReplyTooLarge();
+    }
+    if (ec) return MaybeReplyMalformed(ec);  // EOF, timeout and resets just close
+    BeginRequest();
+    const auto& req = parser_->get();
+    method_ = std::string(req.method_string());
+    target_ = std::string(req.target());
+    version_ = req.version();
+    keep_alive_ = req.keep_alive();
+    if (state_->draining) {
+      close_after_ = true;
+      return Write(ErrorReply(Unavailable("server is shutting down; retry on another instance")));
+    }
+    if (auto len = parser_->content_length(); len && *len > state_->options.max_body_bytes) {
+      return ReplyTooLarge();
+    }
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, version_);
+      stream_.expires_after(state_->options.write_timeout);
+      http::async_write(stream_, *cont, [self = shared_from_this(), cont](beast::error_code ec, size_t) {
+        if (ec) return;
+        self->ReadBody();
+      });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    stream_.expires_after(state_->options.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (ec == http::error::body_limit) return ReplyTooLarge();
+    if (ec) return MaybeReplyMalformed(ec);
+    stream_.expires_never();
+    http::request<http::string_body> req = parser_->release();
+    parser_.reset();
+    auto route = protocol::MatchRoute(req.target());
+    if (!route) return Write(ErrorReply(route.status()));
+    if (req.method_string() != route->method) {
+      HttpReply r = ErrorReply(InvalidArgument(fmt::format("{} takes {}, not {}", protocol::EndpointName(route->endpoint),
+                                                           route->method, std::string(req.method_string()))));
+      r.status = 405;
+      allow_ = route->method;
+      return Write(std::move(r));
+    }
+    EndpointRequest er;
+    er.route = std::move(route).value();
+    er.body = std::move(req.body());
+    if (auto it = req.find(protocol::kInferenceHeaderContentLength); it != req.end()) {
+      er.inference_header_length = std::string(it->value());
+    }
+    er.content_encoding = std::string(req[http::field::content_encoding]);
+    er.draining = state_->draining;
+    bool is_infer = er.route.endpoint == protocol::Endpoint::kInfer;
+    uint64_t seq = ++seq_;
+    if (is_infer && state_->options.request_timeout.count() > 0) {
+      timer_.expires_after(state_->options.request_timeout);
+      timer_.async_wait([self = shared_from_this(), seq](beast::error_code ec) {
+        if (ec || seq != self->seq_ || self->replied_) return;
+        self->Write(ErrorReply(DeadlineExceeded(fmt::format(
+            "inference did not finish within the request timeout of {} ms; the model may be overloaded: "
+            "retry later or raise --request-timeout",
+            self->state_->options.request_timeout.count()))));
+      });
+    }
+    DispatchEndpoint(state_->server, std::move(er), state_->blocking,
+                     [self = shared_from_this(), seq](HttpReply reply) { self->Deliver(std::move(reply), seq); });
+  }
+
+  // Any thread: hands the reply to the strand unless the server stopped.
+  void Deliver(HttpReply reply, uint64_t seq) {
+    std::lock_guard lock(state_->mu);
+    if (state_->stopped) return;
+    asio::post(stream_.get_executor(), [self = shared_from_this(), reply = std::move(reply), seq]() mutable {
+      if (seq != self->seq_ || self->replied_) return;  // answered already (504)
+      self->timer_.cancel();
+      self->Write(std::move(reply));
+    });
+  }
+
+  void ReplyTooLarge() {
+    close_after_ = true;
+    HttpReply r = ErrorReply(ResourceExhausted(fmt::format(
+        "request body exceeds the limit of {} bytes; send a smaller batch or raise --max-body-bytes",
+        state_->options.max_body_bytes)));
+    r.status = 413;
+    Write(std::move(r));
+  }
+
+  // A request Beast could not parse gets a 400 and the connection closes
+  // (the stream position is unknown). Transport errors just close.
+  void MaybeReplyMalformed(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+        ec.category() != beast::http::make_error_code(http::error::bad_method).category()) {
+      return;
+    }
+    BeginRequest();
+    close_after_ = true;
+    Write(ErrorReply(InvalidArgument(fmt::format("malformed HTTP request: {}", ec.message()))));
+  }
+
+  void Write(HttpReply reply) {
+    replied_ = true;
+    model_ = std::move(reply.model);
+    auto& res = response_.emplace(static_cast<http::status>(reply.status), version_ ? version_ : 11);
+    res.set(http::field::server, "ortgpu");
+    if (!reply.content_type.empty()) res.set(http::field::content_type, reply.content_type);
+    if (reply.inference_header_length) {
+      res.set(protocol::kInferenceHeaderContentLength, std::to_string(*reply.inference_header_length));
+    }
+    if (!allow_.empty()) res.set(http::field::allow, allow_);
+    if (state_->draining) close_after_ = true;
+    res.keep_alive(keep_alive_ && !close_after_);
+    res.body() = std::move(reply.body);
+    res.prepare_payload();
+    stream_.expires_after(state_->options.write_timeout);
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code ec, size_t bytes) { self->OnWrite(ec, bytes); });
+  }
+
+  void OnWrite(beast::error_code ec, size_t bytes) {
+    LogAccess(bytes);
+    bool close = close_after_ || !response_->keep_alive();
+    response_.reset();
+    EndRequest();
+    if (ec) return;
+    if (close) return LingerClose();
+    ReadHeader();
+  }
+
+  // Half-closes and reads what the client still sends for a short while, so
+  // it sees the response instead of a reset (a 413 arrives mid-upload).
+  void LingerClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return;
+    stream_.expires_after(std::chrono::seconds(2));
+    Discard();
+  }
+
+  void Discard() {
+    stream_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec || self->state_->stopping) return;
+      self->Discard();
+    });
+  }
+
+  void BeginRequest() {
+    if (request_started_) return;
+    request_started_ = true;
+    replied_ = false;
+    allow_.clear();
+    model_.clear();
+    started_ = std::chrono::steady_clock::now();
+    state_->RequestStarted();
+  }
+
+  void EndRequest() {
+    if (!request_started_) return;
+    request_started_ = false;
+    state_->RequestFinished();
+  }
+
+  void LogAccess(size_t bytes) {
+    AccessLogFormat format = state_->options.access_log;
+    if (format == AccessLogFormat::kNone || !response_) return;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    unsigned status = response_->result_int();
+    std::string line;
+    if (format == AccessLogFormat::kPlain) {
+      line = fmt::format("{} \"{} {} HTTP/{}.{}\" {} {} {:.3f}ms", remote_, method_, target_, version_ / 10,
+                         version_ % 10, status, bytes, ms);
+    } else {
+      nlohmann::json j = {{"remote", remote_}, {"method", method_}, {"target", target_}, {"status", status},
+                          {"bytes", bytes},   {"duration_ms", ms}};
+      if (!model_.empty()) j["model"] = model_;
+      line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    state_->access_logger->info(line);
+  }
+
+  // Declared first so it is destroyed last: the stream and timer below
+  // unregister from the io_context that State owns.
+  std::shared_ptr<State> state_;
+  beast::tcp_stream stream_;
+  asio::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  std::array<char, 4096> discard_{};
+  std::string remote_;
+  std::string method_;
+  std::string target_;
+  std::string model_;
+  std::string allow_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool close_after_ = false;
+  bool request_started_ = false;
+  bool replied_ = false;
+  uint64_t seq_ = 0;
+  std::chrono::steady_clock::time_point started_;
+};
+
+namespace {
+
+void Accept(std::shared_ptr<State> state) {
+  state->acceptor.async_accept(asio::make_strand(state->ioc), [state](beast::error_code ec, tcp::socket socket) {
+    if (state->stopping || state->draining || !state->acceptor.is_open()) return;
+    if (!ec) {
+      std::make_shared<HttpSession>(state, std::move(socket))->Start();
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    }
+    // Other accept errors (EMFILE, ECONNABORTED) are transient: keep going.
+    Accept(state);
+  });
+}
+
+}  // namespace
+
+Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text) {
+  if (text == "none") return AccessLogFormat::kNone;
+  if (text == "plain") return AccessLogFormat::kPlain;
+  if (text == "json") return AccessLogFormat::kJson;
+  return InvalidArgument(fmt::format("access log format '{}' is not one of: none, plain, json", text));
+}
+
+Expected<std::unique_ptr<HttpServer>> HttpServer::Start(ModelServer& server, HttpOptions options) {
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  auto state = std::make_shared<State>(server, std::move(options));
+  state->access_logger = state->options.access_logger ? state->options.access_logger : spdlog::default_logger();
+  beast::error_code ec;
+  auto address = asio::ip::make_address(state->options.host, ec);
+  if (ec) {
+    return InvalidArgument(fmt::format("HTTP host '{}' is not an IP address ({}); use e.g. 127.0.0.1 or 0.0.0.0",
+                                       state->options.host, ec.message()));
+  }
+  tcp::endpoint endpoint(address, state->options.port);
+  auto fail = [&](std::string_view what) -> Status {
+    return Unavailable(fmt::format("cannot {} HTTP address {}:{}: {}; pick another --http-port or stop the "
+                                   "process using it",
+                                   what, state->options.host, state->options.port, ec.message()));
+  };
+  if (state->acceptor.open(endpoint.protocol(), ec); ec) return fail("open");
+  if (state->acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) return fail("configure");
+  if (state->acceptor.bind(endpoint, ec); ec) return fail("bind");
+  if (state->acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) return fail("listen on");
+  state->port = state->acceptor.local_endpoint(ec).port();
+  state->work.emplace(state->ioc.get_executor());
+  asio::dispatch(state->acceptor.get_executor(), [state] { Accept(state); });
+  for (int i = 0; i < threads; ++i) {
+    state->threads.emplace_back([s = state.get()] { s->ioc.run(); });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
+}
+
+HttpServer::HttpServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+uint16_t HttpServer::port() const { return state_->port; }
+
+int HttpServer::in_flight() const {
+  std::lock_guard lock(state_->mu);
+  return state_->in_flight;
+}
+
+void HttpServer::BeginDrain() {
+  if (state_->draining.exchange(true)) return;
+  asio::post(state_->acceptor.get_executor(), [s = state_] {
+    beast::error_code ec;
+    s->acceptor.close(ec);
+  });
+}
+
+bool HttpServer::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(state_->mu);
+  return state_->idle_cv.wait_for(lock, timeout, [&] { return state_->in_flight == 0; });
+}
+
+void HttpServer::Stop() {
+  std::vector<std::weak_ptr<HttpSession>> sessions;
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->stopped) return;
+    state_->stopped = true;
+    state_->stopping = true;
+    for (auto& [ptr, weak] : state_->sessions) sessions.push_back(weak);
+  }
+  BeginDrain();
+  asio::post(state_->acceptor.get_executor(), [s = state_] {
+    beast::error_code ec;
+    s->acceptor.close(ec);
+  });
+  for (auto& weak : sessions) {
+    if (auto s = weak.lock()) s->Shutdown();
+  }
+  state_->work.reset();
+  for (std::thread& t : state_->threads) t.join();
+  state_->threads.clear();
+  state_->blocking.join();
+}
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,87 @@
+// HttpServer: the KServe v2 REST front end of `ortgpu serve`, on Boost.Beast.
+// It owns the listening socket, the connections and a pool of network
+// threads; it parses and validates each request on its connection's strand,
+// calls the ModelServer, and writes the response from the completion (posted
+// back to the strand). Endpoints and status codes: docs/PROTOCOL.md.
+//
+// Connections are HTTP/1.1 with keep-alive; requests on one connection are
+// handled one at a time in arrival order, so pipelined requests get their
+// responses in order.
+//
+// Lifecycle: Start() -> serving -> BeginDrain() (no new connections; new
+// requests get 503) -> WaitIdle() (in-flight requests finish) -> Stop()
+// (closes every connection, joins the threads). The destructor calls Stop().
+//
+// Thread-safety: every public method may be called from any thread.
+// REQUIRES: the ModelServer outlives the HttpServer. Completions the
+// ModelServer delivers after Stop() are dropped safely.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <spdlog/logger.h>
+
+#include "serve/model_server.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve {
+
+enum class AccessLogFormat { kNone, kPlain, kJson };
+// "none" | "plain" | "json"; InvalidArgument naming the accepted values.
+Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text);
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;  // 0: any free port (HttpServer::port() reports it)
+  int threads = 0;       // network threads; 0: hardware threads, at most 8
+  size_t max_body_bytes = 64u << 20;  // larger bodies get 413
+  // An infer request not answered within this gets 504; 0 disables.
+  std::chrono::milliseconds request_timeout{60'000};
+  // How long a connection may wait for (and send) the header of its next
+  // request; then it is closed. Bounds idle keep-alive and slow headers.
+  std::chrono::milliseconds idle_timeout{30'000};
+  // How long a request body may take to arrive once its header is read.
+  std::chrono::milliseconds read_timeout{30'000};
+  // How long writing a response may take (a client that stops reading).
+  std::chrono::milliseconds write_timeout{30'000};
+  AccessLogFormat access_log = AccessLogFormat::kNone;
+  // Where access log lines go (info level); null: spdlog's default logger.
+  std::shared_ptr<spdlog::logger> access_logger;
+};
+
+class HttpServer {
+ public:
+  // Binds host:port and starts the network threads. Unavailable (with the
+  // address and the OS error) when the address cannot be bound.
+  static Expected<std::unique_ptr<HttpServer>> Start(ModelServer& server, HttpOptions options);
+
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The bound port (the real one when options.port was 0).
+  uint16_t port() const;
+
+  // Stops accepting connections; requests that arrive from now on get 503
+  // and their connection is closed after the response. Idempotent.
+  void BeginDrain();
+  // Waits until no request is in flight (read but not yet answered) or
+  // `timeout` passes; true when idle.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+  // Closes every connection and joins the network threads. Idempotent.
+  void Stop();
+
+  // Requests read but not yet answered, for tests and the drain log.
+  int in_flight() const;
+
+  struct State;  // shared with the connections; defined in http_server.cc
+
+ private:
+  explicit HttpServer(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,51 @@
+// KServe v2 response encoding: an InferResponse (or an error Status) turned
+// into the HTTP body the client reads, with the Triton binary tensor
+// extension when binary outputs were asked for.
+//
+// Pure functions; safe to call from any thread.
+//
+// Decisions (tested in tests/serve/protocol/):
+//   - Non-finite floats in JSON output are written as the bare tokens NaN,
+//     Infinity and -Infinity (what Python's json module, rapidjson with
+//     kParseNanAndInfFlag and tritonclient accept). Strict JSON parsers
+//     reject them; clients that need exact floats ask for binary output.
+//   - Floats are written in the shortest form that reads back to the same
+//     value (std::to_chars); FP16/BF16 are widened to FP32 first.
+//   - BYTES in JSON are strings; bytes that are not UTF-8 are replaced by
+//     U+FFFD (ask for binary output to get them untouched).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "serve/inference.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve::protocol {
+
+struct EncodedBody {
+  std::string body;
+  // Set when the body has a binary section: the value of the
+  // Inference-Header-Content-Length response header (length of the JSON part).
+  std::optional<size_t> json_length;
+  std::string content_type = "application/json";
+};
+
+// Which outputs of `response` go to the binary section: an output's own
+// `binary_data` parameter when the request named it, else the request-level
+// `binary_data_output`; a true flag already set by the core is kept.
+std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferResponse& response);
+
+// Encodes `response`, with `response.output_binary` choosing binary outputs
+// (missing entries mean JSON). Internal if an output tensor's data does not
+// match its shape or its datatype has no KServe name.
+Expected<EncodedBody> EncodeInferResponse(const InferResponse& response);
+
+// {"error": "<message>"}: the body of every failed request.
+std::string EncodeError(const Status& status);
+
+// Appends `s` as a JSON string literal (quotes included), replacing invalid
+// UTF-8 with U+FFFD.
+void AppendJsonString(std::string& out, std::string_view s);
+
+}  // namespace ortgpu::serve::protocol

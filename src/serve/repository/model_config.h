@@ -1,0 +1,70 @@
+// Model configuration: Triton's config.pbtxt (inference::ModelConfig, from
+// proto/serve/model_config.proto) as ortgpu reads, completes and checks it.
+//
+// Parsing keeps going past fields ortgpu does not know or does not honour and
+// returns them as warnings (the server logs them); a syntax error is an
+// InvalidArgument naming the line and column. Pure functions over values;
+// thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model_config.pb.h"
+#include "ort/session.h"
+#include "ort/session_options.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve {
+
+struct ParsedConfig {
+  inference::ModelConfig config;
+  // "config.pbtxt:7:3: unknown field 'foo' ignored", "field 'sequence_batching' is not honoured by ortgpu ...".
+  std::vector<std::string> warnings;
+};
+
+// Parses protobuf text format. `label` names the file in messages
+// ("models/resnet/config.pbtxt").
+Expected<ParsedConfig> ParseModelConfig(std::string_view text, const std::string& label);
+
+// Warnings for fields that are set and valid but that ortgpu ignores
+// (sequence_batching, optimization.cuda, ...). Called by ParseModelConfig.
+std::vector<std::string> UnhonouredFieldWarnings(const inference::ModelConfig& config);
+
+// Defaults used when config.pbtxt is absent or silent (Triton's ORT
+// backend auto-complete).
+struct CompletionOptions {
+  // max_batch_size given to a model whose inputs and outputs all start with a
+  // variable dimension, when there is no config.pbtxt; dynamic_batching is
+  // then enabled with its defaults.
+  int default_max_batch_size = 4;
+};
+
+// Fills in what the config leaves out from the ONNX model's own inputs and
+// outputs (`config_given` false: no config.pbtxt at all), then checks the
+// config against the model: every configured tensor exists with the same
+// type, dims agree, max_batch_size > 0 only when the model has a variable
+// first dimension. The message of an error names the tensor and says what to
+// change in config.pbtxt.
+Status CompleteConfig(const std::vector<TensorInfo>& model_inputs, const std::vector<TensorInfo>& model_outputs,
+                      bool config_given, const CompletionOptions& options, inference::ModelConfig& config);
+
+// Triton's JSON form of the config (proto field names, as Triton's
+// /v2/models/<m>/config answers).
+nlohmann::json ConfigToJson(const inference::ModelConfig& config);
+
+// Conversions between the config's TYPE_* enum and ortgpu's DataType.
+DataType FromConfigType(inference::DataType t);
+inference::DataType ToConfigType(DataType t);
+
+// The parameters block as a plain map (ModelParameter.string_value).
+std::map<std::string, std::string> ConfigParameters(const inference::ModelConfig& config);
+
+// true for "true", "1", "yes" (any case).
+bool ParameterIsTrue(const std::string& value);
+
+}  // namespace ortgpu::serve

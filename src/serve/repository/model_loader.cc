@@ -1,0 +1,284 @@
+#include "serve/repository/model_loader.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "doctor/placement.h"
+#include "ort/profile.h"
+#include "sys/file_system.h"
+
+namespace ortgpu::serve {
+namespace {
+
+struct InstanceSpec {
+  InstanceKind kind = InstanceKind::kGpu;
+  int gpu = 0;
+  std::string Describe(size_t index) const {
+    return "instance " + std::to_string(index) + (kind == InstanceKind::kGpu ? " (GPU " + std::to_string(gpu) + ")" : " (CPU)");
+  }
+};
+
+std::vector<InstanceSpec> ExpandInstances(const inference::ModelConfig& config, InstanceKind default_kind) {
+  std::vector<InstanceSpec> out;
+  for (const auto& g : config.instance_group()) {
+    InstanceKind kind = default_kind;
+    if (g.kind() == inference::ModelInstanceGroup::KIND_GPU) kind = InstanceKind::kGpu;
+    if (g.kind() == inference::ModelInstanceGroup::KIND_CPU) kind = InstanceKind::kCpu;
+    const int count = g.count() > 0 ? g.count() : 1;
+    std::vector<int> gpus(g.gpus().begin(), g.gpus().end());
+    if (kind == InstanceKind::kCpu || gpus.empty()) gpus = {0};
+    for (int gpu : gpus) {
+      for (int i = 0; i < count; ++i) out.push_back({kind, gpu});
+    }
+  }
+  if (out.empty()) out.push_back({default_kind, 0});
+  return out;
+}
+
+Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config) {
+  SessionOptions so;
+  so.log_id = config.name();
+  for (const auto& a : config.optimization().execution_accelerators().gpu_execution_accelerator()) {
+    if (a.name() != "cuda") continue;
+    for (const auto& [k, v] : a.parameters()) so.cuda_options[k] = v;
+  }
+  const auto params = ConfigParameters(config);
+  auto int_param = [&](const std::string& key, int& out) -> Status {
+    auto it = params.find(key);
+    if (it == params.end()) return Status::Ok();
+    try {
+      out = std::stoi(it->second);
+    } catch (const std::exception&) {
+      return InvalidArgument("parameter " + key + " is '" + it->second + "'; it must be an integer");
+    }
+    return Status::Ok();
+  };
+  ORTGPU_RETURN_IF_ERROR(int_param("intra_op_thread_count", so.intra_op_threads));
+  ORTGPU_RETURN_IF_ERROR(int_param("inter_op_thread_count", so.inter_op_threads));
+  return so;
+}
+
+std::vector<TensorMetadata> Describe(const google::protobuf::RepeatedPtrField<inference::ModelInput>& in, int mbs) {
+  std::vector<TensorMetadata> out;
+  for (const auto& c : in) {
+    TensorMetadata m{c.name(), std::string(KServeName(FromConfigType(c.data_type()))), {}};
+    if (mbs > 0) m.shape.push_back(-1);
+    m.shape.insert(m.shape.end(), c.dims().begin(), c.dims().end());
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<TensorMetadata> Describe(const google::protobuf::RepeatedPtrField<inference::ModelOutput>& in, int mbs) {
+  std::vector<TensorMetadata> out;
+  for (const auto& c : in) {
+    TensorMetadata m{c.name(), std::string(KServeName(FromConfigType(c.data_type()))), {}};
+    if (mbs > 0) m.shape.push_back(-1);
+    m.shape.insert(m.shape.end(), c.dims().begin(), c.dims().end());
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+ReshapeRules RulesFor(const inference::ModelConfig& config) {
+  ReshapeRules r;
+  r.batched = config.max_batch_size() > 0;
+  for (const auto& c : config.input()) {
+    if (c.has_reshape()) r.inputs[c.name()] = {c.reshape().shape().begin(), c.reshape().shape().end()};
+  }
+  for (const auto& c : config.output()) {
+    if (c.has_reshape()) r.outputs[c.name()] = {c.dims().begin(), c.dims().end()};
+  }
+  return r;
+}
+
+void FillRandom(Tensor& t, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(0.0, 1.0);
+  for (int64_t i = 0; i < t.element_count(); ++i) {
+    const double v = dist(rng);
+    switch (t.dtype) {
+      case DataType::kFloat: t.data_as<float>()[i] = static_cast<float>(v); break;
+      case DataType::kDouble: t.data_as<double>()[i] = v; break;
+      case DataType::kFloat16: t.data_as<uint16_t>()[i] = FloatToHalf(static_cast<float>(v)); break;
+      case DataType::kBfloat16: t.data_as<uint16_t>()[i] = FloatToBfloat16(static_cast<float>(v)); break;
+      default: {
+        // Integers and bool: small non-negative values, valid as indices into most things.
+        const size_t n = ElementSize(t.dtype);
+        std::memset(t.data.data() + i * n, 0, n);
+        t.data[i * n] = static_cast<uint8_t>(v * 2);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+SessionFactory RealSessionFactory() {
+  return [](const std::string& path, const SessionOptions& options) { return Session::Load(path, options); };
+}
+
+Status ProfilePlacementChecker::CheckGpuPlacement(const std::string& model_path, const SessionOptions& options,
+                                                  const std::vector<Tensor>& sample) const {
+  SessionOptions so = options;
+  std::error_code ec;
+  const auto dir = std::filesystem::temp_directory_path(ec) / "ortgpu-placement";
+  std::filesystem::create_directories(dir, ec);
+  so.profile_prefix = (dir / (options.log_id.empty() ? "model" : options.log_id)).string();
+  LogCapture logs;
+  ORTGPU_ASSIGN_OR_RETURN(auto session, factory_(model_path, so));
+  auto run = session->Run(sample);
+  if (!run.ok()) return run.status().WithContext("profiling a run to check node placement");
+  ORTGPU_ASSIGN_OR_RETURN(auto profile, session->EndProfiling());
+  auto events = ReadProfile(profile);
+  std::filesystem::remove(profile, ec);
+  if (!events.ok()) return events.status().WithContext("reading the placement profile");
+  const auto summary = doctor::SummarizePlacement(*events, OrtProviderName(options.provider), logs.Records());
+  if (summary.compute_fallbacks.empty()) return Status::Ok();
+  std::string nodes;
+  for (size_t i = 0; i < summary.compute_fallbacks.size() && i < 5; ++i) {
+    const auto& n = summary.compute_fallbacks[i];
+    nodes += (i ? ", " : "") + n.node_name + " (" + n.op_type + ")";
+  }
+  return FailedPrecondition(
+      "require_gpu: " + std::to_string(summary.compute_fallbacks.size()) +
+      " compute node(s) fell back to the CPU: " + nodes +
+      "; the model would be served slowly. Run `ortgpu doctor --model " + model_path +
+      "` for the reasons, or drop --require-gpu to serve it anyway");
+}
+
+Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelConfig& config,
+                                                         const std::string& model_dir) {
+  const int mbs = config.max_batch_size();
+  std::vector<std::vector<Tensor>> out;
+  if (config.model_warmup().empty()) {
+    std::vector<Tensor> sample;
+    for (const auto& c : config.input()) {
+      std::vector<int64_t> shape;
+      if (mbs > 0) shape.push_back(1);
+      for (int64_t d : c.dims()) shape.push_back(d < 0 ? 1 : d);
+      sample.push_back(Tensor::Zeros(c.name(), FromConfigType(c.data_type()), shape));
+    }
+    out.push_back(std::move(sample));
+    return out;
+  }
+  uint32_t seed = 1;
+  for (const auto& w : config.model_warmup()) {
+    if (mbs == 0 && w.batch_size() > 1) {
+      return InvalidArgument("model_warmup '" + w.name() + "' has batch_size " + std::to_string(w.batch_size()) +
+                             " but max_batch_size is 0; use batch_size 1");
+    }
+    std::vector<Tensor> sample;
+    for (const auto& [name, in] : w.inputs()) {
+      std::vector<int64_t> shape;
+      if (mbs > 0) shape.push_back(w.batch_size() > 0 ? w.batch_size() : 1);
+      for (int64_t d : in.dims()) {
+        if (d < 0) return InvalidArgument("model_warmup '" + w.name() + "' input '" + name + "' has a variable dim; give every dim");
+        shape.push_back(d);
+      }
+      Tensor t = Tensor::Zeros(name, FromConfigType(in.data_type()), shape);
+      if (in.has_random_data() && t.dtype != DataType::kString) FillRandom(t, seed++);
+      if (in.has_input_data_file()) {
+        const std::string path = JoinPath(JoinPath(model_dir, "warmup"), in.input_data_file());
+        auto bytes = RealFileSystem().ReadFile(path);
+        if (!bytes.ok()) return bytes.status().WithContext("model_warmup '" + w.name() + "' input '" + name + "'");
+        const size_t per_row = t.data.size() / static_cast<size_t>(mbs > 0 ? shape[0] : 1);
+        if (bytes->size() != per_row && bytes->size() != t.data.size()) {
+          return InvalidArgument("warm-up file " + path + " has " + std::to_string(bytes->size()) + " bytes but input '" +
+                                 name + "' needs " + std::to_string(per_row) + " per batch row");
+        }
+        for (size_t off = 0; off < t.data.size(); off += bytes->size()) std::memcpy(t.data.data() + off, bytes->data(), bytes->size());
+      }
+      sample.push_back(std::move(t));
+    }
+    const int count = w.count() > 0 ? static_cast<int>(w.count()) : 1;
+    for (int i = 0; i < count; ++i) out.push_back(sample);
+  }
+  return out;
+}
+
+Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
+                                                        int64_t version, const LoaderOptions& options,
+                                                        const LoaderDeps& deps) {
+  auto model = std::make_shared<LoadedModel>();
+  model->name = source.name;
+  model->version = version;
+  model->config = config;
+  if (model->config.name().empty()) model->config.set_name(source.name);
+  const std::string path = source.ModelPath(version, config.default_model_filename());
+  if (!RealFileSystem().Exists(path)) {
+    return NotFound("version " + std::to_string(version) + " of model '" + source.name + "' has no model file " + path +
+                    "; put the ONNX file there (named model.onnx unless default_model_filename says otherwise)");
+  }
+  ORTGPU_ASSIGN_OR_RETURN(SessionOptions base, BaseSessionOptions(model->config));
+  const bool require_gpu = options.require_gpu || ParameterIsTrue(ConfigParameters(config)["require_gpu"]);
+  const auto instances = ExpandInstances(config, options.default_instance_kind);
+  if (require_gpu) {
+    for (size_t i = 0; i < instances.size(); ++i) {
+      if (instances[i].kind == InstanceKind::kCpu) {
+        return FailedPrecondition("require_gpu is set but " + instances[i].Describe(i) +
+                                  " is KIND_CPU in instance_group; make it KIND_GPU or drop --require-gpu");
+      }
+    }
+  }
+  std::vector<std::unique_ptr<InstanceRunner>> runners;
+  std::vector<SessionOptions> instance_options;
+  std::vector<std::vector<Tensor>> samples;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    SessionOptions so = base;
+    if (instances[i].kind == InstanceKind::kGpu) {
+      so.provider = Provider::kCuda;
+      so.cuda_options["device_id"] = std::to_string(instances[i].gpu);
+    } else {
+      so.provider = Provider::kCpu;
+      so.cuda_options.clear();
+    }
+    auto session = deps.session_factory(path, so);
+    if (!session.ok()) return session.status().WithContext("loading " + instances[i].Describe(i) + " of model '" + source.name + "' version " + std::to_string(version));
+    if (i == 0) {
+      // Complete the config from the first session: every instance runs the same file.
+      ORTGPU_RETURN_IF_ERROR((*session)->inputs().empty() && (*session)->outputs().empty()
+                                 ? InvalidArgument("the model has no inputs or outputs")
+                                 : Status::Ok());
+      ORTGPU_RETURN_IF_ERROR(CompleteConfig((*session)->inputs(), (*session)->outputs(), source.has_config,
+                                            options.completion, model->config)
+                                 .WithContext("config of model '" + source.name + "'"));
+      ORTGPU_ASSIGN_OR_RETURN(samples, WarmupSamples(model->config, source.dir));
+    }
+    auto runner = std::make_unique<SessionRunner>(std::move(session).value(), RulesFor(model->config));
+    for (const auto& sample : samples) {
+      auto warm = runner->Run(sample);
+      if (!warm.ok()) {
+        return Status(warm.status().code(), "warm-up of " + instances[i].Describe(i) + " failed: " +
+                                                warm.status().message() +
+                                                "; the model stays unavailable. If the zero-filled default sample "
+                                                "is not valid for it, add model_warmup to config.pbtxt");
+      }
+    }
+    instance_options.push_back(so);
+    runners.push_back(std::move(runner));
+  }
+  if (require_gpu && deps.placement != nullptr && !samples.empty()) {
+    ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(path, instance_options[0], samples[0]));
+  }
+  const int mbs = model->config.max_batch_size();
+  model->inputs = Describe(model->config.input(), mbs);
+  model->outputs = Describe(model->config.output(), mbs);
+  BatcherOptions bo;
+  bo.model_name = source.name;
+  bo.model_version = std::to_string(version);
+  if (model->config.has_dynamic_batching()) {
+    const auto& db = model->config.dynamic_batching();
+    bo.max_batch_size = mbs;
+    bo.preferred_batch_sizes.assign(db.preferred_batch_size().begin(), db.preferred_batch_size().end());
+    bo.max_queue_delay_ns = static_cast<int64_t>(db.max_queue_delay_microseconds()) * 1000;
+    bo.max_queue_size = db.default_queue_policy().max_queue_size();
+  }
+  model->stats = std::make_unique<ModelStats>();
+  model->batcher = std::make_unique<DynamicBatcher>(bo, std::move(runners), *deps.clock, *model->stats, deps.observer);
+  return model;
+}
+
+}  // namespace ortgpu::serve

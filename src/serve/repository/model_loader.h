@@ -1,0 +1,99 @@
+// Model loading: turns one version of a repository model into a running
+// LoadedModel (completed config, one Session per instance, warm-up done,
+// placement checked, DynamicBatcher started), or the Status that makes the
+// version UNAVAILABLE. The server core calls it outside its locks; a failure
+// affects only that version.
+//
+// The outside world enters through two seams: SessionFactory (creating ORT
+// sessions) and PlacementChecker (--require-gpu), so tests can load "GPU"
+// instances on a CPU-only machine. Functions are thread-safe; a LoadedModel
+// is owned by the core and shared with requests in flight (shared_ptr).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ort/session.h"
+#include "serve/model_server.h"
+#include "serve/repository/model_config.h"
+#include "serve/repository/model_repository.h"
+#include "serve/scheduler/dynamic_batcher.h"
+#include "serve/scheduler/model_stats.h"
+#include "sys/clock.h"
+
+namespace ortgpu::serve {
+
+enum class InstanceKind { kGpu, kCpu };
+
+// Creates one session; the real one is Session::Load.
+using SessionFactory =
+    std::function<Expected<std::unique_ptr<Session>>(const std::string& model_path, const SessionOptions& options)>;
+SessionFactory RealSessionFactory();
+
+// Decides whether a GPU session keeps its compute on the GPU.
+class PlacementChecker {
+ public:
+  virtual ~PlacementChecker() = default;
+  // OK when no compute node fell back to the CPU (shape computation on the
+  // CPU is fine); otherwise FailedPrecondition naming the nodes. `sample` is
+  // a valid request (the warm-up inputs). Thread-safe.
+  virtual Status CheckGpuPlacement(const std::string& model_path, const SessionOptions& options,
+                                   const std::vector<Tensor>& sample) const = 0;
+};
+
+// Profiles one run (ORT profile) and classifies the nodes with
+// doctor/placement.h. Uses `factory` for the profiling session.
+class ProfilePlacementChecker : public PlacementChecker {
+ public:
+  explicit ProfilePlacementChecker(SessionFactory factory) : factory_(std::move(factory)) {}
+  Status CheckGpuPlacement(const std::string& model_path, const SessionOptions& options,
+                           const std::vector<Tensor>& sample) const override;
+
+ private:
+  SessionFactory factory_;
+};
+
+struct LoaderOptions {
+  // Kind of instances for KIND_AUTO / KIND_MODEL groups and for models
+  // without instance_group.
+  InstanceKind default_instance_kind = InstanceKind::kGpu;
+  // Refuse models whose compute falls back to the CPU (also per model:
+  // parameters { key: "require_gpu" value { string_value: "true" } }).
+  bool require_gpu = false;
+  CompletionOptions completion;
+};
+
+struct LoaderDeps {
+  SessionFactory session_factory;             // required
+  const PlacementChecker* placement = nullptr;  // null: require_gpu only forbids CPU instances
+  const Clock* clock = nullptr;               // required
+  SchedulerObserver* observer = nullptr;      // nullable
+};
+
+struct LoadedModel {
+  std::string name;
+  int64_t version = 0;
+  inference::ModelConfig config;  // completed
+  std::vector<TensorMetadata> inputs;   // as clients see them (batch dim -1 first when batching)
+  std::vector<TensorMetadata> outputs;
+  std::unique_ptr<ModelStats> stats;
+  // Declared last: stopped (and joined) first on destruction.
+  std::unique_ptr<DynamicBatcher> batcher;
+};
+
+// Loads `version` of `source` with the parsed (not yet completed) `config`.
+// The message of an error says which instance or step failed and why.
+Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
+                                                        int64_t version, const LoaderOptions& options,
+                                                        const LoaderDeps& deps);
+
+// The warm-up requests of a completed config: its model_warmup samples, or
+// one zero-filled request (batch 1, variable dims 1) when it has none.
+// `model_dir` holds warmup/<input_data_file>.
+Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelConfig& config,
+                                                         const std::string& model_dir);
+
+}  // namespace ortgpu::serve

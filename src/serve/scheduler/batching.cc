@@ -1,0 +1,80 @@
+#include "serve/scheduler/batching.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ortgpu::serve {
+
+std::string BatchKey(const std::vector<Tensor>& inputs) {
+  std::vector<const Tensor*> sorted;
+  for (const auto& t : inputs) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(), [](const Tensor* a, const Tensor* b) { return a->name < b->name; });
+  std::string key;
+  for (const Tensor* t : sorted) {
+    key += t->name + ":" + std::to_string(static_cast<int>(t->dtype)) + ":";
+    for (size_t d = 1; d < t->shape.size(); ++d) key += std::to_string(t->shape[d]) + ",";
+    key += ";";
+  }
+  return key;
+}
+
+Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Tensor>*>& requests) {
+  if (requests.empty()) return InvalidArgument("an empty batch has nothing to concatenate");
+  std::vector<Tensor> out;
+  for (const Tensor& first : *requests.front()) {
+    Tensor joined;
+    joined.name = first.name;
+    joined.dtype = first.dtype;
+    joined.shape = first.shape;
+    joined.shape[0] = 0;
+    for (const auto* req : requests) {
+      auto it = std::find_if(req->begin(), req->end(), [&](const Tensor& t) { return t.name == first.name; });
+      if (it == req->end() || it->shape.empty()) {
+        return InvalidArgument("input '" + first.name + "' is missing from a request of the batch");
+      }
+      joined.shape[0] += it->shape[0];
+      if (first.dtype == DataType::kString) {
+        joined.strings.insert(joined.strings.end(), it->strings.begin(), it->strings.end());
+      } else {
+        joined.data.insert(joined.data.end(), it->data.begin(), it->data.end());
+      }
+    }
+    out.push_back(std::move(joined));
+  }
+  return out;
+}
+
+Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>& outputs,
+                                                      const std::vector<int64_t>& rows) {
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  std::vector<std::vector<Tensor>> out(rows.size());
+  for (const Tensor& t : outputs) {
+    if (t.shape.empty() || t.shape[0] != total) {
+      return InvalidArgument("output '" + t.name + "' has shape " + ShapeToString(t.shape) + " but the batch had " +
+                             std::to_string(total) + " rows; the model does not batch along its first dimension, "
+                             "so set max_batch_size: 0 in its config.pbtxt");
+    }
+    const int64_t per_row = total == 0 ? 0 : t.element_count() / total;
+    const size_t elem = ElementSize(t.dtype);
+    int64_t row = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Tensor piece;
+      piece.name = t.name;
+      piece.dtype = t.dtype;
+      piece.shape = t.shape;
+      piece.shape[0] = rows[i];
+      const int64_t begin = row * per_row, end = (row + rows[i]) * per_row;
+      if (t.dtype == DataType::kString) {
+        piece.strings.assign(t.strings.begin() + begin, t.strings.begin() + end);
+      } else {
+        piece.data.assign(t.data.begin() + begin * elem, t.data.begin() + end * elem);
+      }
+      row += rows[i];
+      out[i].push_back(std::move(piece));
+    }
+  }
+  return out;
+}
+
+}  // namespace ortgpu::serve

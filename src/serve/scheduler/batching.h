@@ -1,0 +1,29 @@
+// Joining requests into one batch along dimension 0 and splitting a batch's
+// outputs back, for the dynamic batcher. Pure functions over Tensor values;
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ort/tensor.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve {
+
+// A key equal for two requests exactly when they can share a batch: the same
+// input names, types and non-batch dimensions.
+std::string BatchKey(const std::vector<Tensor>& inputs);
+
+// Concatenates each input across `requests` along dimension 0.
+// REQUIRES: every element has the same BatchKey and every input has rank >= 1.
+Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Tensor>*>& requests);
+
+// Splits every output along dimension 0 into pieces of `rows[i]` rows.
+// InvalidArgument when an output's first dimension is not the sum of rows
+// (a model that does not batch along dimension 0).
+Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>& outputs,
+                                                      const std::vector<int64_t>& rows);
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,106 @@
+// DynamicBatcher: the request queue of one model version and its worker
+// threads, one per model instance (InstanceRunner), as Triton's
+// dynamic_batch_scheduler.
+//
+// With max_batch_size > 0 a worker joins queued requests whose non-batch
+// dimensions match (BatchKey), oldest first, until the batch reaches the
+// largest preferred batch size (or max_batch_size) or the oldest request has
+// waited max_queue_delay; runs them as one batch; and splits the outputs back.
+// With max_batch_size 0 every request runs alone.
+//
+// Threads: Enqueue from any thread; the queue is guarded by mu_ and owned by
+// the batcher; runners are owned one each by the worker threads. Callbacks
+// run on worker threads with no lock held. The destructor (or Stop) finishes
+// every queued request, then joins the workers.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serve/inference.h"
+#include "serve/scheduler/instance_runner.h"
+#include "serve/scheduler/model_stats.h"
+#include "serve/scheduler/scheduler_observer.h"
+#include "sys/clock.h"
+
+namespace ortgpu::serve {
+
+struct BatcherOptions {
+  std::string model_name;
+  std::string model_version;
+  // 0: no batching; requests run one by one.
+  int max_batch_size = 0;
+  // A batch runs as soon as it reaches the largest of these (rows); empty:
+  // max_batch_size.
+  std::vector<int> preferred_batch_sizes;
+  // How long the oldest request may wait for others to join it; 0 runs
+  // whatever is queued at once.
+  int64_t max_queue_delay_ns = 0;
+  // Requests waiting at most; 0 is unbounded. A request beyond it gets
+  // ResourceExhausted.
+  size_t max_queue_size = 0;
+};
+
+struct QueuedRequest {
+  InferRequest request;
+  InferCallback done;
+};
+
+class DynamicBatcher {
+ public:
+  // Starts one worker per runner. REQUIRES: runners non-empty; `clock`,
+  // `stats` and `observer` (nullable) outlive the batcher.
+  DynamicBatcher(BatcherOptions options, std::vector<std::unique_ptr<InstanceRunner>> runners, const Clock& clock,
+                 ModelStats& stats, SchedulerObserver* observer);
+  ~DynamicBatcher();
+  DynamicBatcher(const DynamicBatcher&) = delete;
+  DynamicBatcher& operator=(const DynamicBatcher&) = delete;
+
+  // Queues a validated request. On failure (queue full: ResourceExhausted;
+  // stopping: Unavailable) `item.done` is NOT called and the request is
+  // handed back through `item`; the caller answers it.
+  // REQUIRES: with max_batch_size > 0 every input has rank >= 1 and the same
+  // first dimension, at most max_batch_size.
+  Status Enqueue(QueuedRequest& item);
+
+  // Refuses new requests, runs the queued ones, joins the workers. Idempotent.
+  void Stop();
+
+  size_t queue_size() const;
+
+ private:
+  struct Pending {
+    QueuedRequest item;
+    std::string key;   // BatchKey of the inputs
+    int64_t rows = 1;  // first dimension when batching
+    int64_t enqueue_ns = 0;
+    std::chrono::steady_clock::time_point enqueued;
+  };
+
+  void WorkerLoop(InstanceRunner* runner);
+  // Rows queued that could join the front request. REQUIRES: mu_ held.
+  int64_t JoinableRows() const;
+  int64_t BatchLimit() const;
+  void Execute(InstanceRunner& runner, std::vector<Pending> batch);
+
+  const BatcherOptions options_;
+  const Clock& clock_;
+  ModelStats& stats_;
+  SchedulerObserver* observer_;
+  std::vector<std::unique_ptr<InstanceRunner>> runners_;  // runners_[i] used by workers_[i] only
+  std::vector<std::thread> workers_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  std::mutex stop_mu_;         // serialises Stop
+};
+
+}  // namespace ortgpu::serve

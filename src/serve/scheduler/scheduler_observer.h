@@ -1,0 +1,32 @@
+// SchedulerObserver: how the scheduler reports what happens to requests, so
+// a metrics exporter (serve/metrics/, wired by the server) can count them
+// without the scheduler knowing Prometheus. Per-model statistics for the
+// statistics endpoint are kept by ModelStats, not here.
+//
+// Implementations must be thread-safe: every method is called from request
+// threads (OnQueued, OnRejected) and from worker threads (the rest), never
+// under a scheduler lock. Methods must not block.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "status/status.h"
+
+namespace ortgpu::serve {
+
+class SchedulerObserver {
+ public:
+  virtual ~SchedulerObserver() = default;
+  // A request entered the queue, which now holds `queue_depth` requests.
+  virtual void OnQueued(const std::string& model, const std::string& version, size_t queue_depth) {}
+  // A request was refused at the door (queue full, model unloading).
+  virtual void OnRejected(const std::string& model, const std::string& version, Code code) {}
+  // One execution of `batch_size` rows took `compute_ns` (input copy, run, output split).
+  virtual void OnBatch(const std::string& model, const std::string& version, int64_t batch_size, int64_t compute_ns) {}
+  // A request completed; `request_ns` from enqueue to response, `queue_ns` of it waiting.
+  virtual void OnSuccess(const std::string& model, const std::string& version, int64_t request_ns, int64_t queue_ns) {}
+  virtual void OnFailure(const std::string& model, const std::string& version, Code code) {}
+};
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,457 @@
+#include "serve/server_core.h"
+
+#include <algorithm>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "serve/scheduler/request_validation.h"
+
+namespace ortgpu::serve {
+namespace {
+
+bool ParseVersion(const std::string& text, int64_t& out) {
+  if (text.empty() || text.size() > 18) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  out = std::stoll(text);
+  return true;
+}
+
+}  // namespace
+
+std::string_view ModelControlModeName(ModelControlMode m) {
+  switch (m) {
+    case ModelControlMode::kNone: return "none";
+    case ModelControlMode::kPoll: return "poll";
+    case ModelControlMode::kExplicit: return "explicit";
+  }
+  return "none";
+}
+
+Expected<ModelControlMode> ParseModelControlMode(std::string_view name) {
+  if (name == "none") return ModelControlMode::kNone;
+  if (name == "poll") return ModelControlMode::kPoll;
+  if (name == "explicit") return ModelControlMode::kExplicit;
+  return InvalidArgument("--model-control '" + std::string(name) + "' is not a mode; use none, poll or explicit");
+}
+
+ServerCore::ServerCore(ServerOptions options, ServerDeps deps, ModelRepository repository)
+    : options_(std::move(options)), deps_(std::move(deps)), repository_(std::move(repository)) {
+  if (deps_.placement == nullptr) owned_placement_ = std::make_unique<ProfilePlacementChecker>(deps_.session_factory);
+}
+
+Expected<std::unique_ptr<ServerCore>> ServerCore::Create(ServerOptions options, ServerDeps deps) {
+  ModelRepository repo = options.model_file.empty() ? ModelRepository::FromDirectory(options.repository)
+                                                     : ModelRepository::FromModelFile(options.model_file);
+  ORTGPU_ASSIGN_OR_RETURN(auto names, repo.ListModels());
+  std::unique_ptr<ServerCore> core(new ServerCore(std::move(options), std::move(deps), std::move(repo)));
+  if (core->options_.model_control == ModelControlMode::kExplicit && core->options_.model_file.empty()) {
+    const auto& wanted = core->options_.startup_models;
+    const bool all = std::find(wanted.begin(), wanted.end(), "*") != wanted.end();
+    std::lock_guard<std::mutex> control(core->control_mu_);
+    for (const auto& name : names) {
+      if (all || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
+        core->SyncModel(name, /*force=*/true).IgnoreError();  // failures live in the model's state
+      }
+    }
+  } else {
+    core->Rescan().IgnoreError();
+  }
+  if (core->options_.model_control == ModelControlMode::kPoll) {
+    core->poll_thread_ = std::thread([c = core.get()] { c->PollLoop(); });
+  }
+  return core;
+}
+
+ServerCore::~ServerCore() { Shutdown(); }
+
+void ServerCore::Shutdown() {
+  if (shutting_down_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(poll_mu_);
+    poll_stop_ = true;
+  }
+  poll_cv_.notify_all();
+  if (poll_thread_.joinable()) poll_thread_.join();
+  std::lock_guard<std::mutex> control(control_mu_);
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, rec] : models_) names.push_back(name);
+  }
+  for (const auto& name : names) UnloadAll(name, "the server is shutting down");
+}
+
+void ServerCore::PollLoop() {
+  std::unique_lock<std::mutex> lock(poll_mu_);
+  while (!poll_stop_) {
+    poll_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms), [&] { return poll_stop_; });
+    if (poll_stop_) return;
+    lock.unlock();
+    Status st = Rescan();
+    if (!st.ok()) spdlog::warn("model repository poll: {}", st.message());
+    lock.lock();
+  }
+}
+
+void ServerCore::Warn(const std::string& message) {
+  spdlog::warn("{}", message);
+  std::lock_guard<std::mutex> lock(mu_);
+  warnings_.push_back(message);
+}
+
+std::vector<std::string> ServerCore::Warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warnings_;
+}
+
+Status ServerCore::Rescan() {
+  if (shutting_down_) return Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> control(control_mu_);
+  ORTGPU_ASSIGN_OR_RETURN(auto names, repository_.ListModels());
+  std::set<std::string> all(names.begin(), names.end());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, rec] : models_) all.insert(name);
+  }
+  for (const auto& name : all) {
+    {
+      // In explicit mode a rescan never loads what the user did not ask for.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = models_.find(name);
+      if (options_.model_control == ModelControlMode::kExplicit && (it == models_.end() || !it->second.loaded)) {
+        continue;
+      }
+    }
+    SyncModel(name, /*force=*/false).IgnoreError();
+  }
+  return Status::Ok();
+}
+
+void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
+  std::vector<std::shared_ptr<LoadedModel>> leaving;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end()) return;
+    for (auto& [v, slot] : it->second.versions) {
+      slot.state = ModelState::kUnloading;
+      if (slot.model) leaving.push_back(std::move(slot.model));
+    }
+  }
+  // Drain outside the lock: queued requests finish, new ones are refused.
+  for (auto& m : leaving) m->batcher->Stop();
+  leaving.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return;
+  it->second.versions.clear();
+  it->second.error = reason;
+}
+
+Status ServerCore::SyncModel(const std::string& name, bool force) {
+  auto source = repository_.ReadModel(name);
+  if (!source.ok()) {
+    UnloadAll(name, "removed from the repository");
+    std::lock_guard<std::mutex> lock(mu_);
+    models_.erase(name);
+    return source.status();
+  }
+  inference::ModelConfig config;
+  std::string config_error;
+  if (source->has_config) {
+    auto parsed = ParseModelConfig(source->config_text, source->config_path);
+    if (parsed.ok()) {
+      config = std::move(parsed->config);
+      bool seen = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = models_.find(name);
+        seen = it != models_.end() && it->second.config_text == source->config_text && !it->second.versions.empty();
+      }
+      if (!seen) {
+        for (const auto& w : parsed->warnings) Warn(w);
+      }
+    } else {
+      config_error = parsed.status().message();
+    }
+  }
+  if (!config.name().empty() && config.name() != name) {
+    config_error = source->config_path + " names the model '" + config.name() + "' but its folder is '" + name +
+                   "'; make them equal";
+  }
+  if (config_error.empty() && source->versions.empty()) {
+    config_error = "model '" + name + "' has no version folders; put the model at " + source->dir + "/1/model.onnx";
+  }
+  bool config_changed = false;
+  std::set<int64_t> present;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& rec = models_[name];
+    config_changed = rec.config_text != source->config_text || rec.has_config != source->has_config;
+    rec.loaded = true;
+    rec.config_text = source->config_text;
+    rec.has_config = source->has_config;
+    rec.error = config_error;
+    for (const auto& [v, slot] : rec.versions) present.insert(v);
+  }
+  if (!config_error.empty()) {
+    spdlog::error("model '{}' is unavailable: {}", name, config_error);
+    // Versions already serving keep serving until a valid config arrives.
+    return InvalidArgument(config_error);
+  }
+  const auto wanted = SelectVersions(config.version_policy(), source->versions);
+  std::vector<int64_t> to_load;
+  for (int64_t v : wanted) {
+    if (force || config_changed || present.count(v) == 0) to_load.push_back(v);
+  }
+  Status first_error;
+  for (int64_t v : to_load) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& slot = models_[name].versions[v];
+      // A version being replaced keeps serving (state READY) while its successor loads.
+      if (!slot.model) slot.state = ModelState::kLoading;
+    }
+    spdlog::info("loading model '{}' version {}", name, v);
+    LoaderDeps deps{deps_.session_factory, deps_.placement ? deps_.placement : owned_placement_.get(), deps_.clock,
+                    deps_.observer};
+    auto loaded = LoadModelVersion(*source, config, v, options_.loader, deps);
+    std::shared_ptr<LoadedModel> old;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& slot = models_[name].versions[v];
+      old = std::move(slot.model);
+      if (loaded.ok()) {
+        slot.model = std::move(loaded).value();
+        slot.state = ModelState::kReady;
+        slot.reason.clear();
+      } else {
+        slot.state = ModelState::kUnavailable;
+        slot.reason = loaded.status().message();
+      }
+    }
+    if (old) old->batcher->Stop();
+    if (loaded.ok()) {
+      spdlog::info("model '{}' version {} is READY", name, v);
+    } else {
+      spdlog::error("model '{}' version {} is UNAVAILABLE: {}", name, v, loaded.status().message());
+      if (first_error.ok()) first_error = loaded.status();
+    }
+  }
+  // Versions the policy no longer wants leave after the new ones are routed.
+  std::vector<std::shared_ptr<LoadedModel>> leaving;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& rec = models_[name];
+    for (auto it = rec.versions.begin(); it != rec.versions.end();) {
+      if (std::find(wanted.begin(), wanted.end(), it->first) != wanted.end()) {
+        ++it;
+        continue;
+      }
+      it->second.state = ModelState::kUnloading;
+      if (it->second.model) leaving.push_back(std::move(it->second.model));
+      it = rec.versions.erase(it);
+    }
+  }
+  for (auto& m : leaving) {
+    spdlog::info("unloading model '{}' version {}", name, m->version);
+    m->batcher->Stop();
+  }
+  return first_error;
+}
+
+Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& model,
+                                                           const std::string& version) const {
+  auto it = models_.find(model);
+  if (it == models_.end()) {
+    std::string names;
+    for (const auto& [n, r] : models_) names += (names.empty() ? "" : ", ") + n;
+    return NotFound("unknown model '" + model + "'; the server has: " + (names.empty() ? "no models" : names));
+  }
+  const ModelRecord& rec = it->second;
+  if (version.empty()) {
+    for (auto v = rec.versions.rbegin(); v != rec.versions.rend(); ++v) {
+      if (v->second.state == ModelState::kReady && v->second.model) return v->second.model;
+    }
+    std::string why = rec.error;
+    for (const auto& [v, slot] : rec.versions) {
+      if (!slot.reason.empty()) why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + slot.reason);
+    }
+    return Unavailable("model '" + model + "' has no READY version" + (why.empty() ? "" : ": " + why));
+  }
+  int64_t v = 0;
+  auto slot = ParseVersion(version, v) ? rec.versions.find(v) : rec.versions.end();
+  if (slot == rec.versions.end()) {
+    std::string have;
+    for (const auto& [n, s] : rec.versions) have += (have.empty() ? "" : ", ") + std::to_string(n);
+    return NotFound("model '" + model + "' has no version '" + version + "'; loaded versions: " +
+                    (have.empty() ? "none" : have));
+  }
+  if (slot->second.state != ModelState::kReady || !slot->second.model) {
+    return Unavailable("model '" + model + "' version " + version + " is " +
+                       std::string(ModelStateName(slot->second.state)) +
+                       (slot->second.reason.empty() ? "" : ": " + slot->second.reason));
+  }
+  return slot->second.model;
+}
+
+std::shared_ptr<const LoadedModel> ServerCore::FindLoaded(const std::string& model, const std::string& version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = Resolve(model, version);
+  return r.ok() ? *r : nullptr;
+}
+
+bool ServerCore::IsLive() const { return !shutting_down_; }
+
+bool ServerCore::IsReady() const {
+  if (shutting_down_) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, rec] : models_) {
+    if (!rec.loaded) continue;
+    if (!rec.error.empty()) return false;
+    for (const auto& [v, slot] : rec.versions) {
+      if (slot.state != ModelState::kReady) return false;
+    }
+  }
+  return true;
+}
+
+Expected<ModelMetadata> ServerCore::Metadata(const std::string& model, const std::string& version) const {
+  if (shutting_down_) return Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> lock(mu_);
+  ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
+  ModelMetadata md;
+  md.name = model;
+  for (const auto& [v, slot] : models_.at(model).versions) {
+    if (slot.state == ModelState::kReady) md.versions.push_back(std::to_string(v));
+  }
+  if (!m->config.platform().empty()) md.platform = m->config.platform();
+  md.inputs = m->inputs;
+  md.outputs = m->outputs;
+  return md;
+}
+
+Expected<bool> ServerCore::IsModelReady(const std::string& model, const std::string& version) const {
+  if (shutting_down_) return Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = Resolve(model, version);
+  if (r.ok()) return true;
+  if (r.status().code() == Code::kUnavailable) return false;
+  return r.status();
+}
+
+Expected<nlohmann::json> ServerCore::ModelConfig(const std::string& model, const std::string& version) const {
+  if (shutting_down_) return Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> lock(mu_);
+  ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
+  return ConfigToJson(m->config);
+}
+
+Expected<nlohmann::json> ServerCore::Statistics(const std::string& model, const std::string& version) const {
+  if (shutting_down_) return Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json stats = nlohmann::json::array();
+  if (!model.empty()) {
+    ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
+    stats.push_back(m->stats->ToJson(model, std::to_string(m->version)));
+    if (version.empty()) {
+      // Every READY version, as Triton lists them.
+      stats = nlohmann::json::array();
+      for (const auto& [v, slot] : models_.at(model).versions) {
+        if (slot.model) stats.push_back(slot.model->stats->ToJson(model, std::to_string(v)));
+      }
+    }
+  } else {
+    for (const auto& [name, rec] : models_) {
+      for (const auto& [v, slot] : rec.versions) {
+        if (slot.model) stats.push_back(slot.model->stats->ToJson(name, std::to_string(v)));
+      }
+    }
+  }
+  return nlohmann::json{{"model_stats", stats}};
+}
+
+std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) const {
+  std::vector<ModelVersionStatus> out;
+  auto names = repository_.ListModels();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> all;
+  if (names.ok()) all.insert(names->begin(), names->end());
+  for (const auto& [name, rec] : models_) all.insert(name);
+  for (const auto& name : all) {
+    auto it = models_.find(name);
+    if (it == models_.end() || it->second.versions.empty()) {
+      if (ready_only) continue;
+      std::string reason = it == models_.end() ? "not loaded" : it->second.error;
+      if (it != models_.end() && !it->second.loaded && reason.empty()) reason = "unloaded";
+      out.push_back({name, "", ModelState::kUnavailable, reason.empty() ? "not loaded" : reason});
+      continue;
+    }
+    for (const auto& [v, slot] : it->second.versions) {
+      if (ready_only && slot.state != ModelState::kReady) continue;
+      out.push_back({name, std::to_string(v), slot.state, slot.reason});
+    }
+  }
+  return out;
+}
+
+Status ServerCore::LoadModel(const std::string& model) {
+  if (options_.model_control != ModelControlMode::kExplicit) {
+    return FailedPrecondition("loading models on request needs --model-control explicit (the server runs with '" +
+                              std::string(ModelControlModeName(options_.model_control)) + "')");
+  }
+  if (shutting_down_) return Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> control(control_mu_);
+  Status st = SyncModel(model, /*force=*/true);
+  if (!st.ok()) return st.WithContext("failed to load model '" + model + "'");
+  return Status::Ok();
+}
+
+Status ServerCore::UnloadModel(const std::string& model) {
+  if (options_.model_control != ModelControlMode::kExplicit) {
+    return FailedPrecondition("unloading models on request needs --model-control explicit (the server runs with '" +
+                              std::string(ModelControlModeName(options_.model_control)) + "')");
+  }
+  if (shutting_down_) return Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> control(control_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (models_.find(model) == models_.end()) return NotFound("model '" + model + "' is not loaded");
+  }
+  UnloadAll(model, "unloaded");
+  std::lock_guard<std::mutex> lock(mu_);
+  models_[model].loaded = false;
+  return Status::Ok();
+}
+
+void ServerCore::Infer(InferRequest request, InferCallback done) {
+  // A version swapped out between lookup and enqueue refuses the request; the
+  // retry then finds its successor. Two attempts suffice: a swap takes a load.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (shutting_down_) return done(Unavailable("the server is shutting down; retry on another replica"));
+    std::shared_ptr<LoadedModel> model;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto r = Resolve(request.model_name, request.model_version);
+      if (!r.ok()) return done(r.status());
+      model = std::move(r).value();
+    }
+    Status st = ValidateRequest(model->config, request);
+    if (!st.ok()) return done(st);
+    const std::string asked = request.model_version;
+    request.model_version = std::to_string(model->version);
+    QueuedRequest item{std::move(request), std::move(done)};
+    st = model->batcher->Enqueue(item);
+    if (st.ok()) return;
+    request = std::move(item.request);
+    done = std::move(item.done);
+    request.model_version = asked;
+    if (st.code() != Code::kUnavailable || !asked.empty()) return done(st);
+  }
+  done(Unavailable("model '" + request.model_name + "' is being reloaded; retry"));
+}
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,139 @@
+// ServerCore: the ModelServer the HTTP front end talks to. It owns the model
+// repository view, every loaded model version (sessions, queue, workers,
+// statistics) and the model-control policy:
+//
+//   none      load the repository once at start; never change it.
+//   poll      also rescan every poll_interval_ms (and on Rescan()): new
+//             versions are loaded and become the routed ones before the old
+//             ones are drained and unloaded, so requests in flight never fail.
+//   explicit  load only startup_models; LoadModel/UnloadModel do the rest.
+//
+// Each version goes LOADING -> READY (after its warm-up ran) or UNAVAILABLE
+// (with the reason), and UNLOADING when it leaves. A broken model never stops
+// the others.
+//
+// Threads: every method may be called from any thread. State is guarded by
+// mu_ (held only for lookups and swaps, never across loading or running);
+// control_mu_ serialises loads, unloads and rescans. Loading runs on the
+// caller's thread (Create, LoadModel, Rescan) or the poll thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "serve/model_server.h"
+#include "serve/repository/model_loader.h"
+#include "serve/repository/model_repository.h"
+
+namespace ortgpu::serve {
+
+enum class ModelControlMode { kNone, kPoll, kExplicit };
+std::string_view ModelControlModeName(ModelControlMode m);  // "none", "poll", "explicit"
+Expected<ModelControlMode> ParseModelControlMode(std::string_view name);
+
+struct ServerOptions {
+  // Triton layout folder (--model-repository). Ignored when model_file is set.
+  std::string repository;
+  // One ONNX file served as model "<stem>" version 1 (--model PATH).
+  std::string model_file;
+  ModelControlMode model_control = ModelControlMode::kNone;
+  // poll: how often the repository is rescanned.
+  int64_t poll_interval_ms = 5000;
+  // explicit: models loaded at start ("*" loads every model).
+  std::vector<std::string> startup_models;
+  // Instance kind for KIND_AUTO, --require-gpu, auto-complete defaults.
+  LoaderOptions loader;
+};
+
+struct ServerDeps {
+  SessionFactory session_factory = RealSessionFactory();
+  // null: a ProfilePlacementChecker over session_factory.
+  const PlacementChecker* placement = nullptr;
+  const Clock* clock = &RealClock();
+  SchedulerObserver* observer = nullptr;  // e.g. the Prometheus metrics; nullable
+};
+
+class ServerCore : public ModelServer {
+ public:
+  // Loads what the mode says and, in poll mode, starts the poll thread.
+  // Fails only when the repository (or model file) does not exist; models
+  // that fail to load are UNAVAILABLE with their reason.
+  // REQUIRES: deps.clock, deps.placement and deps.observer outlive the server.
+  static Expected<std::unique_ptr<ServerCore>> Create(ServerOptions options, ServerDeps deps = {});
+  ~ServerCore() override;
+
+  // Stops the poll thread, refuses new requests, finishes queued ones and
+  // unloads everything. Idempotent.
+  void Shutdown();
+
+  // Synchronises loaded versions with the repository now (what the poll
+  // thread does each interval). Returns the first repository read error.
+  Status Rescan();
+
+  // Warnings met while reading configs (unknown or ignored fields), oldest first.
+  std::vector<std::string> Warnings() const;
+
+  // Statistics of one version, for tests and logs; null when not loaded.
+  std::shared_ptr<const LoadedModel> FindLoaded(const std::string& model, const std::string& version) const;
+
+  bool IsLive() const override;
+  bool IsReady() const override;
+  Expected<ModelMetadata> Metadata(const std::string& model, const std::string& version) const override;
+  Expected<bool> IsModelReady(const std::string& model, const std::string& version) const override;
+  Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const override;
+  Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const override;
+  std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const override;
+  Status LoadModel(const std::string& model) override;
+  Status UnloadModel(const std::string& model) override;
+  void Infer(InferRequest request, InferCallback done) override;
+
+ private:
+  struct VersionSlot {
+    ModelState state = ModelState::kLoading;
+    std::string reason;
+    std::shared_ptr<LoadedModel> model;  // set when READY
+  };
+  struct ModelRecord {
+    bool loaded = true;        // false: explicitly unloaded or never loaded
+    std::string config_text;   // as last read, to notice edits
+    bool has_config = false;
+    std::string error;         // model-level failure (bad config.pbtxt, no versions)
+    std::map<int64_t, VersionSlot> versions;
+  };
+
+  ServerCore(ServerOptions options, ServerDeps deps, ModelRepository repository);
+  // Brings one model in line with the repository. `force` reloads versions
+  // already loaded. REQUIRES: control_mu_ held, mu_ not held.
+  Status SyncModel(const std::string& name, bool force);
+  void UnloadAll(const std::string& name, const std::string& reason);
+  void PollLoop();
+  // The routed version: `version` or, for "", the highest READY one.
+  // REQUIRES: mu_ held.
+  Expected<std::shared_ptr<LoadedModel>> Resolve(const std::string& model, const std::string& version) const;
+  void Warn(const std::string& message);
+
+  const ServerOptions options_;
+  const ServerDeps deps_;
+  const ModelRepository repository_;
+  std::unique_ptr<PlacementChecker> owned_placement_;
+  std::atomic<bool> shutting_down_{false};
+
+  std::mutex control_mu_;
+  mutable std::mutex mu_;
+  std::map<std::string, ModelRecord> models_;  // guarded by mu_
+  std::vector<std::string> warnings_;          // guarded by mu_
+
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  bool poll_stop_ = false;  // guarded by poll_mu_
+  std::thread poll_thread_;
+};
+
+}  // namespace ortgpu::serve

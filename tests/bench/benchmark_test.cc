@@ -1,0 +1,227 @@
+#include "bench/benchmark.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "bench/report.h"
+#include "onnx/model_builder.h"
+#include "ort/session.h"
+
+namespace ortgpu::bench {
+namespace {
+
+BenchOptions Builtin() {
+  BenchOptions o;
+  o.model_path = "builtin.onnx";
+  o.model_bytes = onnx::BuiltinCheckModel();
+  o.session.intra_op_threads = 1;
+  o.load.iterations = 15;
+  o.load.warmup = 2;
+  return o;
+}
+
+// ids [batch, 4] int64 -> Gather from a 50-row table -> [batch, 4, 8] float.
+std::string GatherModel() {
+  onnx::ModelBuilder b;
+  b.AddInput("ids", DataType::kInt64, {-1, 4}, {"batch", ""});
+  b.AddFloatInitializer("table", {50, 8}, 1.0f, 7);
+  b.AddNode("Gather", {"table", "ids"}, {"y"}, {{"axis", 0}});
+  b.AddOutput("y", DataType::kFloat, {-1, 4, 8}, {"batch", "", ""});
+  return b.Serialize();
+}
+
+TEST(BenchmarkTest, MeasuresEveryBatchAndConcurrencyAndMatchesTheCpuReference) {
+  BenchOptions o = Builtin();
+  o.batches = {1, 2};
+  o.concurrency = {1, 2};
+  o.concurrency_mode = ConcurrencyMode::kSessionPerWorker;
+  auto report = RunBenchmark(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->results.size(), 4u);
+  EXPECT_TRUE(report->ok());
+  EXPECT_TRUE(report->dynamic_batch);
+  for (const auto& r : report->results) {
+    ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+    EXPECT_EQ(r.stats.count, 15);
+    EXPECT_EQ(r.samples_ms.size(), 15u);
+    EXPECT_GT(r.stats.p50_ms, 0);
+    EXPECT_GT(r.stats.items_per_s, 0);
+    EXPECT_GT(r.session_create_ms, 0);
+    EXPECT_GT(r.first_run_ms, 0);
+    EXPECT_GT(r.peak_rss_mb, 0);
+    EXPECT_TRUE(r.accuracy.checked);
+    EXPECT_TRUE(r.accuracy.passed) << r.accuracy.note;
+    EXPECT_EQ(r.accuracy.max_abs_error, 0);  // same provider, same inputs
+    EXPECT_FALSE(r.gpu_memory_mb.has_value());
+  }
+  EXPECT_EQ(report->results[3].config.batch, 2);
+  EXPECT_EQ(report->results[3].config.concurrency, 2);
+}
+
+TEST(BenchmarkTest, BoundAndResidentIoBindCpuMemoryWithTheCpuProvider) {
+  for (IoMode io : {IoMode::kBound, IoMode::kResident}) {
+    BenchOptions o = Builtin();
+    o.io = io;
+    auto report = RunBenchmark(o);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_EQ(report->results[0].memory, "cpu");
+    EXPECT_TRUE(report->results[0].accuracy.passed);
+  }
+}
+
+TEST(BenchmarkTest, CudaGraphWithTheCpuProviderIsOneClearError) {
+  BenchOptions o = Builtin();
+  o.io = IoMode::kCudaGraph;
+  auto report = RunBenchmark(o);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("needs --provider cuda"), std::string::npos) << report.status().message();
+}
+
+TEST(BenchmarkTest, IntRangeKeepsGatherIndicesValid) {
+  BenchOptions o = Builtin();
+  o.model_bytes = GatherModel();
+  o.batches = {3};
+  ASSERT_TRUE(ParseIntRangeFlag("ids:0:50", o.inputs).ok());
+  auto report = RunBenchmark(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->ok());
+  ASSERT_TRUE(ParseIntRangeFlag("ids:0:30000", o.inputs).ok());
+  auto out_of_range = RunBenchmark(o);
+  ASSERT_FALSE(out_of_range.ok());  // ORT refuses the index: one error, no crash
+  EXPECT_NE(out_of_range.status().message().find("reference"), std::string::npos) << out_of_range.status().message();
+}
+
+TEST(BenchmarkTest, BadInputsAreClearErrors) {
+  BenchOptions missing = Builtin();
+  missing.model_bytes.clear();
+  missing.model_path = "/nonexistent/model.onnx";
+  auto r1 = RunBenchmark(missing);
+  ASSERT_FALSE(r1.ok());
+  EXPECT_NE(r1.status().message().find("/nonexistent/model.onnx"), std::string::npos);
+
+  BenchOptions corrupt = Builtin();
+  corrupt.model_bytes = "garbage";
+  EXPECT_FALSE(RunBenchmark(corrupt).ok());
+
+  BenchOptions shape = Builtin();
+  ASSERT_TRUE(ParseShapeFlag("image:1x3x32x32", shape.inputs).ok());
+  auto r3 = RunBenchmark(shape);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(r3.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r3.status().message().find("fixed at 64"), std::string::npos) << r3.status().message();
+
+  BenchOptions cuda = Builtin();
+  cuda.session.provider = Provider::kCuda;
+  cuda.session.cuda_options["prefer_nchw"] = "1";
+  auto r4 = RunBenchmark(cuda);
+  ASSERT_FALSE(r4.ok());
+  EXPECT_NE(r4.status().message().find("valid: device_id"), std::string::npos);
+
+  BenchOptions conc = Builtin();
+  conc.concurrency = {0};
+  EXPECT_EQ(RunBenchmark(conc).status().code(), Code::kInvalidArgument);
+}
+
+TEST(BenchmarkTest, FixedBatchModelRefusesOtherBatchSizes) {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {2, 4});
+  b.AddNode("Relu", {"x"}, {"y"});
+  b.AddOutput("y", DataType::kFloat, {2, 4});
+  BenchOptions o = Builtin();
+  o.model_bytes = b.Serialize();
+  o.batches = {8};
+  auto r = RunBenchmark(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("fixed at 2"), std::string::npos) << r.status().message();
+  o.batches = {};
+  auto fixed = RunBenchmark(o);
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_EQ(fixed->results[0].config.batch, 2);
+}
+
+TEST(BenchmarkTest, CpuWithoutCudaLibrariesFailsToCreateTheCudaSessionClearly) {
+  BenchOptions o = Builtin();
+  o.session.provider = Provider::kCuda;
+  auto r = RunBenchmark(o);
+  if (r.ok()) GTEST_SKIP() << "this machine runs the CUDA provider";
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+}
+
+TEST(BenchmarkTest, SweepOnTheCpuRecommendsAndWritesAConfigFragment) {
+  BenchOptions o = Builtin();
+  o.sweep = true;
+  o.sweep_axes = {"io=host|bound", "opt=all|basic"};
+  o.batches = {1, 2};
+  o.load.iterations = 6;
+  std::vector<std::string> seen;
+  BenchHooks hooks;
+  hooks.on_config = [&seen](const std::string& label, size_t, size_t) { seen.push_back(label); };
+  auto report = RunBenchmark(o, hooks);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->results.size(), 4u * 2u);
+  EXPECT_EQ(seen.size(), 8u);
+  ASSERT_TRUE(report->recommendation.has_value());
+  ASSERT_TRUE(report->recommendation->latency && report->recommendation->throughput);
+  EXPECT_EQ(report->results[report->recommendation->latency->index].config.batch, 1);
+  EXPECT_TRUE(report->recommendation->latency->has_baseline);
+  const std::string& pbtxt = report->recommendation->config_pbtxt;
+  EXPECT_NE(pbtxt.find("kind: KIND_CPU"), std::string::npos) << pbtxt;
+  EXPECT_NE(pbtxt.find("max_batch_size: 2"), std::string::npos) << pbtxt;
+  const std::string table = RenderTable(*report);
+  EXPECT_NE(table.find("best throughput:"), std::string::npos) << table;
+  EXPECT_NE(table.find("config.pbtxt fragment"), std::string::npos);
+}
+
+TEST(BenchmarkTest, DurationBoundRunStopsOnTime) {
+  BenchOptions o = Builtin();
+  o.load.duration_s = 0.2;
+  const auto start = std::chrono::steady_clock::now();
+  auto report = RunBenchmark(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_GE(report->results[0].wall_s, 0.2);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  EXPECT_GT(report->results[0].stats.count, 1);
+}
+
+// Bench's own overhead, not a pass/fail timing test: run with
+// --gtest_also_run_disabled_tests to print bench's p50 beside a bare loop's.
+TEST(BenchmarkTest, DISABLED_OverheadAgainstABareSessionRunLoop) {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {1, 16});
+  b.AddFloatInitializer("w", {16, 16}, 0.5f, 3);
+  b.AddNode("MatMul", {"x", "w"}, {"y"});
+  b.AddOutput("y", DataType::kFloat, {1, 16});
+  const std::string model = b.Serialize();
+  SessionOptions so;
+  so.intra_op_threads = 1;
+  auto session = Session::LoadFromBytes(model, so, "tiny");
+  ASSERT_TRUE(session.ok());
+  const std::vector<Tensor> in = {Tensor::Zeros("x", DataType::kFloat, {1, 16})};
+  const int n = 20000;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<double> bare;
+    for (int i = 0; i < 1000; ++i) (void)(*session)->Run(in);
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto out = (*session)->Run(in);
+      bare.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const LatencyStats bare_stats = ComputeStatistics(bare, 1, 1);
+    BenchOptions o;
+    o.model_path = "tiny";
+    o.model_bytes = model;
+    o.session = so;
+    o.load.iterations = n;
+    o.load.warmup = 1000;
+    o.check_accuracy = false;
+    auto report = RunBenchmark(o);
+    ASSERT_TRUE(report.ok());
+    const double bench_p50 = report->results[0].stats.p50_ms;
+    std::printf("round %d: bare loop p50 %.5f ms, bench p50 %.5f ms, ratio %.4f\n", round, bare_stats.p50_ms, bench_p50,
+                bench_p50 / bare_stats.p50_ms);
+  }
+}
+
+}  // namespace
+}  // namespace ortgpu::bench

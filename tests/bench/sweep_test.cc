@@ -1,0 +1,128 @@
+#include "bench/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include "bench/accuracy.h"
+
+namespace ortgpu::bench {
+namespace {
+
+TEST(SweepTest, CpuDefaultSweepIsIoTimesOptWithTheDefaultFirst) {
+  auto v = ExpandSweep(Provider::kCpu, {}, Variant{});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->size(), 3u * 4u);
+  EXPECT_TRUE(v->front().is_default);
+  EXPECT_EQ(v->front().name, "default");
+  int defaults = 0;
+  for (const auto& x : *v) defaults += x.is_default;
+  EXPECT_EQ(defaults, 1);
+  for (const auto& x : *v) EXPECT_NE(x.io, IoMode::kCudaGraph);
+}
+
+TEST(SweepTest, CudaSubsetWithValuesAndCudaGraphSetsTheSessionOption) {
+  auto v = ExpandSweep(Provider::kCuda, {"io=host|cuda-graph", "prefer_nhwc"}, Variant{});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(v->size(), 4u);
+  bool saw_graph = false;
+  for (const auto& x : *v) {
+    if (x.io == IoMode::kCudaGraph) {
+      saw_graph = true;
+      EXPECT_EQ(x.cuda_options.at("enable_cuda_graph"), "1");
+    }
+  }
+  EXPECT_TRUE(saw_graph);
+  EXPECT_EQ((*v)[1].name, "io=cuda-graph");
+  EXPECT_EQ((*v)[3].name, "io=cuda-graph prefer_nhwc=1");
+}
+
+TEST(SweepTest, BadAxesAreNamedWithTheValidOnes) {
+  auto unknown = ExpandSweep(Provider::kCpu, {"threads"}, Variant{});
+  EXPECT_NE(unknown.status().message().find("unknown axis 'threads'; valid: io, opt"), std::string::npos)
+      << unknown.status().message();
+  auto cuda_on_cpu = ExpandSweep(Provider::kCpu, {"prefer_nhwc"}, Variant{});
+  EXPECT_NE(cuda_on_cpu.status().message().find("needs --provider cuda"), std::string::npos);
+  auto bad_value = ExpandSweep(Provider::kCuda, {"cudnn_conv_algo_search=FAST"}, Variant{});
+  EXPECT_NE(bad_value.status().message().find("valid: EXHAUSTIVE, HEURISTIC, DEFAULT"), std::string::npos);
+}
+
+TEST(SweepTest, BaseNotInTheProductIsAddedAsDefault) {
+  auto v = ExpandSweep(Provider::kCpu, {"io=bound"}, Variant{});
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->size(), 2u);
+  EXPECT_TRUE((*v)[0].is_default);
+  EXPECT_EQ((*v)[1].name, "io=bound");
+}
+
+ConfigResult Result(const std::string& name, bool is_default, int64_t batch, double p50, double items, Provider p = Provider::kCuda) {
+  ConfigResult r;
+  r.config.variant.name = name;
+  r.config.variant.is_default = is_default;
+  r.config.provider = p;
+  r.config.batch = batch;
+  r.stats.count = 100;
+  r.stats.p50_ms = p50;
+  r.stats.items_per_s = items;
+  return r;
+}
+
+TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWithGains) {
+  BenchReport report;
+  report.model = "m.onnx";
+  report.provider = Provider::kCuda;
+  report.dynamic_batch = true;
+  report.results.push_back(Result("default", true, 1, 2.0, 500));
+  report.results.push_back(Result("default", true, 32, 8.0, 4000));
+  auto fast = Result("io=bound prefer_nhwc=1", false, 1, 1.0, 1000);
+  fast.config.variant.cuda_options["prefer_nhwc"] = "1";
+  report.results.push_back(fast);
+  auto wide = Result("io=bound prefer_nhwc=1", false, 32, 4.0, 8000);
+  wide.config.variant.cuda_options["prefer_nhwc"] = "1";
+  report.results.push_back(wide);
+  auto wrong = Result("io=resident", false, 32, 0.1, 99999);
+  wrong.accuracy.checked = true;
+  wrong.accuracy.passed = false;  // fastest but wrong: never recommended
+  report.results.push_back(wrong);
+  const Recommendation rec = Recommend(report);
+  ASSERT_TRUE(rec.latency && rec.throughput);
+  EXPECT_EQ(rec.latency->index, 2u);
+  EXPECT_DOUBLE_EQ(rec.latency->gain, 2.0);
+  EXPECT_EQ(rec.throughput->index, 3u);
+  EXPECT_DOUBLE_EQ(rec.throughput->gain, 2.0);
+  EXPECT_NE(rec.config_pbtxt.find("max_batch_size: 32"), std::string::npos) << rec.config_pbtxt;
+  EXPECT_NE(rec.config_pbtxt.find("preferred_batch_size: [ 32 ]"), std::string::npos);
+  EXPECT_NE(rec.config_pbtxt.find("kind: KIND_GPU"), std::string::npos);
+  EXPECT_NE(rec.config_pbtxt.find("parameters { key: \"prefer_nhwc\" value: \"1\" }"), std::string::npos);
+}
+
+TEST(RecommendTest, NothingUsableMeansNoPick) {
+  BenchReport report;
+  auto failed = Result("default", true, 1, 1, 1);
+  failed.error = Unavailable("no GPU");
+  report.results.push_back(failed);
+  const Recommendation rec = Recommend(report);
+  EXPECT_FALSE(rec.latency);
+  EXPECT_FALSE(rec.throughput);
+}
+
+TEST(AccuracyTest, ReportsMaxErrorsAndFailsPastTolerance) {
+  Tensor ref = Tensor::Zeros("y", DataType::kFloat, {3});
+  ref.data_as<float>()[0] = 1.0f;
+  ref.data_as<float>()[1] = 2.0f;
+  Tensor near = ref;
+  near.data_as<float>()[1] = 2.001f;
+  Accuracy ok = CompareOutputs({near}, {ref}, {});
+  EXPECT_TRUE(ok.passed) << ok.note;
+  EXPECT_NEAR(ok.max_abs_error, 0.001, 1e-6);
+  EXPECT_NEAR(ok.max_rel_error, 0.0005, 1e-6);
+  Tensor far = ref;
+  far.data_as<float>()[2] = 0.5f;
+  Accuracy bad = CompareOutputs({far}, {ref}, {});
+  EXPECT_FALSE(bad.passed);
+  EXPECT_NE(bad.note.find("output 'y' element 2"), std::string::npos) << bad.note;
+  Tensor other_shape = Tensor::Zeros("y", DataType::kFloat, {4});
+  EXPECT_FALSE(CompareOutputs({other_shape}, {ref}, {}).passed);
+  EXPECT_FALSE(CompareOutputs({}, {ref}, {}).passed);
+}
+
+}  // namespace
+}  // namespace ortgpu::bench

@@ -1,0 +1,148 @@
+// FakeModelServer: a ModelServer for front-end tests (serve/http/). It knows
+// two models: "echo" (READY, version 1; Infer returns each input as an
+// output of the same name, or only the requested outputs) and "broken"
+// (UNAVAILABLE, version 1; Infer fails with Unavailable). Anything else is
+// NotFound.
+//
+// Infer can be held: with HoldInfers(true) requests are parked until
+// ReleaseAll() (or the destructor) completes them, so tests drive drain and
+// timeouts deterministically, without sleeps. WaitForParked(n) blocks until n
+// requests are parked. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "serve/model_server.h"
+
+namespace ortgpu::serve {
+
+class FakeModelServer : public ModelServer {
+ public:
+  ~FakeModelServer() override { ReleaseAll(); }
+
+  bool IsLive() const override { return true; }
+  bool IsReady() const override {
+    std::lock_guard lock(mu_);
+    return ready_;
+  }
+  void SetReady(bool ready) {
+    std::lock_guard lock(mu_);
+    ready_ = ready;
+  }
+
+  Expected<ModelMetadata> Metadata(const std::string& model, const std::string& version) const override {
+    ORTGPU_RETURN_IF_ERROR(Check(model, version));
+    ModelMetadata md;
+    md.name = model;
+    md.versions = {"1"};
+    md.inputs = {{"x", "FP32", {-1, 2}}};
+    md.outputs = {{"x", "FP32", {-1, 2}}};
+    return md;
+  }
+  Expected<bool> IsModelReady(const std::string& model, const std::string& version) const override {
+    ORTGPU_RETURN_IF_ERROR(Check(model, version));
+    return model == "echo";
+  }
+  Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const override {
+    ORTGPU_RETURN_IF_ERROR(Check(model, version));
+    return nlohmann::json{{"name", model}, {"platform", "onnxruntime_onnx"}, {"max_batch_size", 8}};
+  }
+  Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const override {
+    nlohmann::json stats = nlohmann::json::array();
+    for (std::string m : {"broken", "echo"}) {
+      if (!model.empty() && model != m) continue;
+      stats.push_back({{"name", m}, {"version", "1"}, {"inference_count", 0}});
+    }
+    if (!model.empty()) ORTGPU_RETURN_IF_ERROR(Check(model, version));
+    return nlohmann::json{{"model_stats", stats}};
+  }
+  std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const override {
+    std::vector<ModelVersionStatus> out;
+    if (!ready_only) out.push_back({"broken", "1", ModelState::kUnavailable, "failed to load"});
+    out.push_back({"echo", "1", ModelState::kReady, ""});
+    return out;
+  }
+  Status LoadModel(const std::string& model) override {
+    if (model == "echo" || model == "broken") return Status::Ok();
+    return NotFound("model '" + model + "' is not in the repository");
+  }
+  Status UnloadModel(const std::string& model) override { return LoadModel(model); }
+
+  void Infer(InferRequest request, InferCallback done) override {
+    Status st = Check(request.model_name, request.model_version);
+    if (st.ok() && request.model_name == "broken") st = Unavailable("model 'broken' is UNAVAILABLE");
+    if (!st.ok()) {
+      done(st);
+      return;
+    }
+    {
+      std::unique_lock lock(mu_);
+      last_request_ = request;
+      if (hold_) {
+        parked_.emplace_back(std::move(request), std::move(done));
+        cv_.notify_all();
+        return;
+      }
+    }
+    done(Echo(std::move(request)));
+  }
+
+  // Parks every following Infer until ReleaseAll().
+  void HoldInfers(bool hold) {
+    std::lock_guard lock(mu_);
+    hold_ = hold;
+  }
+  void WaitForParked(size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return parked_.size() >= n; });
+  }
+  // Completes every parked request (on the calling thread).
+  void ReleaseAll() {
+    std::vector<std::pair<InferRequest, InferCallback>> parked;
+    {
+      std::lock_guard lock(mu_);
+      parked.swap(parked_);
+      hold_ = false;
+    }
+    for (auto& [request, done] : parked) done(Echo(std::move(request)));
+  }
+  InferRequest last_request() const {
+    std::lock_guard lock(mu_);
+    return last_request_;
+  }
+
+  static Expected<InferResponse> Echo(InferRequest request) {
+    InferResponse r;
+    r.model_name = request.model_name;
+    r.model_version = "1";
+    r.id = request.id;
+    for (Tensor& t : request.inputs) {
+      bool wanted = request.outputs.empty();
+      for (const RequestedOutput& o : request.outputs) wanted = wanted || o.name == t.name;
+      if (wanted) r.outputs.push_back(std::move(t));
+    }
+    return r;
+  }
+
+ private:
+  static Status Check(const std::string& model, const std::string& version) {
+    if (model != "echo" && model != "broken") return NotFound("model '" + model + "' is not in the repository");
+    if (!version.empty() && version != "1") {
+      return NotFound("model '" + model + "' has no version " + version);
+    }
+    return Status::Ok();
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = true;
+  bool hold_ = false;
+  std::vector<std::pair<InferRequest, InferCallback>> parked_;
+  InferRequest last_request_;
+};
+
+}  // namespace ortgpu::serve

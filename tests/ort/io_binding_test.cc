@@ -1,0 +1,93 @@
+#include "ort/io_binding.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "onnx/model_builder.h"
+
+namespace ortgpu {
+namespace {
+
+std::unique_ptr<Session> Builtin(SessionOptions o = {}) {
+  o.intra_op_threads = 1;
+  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), o, "builtin");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+Tensor Image(int64_t batch) {
+  Tensor t = Tensor::Zeros("image", DataType::kFloat, {batch, 3, 64, 64});
+  for (int64_t i = 0; i < t.element_count(); ++i) t.data_as<float>()[i] = static_cast<float>(i % 11) * 0.05f;
+  return t;
+}
+
+TEST(IoModeTest, NamesRoundTripAndUnknownListsTheModes) {
+  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident, IoMode::kCudaGraph}) {
+    EXPECT_EQ(*ParseIoMode(IoModeName(m)), m);
+  }
+  auto bad = ParseIoMode("device");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cuda-graph"), std::string::npos);
+}
+
+TEST(BoundRunnerTest, EveryCpuModeGivesTheSameOutputsAsSessionRun) {
+  auto s = Builtin();
+  ASSERT_NE(s, nullptr);
+  auto expected = s->Run({Image(2)});
+  ASSERT_TRUE(expected.ok());
+  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident}) {
+    BoundRunnerOptions o;
+    o.mode = m;
+    auto r = BoundRunner::Create(*s, {Image(2)}, o);
+    ASSERT_TRUE(r.ok()) << IoModeName(m) << ": " << r.status().ToString();
+    EXPECT_EQ((*r)->memory(), m == IoMode::kHost ? "host" : "cpu");
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*r)->Run().ok());
+    auto out = (*r)->FetchOutputs();
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ(out->size(), 1u);
+    EXPECT_EQ((*out)[0].name, "logits");
+    EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 10}));
+    EXPECT_EQ((*out)[0].data, (*expected)[0].data) << IoModeName(m);
+  }
+}
+
+TEST(BoundRunnerTest, CudaGraphOnTheCpuProviderSaysItNeedsCuda) {
+  auto s = Builtin();
+  ASSERT_NE(s, nullptr);
+  BoundRunnerOptions o;
+  o.mode = IoMode::kCudaGraph;
+  auto r = BoundRunner::Create(*s, {Image(1)}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("needs --provider cuda"), std::string::npos) << r.status().message();
+}
+
+TEST(BoundRunnerTest, InputsAreValidatedBeforeBinding) {
+  auto s = Builtin();
+  ASSERT_NE(s, nullptr);
+  BoundRunnerOptions o;
+  o.mode = IoMode::kBound;
+  auto r = BoundRunner::Create(*s, {Tensor::Zeros("image", DataType::kFloat, {1, 3, 32, 64})}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("dimension 2 must be 64"), std::string::npos);
+}
+
+TEST(BoundRunnerTest, SeveralRunnersShareOneSessionFromSeveralThreads) {
+  auto s = Builtin();
+  ASSERT_NE(s, nullptr);
+  BoundRunnerOptions o;
+  o.mode = IoMode::kBound;
+  auto a = BoundRunner::Create(*s, {Image(1)}, o);
+  auto b = BoundRunner::Create(*s, {Image(1)}, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::thread t([&] {
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE((*b)->Run().ok());
+  });
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE((*a)->Run().ok());
+  t.join();
+  EXPECT_EQ((*a)->FetchOutputs()->at(0).data, (*b)->FetchOutputs()->at(0).data);
+}
+
+}  // namespace
+}  // namespace ortgpu

@@ -1,0 +1,381 @@
+#include "serve/http/http_server.h"
+
+#include <cstring>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/base_sink.h>
+
+#include "fakes/fake_model_server.h"
+#include "serve/http/test_http_client.h"
+
+namespace ortgpu::serve {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::HttpResult;
+using testing::TestHttpClient;
+namespace http = boost::beast::http;
+
+const std::string kEchoBody =
+    R"({"id":"r1","inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[[1.5,2.5]]}]})";
+
+// Collects access log lines; thread-safe.
+class LineSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::vector<std::string> lines() {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    lines_.emplace_back(msg.payload.data(), msg.payload.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(HttpOptions options = {}) {
+    options.port = 0;
+    options.threads = 2;
+    auto s = HttpServer::Start(fake_, std::move(options));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  void SetUp() override {}
+  void TearDown() override {
+    if (server_) server_->Stop();
+  }
+  uint16_t port() const { return server_->port(); }
+  nlohmann::json Json(const HttpResult& r) { return nlohmann::json::parse(r.body); }
+
+  FakeModelServer fake_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, HealthEndpoints) {
+  StartServer();
+  TestHttpClient c(port());
+  EXPECT_EQ(c.Get("/v2/health/live").status, 200u);
+  EXPECT_EQ(c.Get("/v2/health/ready").status, 200u);
+  fake_.SetReady(false);
+  HttpResult r = c.Get("/v2/health/ready");
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("not ready"));
+}
+
+TEST_F(HttpServerTest, ServerMetadataListsExtensions) {
+  StartServer();
+  TestHttpClient c(port());
+  HttpResult r = c.Get("/v2");
+  ASSERT_EQ(r.status, 200u);
+  auto j = Json(r);
+  EXPECT_EQ(j["name"], "ortgpu");
+  EXPECT_TRUE(j["version"].is_string());
+  EXPECT_EQ(j["extensions"], nlohmann::json({"binary_tensor_data", "statistics", "model_repository",
+                                             "model_configuration", "schedule_policy"}));
+  EXPECT_EQ(r.header("Content-Type"), "application/json");
+}
+
+TEST_F(HttpServerTest, ModelMetadataReadyConfigStats) {
+  StartServer();
+  TestHttpClient c(port());
+  HttpResult r = c.Get("/v2/models/echo");
+  ASSERT_EQ(r.status, 200u);
+  EXPECT_EQ(Json(r)["inputs"][0]["shape"], nlohmann::json({-1, 2}));
+  EXPECT_EQ(c.Get("/v2/models/echo/versions/1").status, 200u);
+  EXPECT_EQ(c.Get("/v2/models/echo/ready").status, 200u);
+  EXPECT_EQ(c.Get("/v2/models/broken/ready").status, 400u);
+  EXPECT_EQ(Json(c.Get("/v2/models/echo/config"))["max_batch_size"], 8);
+  EXPECT_EQ(Json(c.Get("/v2/models/echo/versions/1/stats"))["model_stats"].size(), 1u);
+  EXPECT_EQ(Json(c.Get("/v2/models/stats"))["model_stats"].size(), 2u);
+}
+
+TEST_F(HttpServerTest, UnknownModelOrVersionIs404) {
+  StartServer();
+  TestHttpClient c(port());
+  HttpResult r = c.Get("/v2/models/nope");
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("'nope'"));
+  EXPECT_EQ(c.Get("/v2/models/echo/versions/9").status, 404u);
+  EXPECT_EQ(c.Get("/v2/models/echo/versions/9/ready").status, 404u);
+  EXPECT_EQ(c.Post("/v2/models/nope/infer", kEchoBody).status, 404u);
+  EXPECT_EQ(c.Get("/v2/nothing/here").status, 404u);
+}
+
+TEST_F(HttpServerTest, PathTricksAre400) {
+  StartServer();
+  TestHttpClient c(port());
+  for (std::string target : {"/v2/models/%2e%2e/ready", "/v2/models/a%2Fb", "/v2/models/a%00/config",
+                             "/v2/repository/models/%2E%2E/load"}) {
+    HttpResult r = target.find("repository") != std::string::npos ? c.Post(target, "") : c.Get(target);
+    EXPECT_EQ(r.status, 400u) << target;
+    EXPECT_TRUE(r.keep_alive()) << target;
+  }
+}
+
+TEST_F(HttpServerTest, WrongMethodIs405WithAllow) {
+  StartServer();
+  TestHttpClient c(port());
+  HttpResult r = c.Get("/v2/models/echo/infer");
+  EXPECT_EQ(r.status, 405u);
+  EXPECT_EQ(r.header("Allow"), "POST");
+}
+
+TEST_F(HttpServerTest, RepositoryEndpoints) {
+  StartServer();
+  TestHttpClient c(port());
+  HttpResult r = c.Post("/v2/repository/index", "");
+  ASSERT_EQ(r.status, 200u);
+  EXPECT_EQ(Json(r).size(), 2u);
+  EXPECT_EQ(Json(r)[0]["state"], "UNAVAILABLE");
+  r = c.Post("/v2/repository/index", R"({"ready":true})");
+  ASSERT_EQ(r.status, 200u);
+  EXPECT_EQ(Json(r).size(), 1u);
+  EXPECT_EQ(c.Post("/v2/repository/index", "{bad").status, 400u);
+  EXPECT_EQ(c.Post("/v2/repository/models/echo/load", "").status, 200u);
+  EXPECT_EQ(c.Post("/v2/repository/models/echo/unload", "").status, 200u);
+  EXPECT_EQ(c.Post("/v2/repository/models/nope/load", "").status, 404u);
+}
+
+TEST_F(HttpServerTest, InferJsonEchoes) {
+  StartServer();
+  TestHttpClient c(port());
+  HttpResult r = c.Post("/v2/models/echo/infer", kEchoBody);
+  ASSERT_EQ(r.status, 200u) << r.body;
+  auto j = Json(r);
+  EXPECT_EQ(j["model_name"], "echo");
+  EXPECT_EQ(j["id"], "r1");
+  EXPECT_EQ(j["outputs"][0]["data"], nlohmann::json({1.5, 2.5}));
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({1, 2}));
+  EXPECT_EQ(c.Post("/v2/models/echo/versions/1/infer", kEchoBody).status, 200u);
+}
+
+TEST_F(HttpServerTest, InferBinaryRequestAndResponse) {
+  StartServer();
+  TestHttpClient c(port());
+  std::string json =
+      R"({"inputs":[{"name":"x","datatype":"INT32","shape":[2],"parameters":{"binary_data_size":8}}],)"
+      R"("outputs":[{"name":"x","parameters":{"binary_data":true}}]})";
+  int32_t v[2] = {7, -9};
+  std::string body = json + std::string(reinterpret_cast<char*>(v), 8);
+  HttpResult r = c.Post("/v2/models/echo/infer", body,
+                        {{"Inference-Header-Content-Length", std::to_string(json.size())},
+                         {"Content-Type", "application/octet-stream"}});
+  ASSERT_EQ(r.status, 200u) << r.body;
+  size_t jl = std::stoul(r.header("Inference-Header-Content-Length"));
+  auto j = nlohmann::json::parse(r.body.substr(0, jl));
+  EXPECT_EQ(j["outputs"][0]["parameters"]["binary_data_size"], 8);
+  ASSERT_EQ(r.body.size(), jl + 8);
+  int32_t out[2];
+  std::memcpy(out, r.body.data() + jl, 8);
+  EXPECT_EQ(out[0], 7);
+  EXPECT_EQ(out[1], -9);
+}
+
+TEST_F(HttpServerTest, InferErrorsCarryStatusAndMessage) {
+  StartServer();
+  TestHttpClient c(port());
+  HttpResult r = c.Post("/v2/models/echo/infer", "{not json");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("not valid JSON"));
+  EXPECT_TRUE(r.keep_alive());
+  r = c.Post("/v2/models/echo/infer", kEchoBody, {{"Inference-Header-Content-Length", "abc"}});
+  EXPECT_EQ(r.status, 400u);
+  r = c.Post("/v2/models/broken/infer", kEchoBody);
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("UNAVAILABLE"));
+  r = c.Post("/v2/models/echo/infer", R"({"inputs":[],"outputs":[{"name":"x","parameters":{"classification":1}}]})");
+  EXPECT_EQ(r.status, 501u);
+  r = c.Post("/v2/models/echo/infer", kEchoBody, {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(r.status, 501u);
+}
+
+TEST_F(HttpServerTest, KeepAliveServesManyRequestsOnOneConnection) {
+  StartServer();
+  TestHttpClient c(port());
+  for (int i = 0; i < 20; ++i) {
+    HttpResult r = c.Post("/v2/models/echo/infer", kEchoBody);
+    ASSERT_EQ(r.status, 200u);
+    EXPECT_TRUE(r.keep_alive());
+  }
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAnsweredInOrder) {
+  StartServer();
+  TestHttpClient c(port());
+  std::string raw;
+  for (int i = 0; i < 3; ++i) {
+    std::string body = R"({"id":")" + std::to_string(i) +
+                       R"(","inputs":[{"name":"x","datatype":"INT8","shape":[1],"data":[1]}]})";
+    raw += "POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  }
+  raw += "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+  c.WriteRaw(raw);
+  for (int i = 0; i < 3; ++i) {
+    HttpResult r = c.Read();
+    ASSERT_EQ(r.status, 200u);
+    EXPECT_EQ(Json(r)["id"], std::to_string(i));
+  }
+  EXPECT_EQ(c.Read().status, 200u);
+}
+
+TEST_F(HttpServerTest, OversizeBodyIs413AndCloses) {
+  HttpOptions o;
+  o.max_body_bytes = 1024;
+  StartServer(o);
+  TestHttpClient c(port());
+  HttpResult r = c.Post("/v2/models/echo/infer", std::string(4096, ' '));
+  EXPECT_EQ(r.status, 413u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("1024 bytes"));
+  EXPECT_FALSE(r.keep_alive());
+  // The server stays healthy.
+  TestHttpClient c2(port());
+  EXPECT_EQ(c2.Get("/v2/health/live").status, 200u);
+}
+
+TEST_F(HttpServerTest, ExpectContinueIsHonoured) {
+  StartServer();
+  TestHttpClient c(port());
+  c.WriteRaw("POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+             std::to_string(kEchoBody.size()) + "\r\n\r\n");
+  EXPECT_EQ(c.Read().status, 100u);
+  c.WriteRaw(kEchoBody);
+  EXPECT_EQ(c.Read().status, 200u);
+}
+
+TEST_F(HttpServerTest, MalformedHttpIs400) {
+  StartServer();
+  TestHttpClient c(port());
+  c.WriteRaw("NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_EQ(c.Read().status, 400u);
+  EXPECT_TRUE(c.ServerClosed());
+}
+
+TEST_F(HttpServerTest, SlowClientIsDisconnected) {
+  HttpOptions o;
+  o.idle_timeout = std::chrono::milliseconds(200);
+  StartServer(o);
+  TestHttpClient c(port());
+  c.WriteRaw("GET /v2/health/live HTTP/1.1\r\nHo");  // and never finishes
+  EXPECT_TRUE(c.ServerClosed());
+  TestHttpClient idle(port());  // sends nothing at all
+  EXPECT_TRUE(idle.ServerClosed());
+  EXPECT_EQ(server_->in_flight(), 0);
+}
+
+TEST_F(HttpServerTest, HalfClosedClientStillGetsItsResponse) {
+  StartServer();
+  TestHttpClient c(port());
+  c.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
+  c.ShutdownSend();
+  EXPECT_EQ(c.Read().status, 200u);
+  EXPECT_TRUE(c.ServerClosed());
+}
+
+TEST_F(HttpServerTest, SlowInferenceIs504) {
+  HttpOptions o;
+  o.request_timeout = std::chrono::milliseconds(100);
+  StartServer(o);
+  fake_.HoldInfers(true);
+  TestHttpClient c(port());
+  HttpResult r = c.Post("/v2/models/echo/infer", kEchoBody);
+  EXPECT_EQ(r.status, 504u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("request timeout of 100 ms"));
+  fake_.ReleaseAll();  // the late completion is dropped
+  EXPECT_EQ(c.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+}
+
+TEST_F(HttpServerTest, DrainFinishesInFlightAndRefusesNewWork) {
+  StartServer();
+  fake_.HoldInfers(true);
+  std::vector<std::unique_ptr<TestHttpClient>> busy;
+  for (int i = 0; i < 3; ++i) {
+    busy.push_back(std::make_unique<TestHttpClient>(port()));
+    busy.back()->Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
+  }
+  TestHttpClient idle(port());
+  EXPECT_EQ(idle.Get("/v2/health/live").status, 200u);
+  fake_.WaitForParked(3);
+  EXPECT_GE(server_->in_flight(), 3);  // the health request may still be finishing its write
+
+  server_->BeginDrain();
+  HttpResult r = idle.Get("/v2/health/ready");
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_FALSE(r.keep_alive());
+  EXPECT_FALSE(server_->WaitIdle(std::chrono::milliseconds(0)));
+
+  fake_.ReleaseAll();
+  for (auto& c : busy) {
+    HttpResult done = c->Read();
+    EXPECT_EQ(done.status, 200u);
+    EXPECT_FALSE(done.keep_alive());  // connections close after the drain
+  }
+  EXPECT_TRUE(server_->WaitIdle(std::chrono::seconds(10)));
+  server_->Stop();
+  EXPECT_THROW(TestHttpClient late(port()), boost::system::system_error);
+}
+
+TEST_F(HttpServerTest, StopWithParkedRequestsDoesNotCrash) {
+  StartServer();
+  fake_.HoldInfers(true);
+  TestHttpClient c(port());
+  c.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
+  fake_.WaitForParked(1);
+  server_->Stop();
+  fake_.ReleaseAll();  // completions after Stop are dropped
+  server_.reset();
+}
+
+TEST_F(HttpServerTest, AccessLogJson) {
+  auto sink = std::make_shared<LineSink>();
+  HttpOptions o;
+  o.access_log = AccessLogFormat::kJson;
+  o.access_logger = std::make_shared<spdlog::logger>("access", sink);
+  StartServer(o);
+  TestHttpClient c(port());
+  ASSERT_EQ(c.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+  ASSERT_EQ(c.Get("/v2/health/live").status, 200u);  // the first line is written by now
+  auto lines = sink->lines();
+  ASSERT_GE(lines.size(), 1u);
+  auto j = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(j["method"], "POST");
+  EXPECT_EQ(j["target"], "/v2/models/echo/infer");
+  EXPECT_EQ(j["status"], 200);
+  EXPECT_EQ(j["model"], "echo");
+}
+
+TEST(HttpServerStartTest, BadHostAndBusyPort) {
+  FakeModelServer fake;
+  HttpOptions o;
+  o.host = "not-an-ip";
+  auto s = HttpServer::Start(fake, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+  o.host = "127.0.0.1";
+  o.port = 0;
+  auto first = HttpServer::Start(fake, o);
+  ASSERT_TRUE(first.ok());
+  o.port = (*first)->port();
+  auto second = HttpServer::Start(fake, o);
+  // SO_REUSEADDR does not allow two listeners on one port.
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Code::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr(std::to_string(o.port)));
+}
+
+TEST(AccessLogFormatTest, Parses) {
+  EXPECT_EQ(*ParseAccessLogFormat("json"), AccessLogFormat::kJson);
+  EXPECT_EQ(*ParseAccessLogFormat("none"), AccessLogFormat::kNone);
+  EXPECT_THAT(ParseAccessLogFormat("xml").status().message(), HasSubstr("none, plain, json"));
+}
+
+}  // namespace
+}  // namespace ortgpu::serve

@@ -1,0 +1,167 @@
+#include "serve/protocol/infer_response_encoder.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "serve/protocol/infer_request_decoder.h"
+
+namespace ortgpu::serve::protocol {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename T>
+Tensor Make(std::string name, DataType dt, std::vector<T> values) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dtype = dt;
+  t.shape = {static_cast<int64_t>(values.size())};
+  t.data.resize(values.size() * sizeof(T));
+  std::memcpy(t.data.data(), values.data(), t.data.size());
+  return t;
+}
+
+InferResponse Response(std::vector<Tensor> outputs) {
+  InferResponse r;
+  r.model_name = "m";
+  r.model_version = "1";
+  r.outputs = std::move(outputs);
+  return r;
+}
+
+TEST(EncodeInferResponseTest, JsonBodyHasTheKServeFields) {
+  InferResponse r = Response({Make<float>("y", DataType::kFloat, {1.5f, -2.0f})});
+  r.id = "req-1";
+  r.parameters["sequence_end"] = "true";
+  auto e = EncodeInferResponse(r);
+  ASSERT_TRUE(e.ok());
+  EXPECT_FALSE(e->json_length.has_value());
+  EXPECT_EQ(e->content_type, "application/json");
+  EXPECT_EQ(e->body,
+            R"({"model_name":"m","model_version":"1","id":"req-1","parameters":{"sequence_end":true},)"
+            R"("outputs":[{"name":"y","datatype":"FP32","shape":[2],"data":[1.5,-2]}]})");
+}
+
+TEST(EncodeInferResponseTest, NonFiniteFloatsAreNanAndInfinityTokens) {
+  auto e = EncodeInferResponse(Response({Make<double>("y", DataType::kDouble, {NAN, INFINITY, -INFINITY, 0.1})}));
+  ASSERT_TRUE(e.ok());
+  EXPECT_THAT(e->body, HasSubstr(R"("data":[NaN,Infinity,-Infinity,0.1])"));
+}
+
+TEST(EncodeInferResponseTest, BoolAndFp16AndBytes) {
+  Tensor s;
+  s.name = "s";
+  s.dtype = DataType::kString;
+  s.shape = {2};
+  s.strings = {"a\"b", std::string("\xff", 1)};
+  auto e = EncodeInferResponse(Response({Make<uint8_t>("b", DataType::kBool, {1, 0}),
+                                         Make<uint16_t>("h", DataType::kFloat16, {FloatToHalf(0.5f)}), s}));
+  ASSERT_TRUE(e.ok());
+  EXPECT_THAT(e->body, HasSubstr(R"("data":[true,false])"));
+  EXPECT_THAT(e->body, HasSubstr(R"("datatype":"FP16","shape":[1],"data":[0.5])"));
+  EXPECT_THAT(e->body, HasSubstr("\"data\":[\"a\\\"b\",\"\xEF\xBF\xBD\"]"));  // invalid UTF-8 replaced
+  EXPECT_TRUE(nlohmann::json::accept(e->body));
+}
+
+TEST(EncodeInferResponseTest, BinaryOutputsFollowTheJson) {
+  Tensor s;
+  s.name = "s";
+  s.dtype = DataType::kString;
+  s.shape = {1};
+  s.strings = {"xyz"};
+  InferResponse r = Response({Make<int32_t>("a", DataType::kInt32, {1, 2}), Make<int32_t>("b", DataType::kInt32, {3}), s});
+  r.output_binary = {true, false, true};
+  auto e = EncodeInferResponse(r);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE(e->json_length.has_value());
+  EXPECT_EQ(e->content_type, "application/octet-stream");
+  auto j = nlohmann::json::parse(e->body.substr(0, *e->json_length));
+  EXPECT_EQ(j["outputs"][0]["parameters"]["binary_data_size"], 8);
+  EXPECT_FALSE(j["outputs"][0].contains("data"));
+  EXPECT_EQ(j["outputs"][1]["data"], nlohmann::json::array({3}));
+  EXPECT_EQ(j["outputs"][2]["parameters"]["binary_data_size"], 7);
+  std::string bin = e->body.substr(*e->json_length);
+  ASSERT_EQ(bin.size(), 15u);
+  int32_t v[2];
+  std::memcpy(v, bin.data(), 8);
+  EXPECT_EQ(v[0], 1);
+  EXPECT_EQ(v[1], 2);
+  EXPECT_EQ(bin.substr(8), std::string("\x03\0\0\0xyz", 7));
+}
+
+TEST(EncodeInferResponseTest, BadOutputTensorIsInternal) {
+  Tensor t = Make<float>("y", DataType::kFloat, {1.0f});
+  t.shape = {3};
+  auto e = EncodeInferResponse(Response({t}));
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), Code::kInternal);
+  EXPECT_THAT(e.status().message(), HasSubstr("'y'"));
+}
+
+TEST(EncodeInferResponseTest, ErrorBody) {
+  EXPECT_EQ(EncodeError(NotFound("model 'x' \"missing\"")), R"({"error":"model 'x' \"missing\""})");
+}
+
+TEST(ResolveOutputBinaryTest, PerOutputOverridesRequestLevel) {
+  InferRequest req;
+  req.binary_data_output = true;
+  req.outputs = {{"a", false, {}}};
+  InferResponse resp = Response({Make<float>("a", DataType::kFloat, {1}), Make<float>("b", DataType::kFloat, {1})});
+  EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{false, true}));
+  req.binary_data_output = false;
+  req.outputs = {{"b", true, {}}};
+  EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{false, true}));
+}
+
+// Every datatype: request JSON -> InferRequest -> response (echo) -> JSON and
+// binary; both must give back the same values.
+TEST(CodecRoundTripTest, EveryDatatypeThroughJsonAndBinary) {
+  struct Case {
+    const char* datatype;
+    const char* data;
+  };
+  const Case cases[] = {
+      {"BOOL", "[true,false]"},      {"UINT8", "[0,255]"},
+      {"UINT16", "[0,65535]"},       {"UINT32", "[0,4294967295]"},
+      {"UINT64", "[0,18446744073709551615]"},
+      {"INT8", "[-128,127]"},        {"INT16", "[-32768,32767]"},
+      {"INT32", "[-2147483648,2147483647]"},
+      {"INT64", "[-9223372036854775808,9223372036854775807]"},
+      {"FP16", "[0.5,-65504]"},      {"BF16", "[0.5,-3]"},
+      {"FP32", "[0.1,-3.4028235e+38]"},
+      {"FP64", "[0.1,1e-300]"},      {"BYTES", R"(["a","\u00e9\n"])"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.datatype);
+    std::string body = std::string(R"({"inputs":[{"name":"x","datatype":")") + c.datatype +
+                       R"(","shape":[2],"data":)" + c.data + "}]}";
+    auto req = DecodeInferRequest(body, std::nullopt, "m", "");
+    ASSERT_TRUE(req.ok()) << req.status().ToString();
+    InferResponse resp = Response({req->inputs[0]});
+    auto json = EncodeInferResponse(resp);
+    ASSERT_TRUE(json.ok());
+    auto j = nlohmann::json::parse(json->body);
+    EXPECT_EQ(j["outputs"][0]["data"], nlohmann::json::parse(c.data));
+    EXPECT_EQ(j["outputs"][0]["datatype"], c.datatype);
+
+    // Binary: the response's binary section fed back as a binary request.
+    resp.output_binary = {true};
+    auto bin = EncodeInferResponse(resp);
+    ASSERT_TRUE(bin.ok());
+    std::string payload = bin->body.substr(*bin->json_length);
+    std::string req2 = std::string(R"({"inputs":[{"name":"x","datatype":")") + c.datatype +
+                       R"(","shape":[2],"parameters":{"binary_data_size":)" + std::to_string(payload.size()) +
+                       "}}]}";
+    auto back = DecodeInferRequest(req2 + payload, req2.size(), "m", "");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->inputs[0].data, req->inputs[0].data);
+    EXPECT_EQ(back->inputs[0].strings, req->inputs[0].strings);
+  }
+}
+
+}  // namespace
+}  // namespace ortgpu::serve::protocol
