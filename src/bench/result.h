@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/accuracy.h"
+#include "ort/accuracy.h"
 #include "bench/statistics.h"
 #include "ort/io_binding.h"
 #include "ort/session_options.h"

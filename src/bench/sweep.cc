@@ -12,12 +12,12 @@ const std::vector<SweepAxis>& SweepAxes() {
   // Ordered as the table's columns. The first value is ORT's default.
   static const std::vector<SweepAxis> axes = {
       {"io", {"host", "bound", "resident", "cuda-graph"}, "tensor placement: copies each run, outputs on device, all on device, CUDA graph replay", false, true},
-      {"opt", {"all", "extended", "basic", "disable"}, "graph optimisation level", false, true},
+      {"opt", {"all", "extended", "basic", "disable"}, "graph optimisation level", false, true, false},
       {"prefer_nhwc", {"0", "1"}, "NHWC convolution layouts (CUDA EP)", true, true},
       {"cudnn_conv_algo_search", {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}, "how cuDNN picks convolution algorithms", true, true},
-      {"use_tf32", {"1", "0"}, "TF32 matrix products", true, false},
-      {"cudnn_conv_use_max_workspace", {"1", "0"}, "largest cuDNN workspace", true, false},
-      {"arena_extend_strategy", {"kNextPowerOfTwo", "kSameAsRequested"}, "how the memory arena grows", true, false},
+      {"use_tf32", {"1", "0"}, "TF32 matrix products", true, false, false},
+      {"cudnn_conv_use_max_workspace", {"1", "0"}, "largest cuDNN workspace", true, false, false},
+      {"arena_extend_strategy", {"kNextPowerOfTwo", "kSameAsRequested"}, "how the memory arena grows", true, false, false},
   };
   return axes;
 }
@@ -73,7 +73,8 @@ Expected<std::vector<Variant>> ExpandSweep(Provider provider, const std::vector<
   };
   if (selection.empty()) {
     for (const auto& a : SweepAxes()) {
-      if (!a.in_default_sweep || (a.cuda_only && provider == Provider::kCpu)) continue;
+      const bool cpu = provider == Provider::kCpu;
+      if (cpu ? !a.default_on_cpu || a.cuda_only : !a.default_on_cuda) continue;
       std::vector<std::string> values = a.values;
       if (a.key == "io" && provider == Provider::kCpu) values = {"host", "bound", "resident"};
       chosen.push_back({&a, values});

@@ -14,6 +14,7 @@
 #include "doctor/finding.h"
 #include "doctor/ort_log.h"
 #include "doctor/placement.h"
+#include "ort/accuracy.h"
 
 namespace ortgpu::doctor {
 
@@ -47,8 +48,9 @@ struct EndToEndObservation {
   std::optional<RunTiming> cuda;         // nullopt: not attempted (no GPU)
   std::string skip_reason;               // why cuda was not attempted
   double max_abs_diff = 0;               // CUDA vs CPU outputs
-  double max_rel_diff = 0;
-  double tolerance = 1e-3;
+  double max_rel_diff = 0;               // as a share of the output's range
+  double tolerance = Tolerance{}.rtol;   // on max_rel_diff (ort/accuracy.h)
+  std::string agreement_note;            // the first element past tolerance
   std::optional<uint64_t> gpu_memory_bytes;  // this process, from NVML
   std::optional<PlacementSummary> placement;  // of the CUDA run
 };

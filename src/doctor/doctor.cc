@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "doctor/checks_compat.h"
 #include "doctor/checks_driver.h"
@@ -23,8 +24,11 @@ struct EpFile {
   std::set<int> cubin;
   std::set<int> ptx;
   std::string error;
+  std::optional<gpu::ElfReader> elf;  // kept for the library probe's symbol check
 };
 
+// Reads the EP's NEEDED list and fatbin architectures with ranged reads: its
+// headers, dynamic tables and fatbin headers, not the 230 MB file.
 EpFile ReadEpFile(const FileSystem& fs, const std::string& path) {
   EpFile ep;
   ep.path = path;
@@ -34,14 +38,12 @@ EpFile ReadEpFile(const FileSystem& fs, const std::string& path) {
     return ep;
   }
   ep.needed = elf->needed();
-  auto section = elf->SectionBytes(".nv_fatbin");
-  if (section.ok()) {
-    auto archs = gpu::ParseFatbin(*section);
-    if (archs.ok()) {
-      ep.cubin = archs->cubin;
-      ep.ptx = archs->ptx;
-    }
+  auto archs = gpu::ParseFatbinOfLibrary(*elf);
+  if (archs.ok()) {
+    ep.cubin = archs->cubin;
+    ep.ptx = archs->ptx;
   }
+  ep.elf = std::move(elf).value();
   return ep;
 }
 
@@ -65,6 +67,7 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   gpu::LibraryProbeOptions probe;
   probe.load_libraries = driver.gpu_usable && seams.loader != nullptr;
   probe.ep_library_path = ep.error.empty() ? ep_path : "";
+  probe.ep_library = ep.elf ? &*ep.elf : nullptr;
   LibraryCheckInputs libs;
   libs.libraries = gpu::ProbeCudaLibraries(*seams.fs, *seams.search, seams.loader, probe);
   libs.preload = seams.preload;

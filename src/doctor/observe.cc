@@ -6,9 +6,12 @@
 #include <cstdio>
 #include <random>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "onnx/model_builder.h"
+#include "ort/accuracy.h"
 #include "ort/profile.h"
 #include "ort/runtime.h"
 #include "sys/file_system.h"
@@ -56,33 +59,34 @@ SessionOptions CudaOptions(const ObserveOptions& o) {
   return so;
 }
 
-// Profiles one run on CUDA and summarises where the nodes ran.
-std::optional<PlacementSummary> ProfilePlacement(const std::string* path, const std::string& bytes,
-                                                 const std::vector<Tensor>& inputs, const ObserveOptions& o,
-                                                 const std::string& label) {
-  SessionOptions so = CudaOptions(o);
-  so.profile_prefix = JoinPath(o.temp_dir, "ortgpu_doctor_profile");
-  so.log_severity = 1;
-  LogCapture logs;
-  auto s = path ? Session::Load(*path, so) : Session::LoadFromBytes(bytes, so, label);
-  if (!s.ok()) return std::nullopt;
-  if (!(*s)->Run(inputs).ok()) return std::nullopt;
-  auto file = (*s)->EndProfiling();
+// One profiled run on the CUDA session: where each node ran.
+std::optional<PlacementSummary> ProfilePlacement(const Session& s, const std::vector<Tensor>& inputs,
+                                                 const ObserveOptions& o, const std::vector<OrtLogRecord>& logs) {
+  static int counter = 0;
+  const std::string prefix =
+      JoinPath(o.temp_dir, "ortgpu_doctor_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  auto file = s.RunProfiled(inputs, prefix);
   if (!file.ok()) return std::nullopt;
   auto events = ReadProfile(*file);
   std::remove(file->c_str());
   if (!events.ok()) return std::nullopt;
-  return SummarizePlacement(*events, "CUDAExecutionProvider", logs.Records());
+  return SummarizePlacement(*events, "CUDAExecutionProvider", logs);
 }
 
 void ObserveRuns(const std::string* path, const std::string& bytes, const std::string& label,
                  const std::vector<Tensor>& inputs, const Session& cpu, bool cuda, const ObserveOptions& o,
-                 EndToEndObservation& obs, std::unique_ptr<Session> cuda_session) {
+                 EndToEndObservation& obs, std::unique_ptr<Session> cuda_session, std::vector<OrtLogRecord> logs) {
   std::vector<Tensor> ref, got;
   obs.cpu = Time(cpu, inputs, o, &ref);
   if (!cuda) return;
   if (!cuda_session) {
-    auto s = path ? Session::Load(*path, CudaOptions(o)) : Session::LoadFromBytes(bytes, CudaOptions(o), label);
+    SessionOptions so = CudaOptions(o);
+    so.log_severity = 1;
+    Runtime::Get().SetLogSeverity(1);
+    LogCapture capture;
+    auto s = path ? Session::Load(*path, so) : Session::LoadFromBytes(bytes, so, label);
+    Runtime::Get().SetLogSeverity(2);
+    logs = capture.Records();
     if (!s.ok()) {
       obs.cuda = RunTiming{};
       obs.cuda->error = s.status().message();
@@ -91,9 +95,16 @@ void ObserveRuns(const std::string* path, const std::string& bytes, const std::s
     cuda_session = std::move(s).value();
   }
   obs.cuda = Time(*cuda_session, inputs, o, &got);
-  if (obs.cuda->ok && obs.cpu.ok) CompareOutputs(ref, got, &obs.max_abs_diff, &obs.max_rel_diff);
+  if (obs.cuda->ok && obs.cpu.ok) {
+    Tolerance tolerance;
+    tolerance.rtol = obs.tolerance;
+    const Accuracy acc = CompareOutputs(got, ref, tolerance);
+    obs.max_abs_diff = acc.max_abs_error;
+    obs.max_rel_diff = acc.max_rel_error;
+    obs.agreement_note = acc.passed ? "" : acc.note;
+  }
   if (o.gpu_memory) obs.gpu_memory_bytes = o.gpu_memory();
-  if (obs.cuda->ok) obs.placement = ProfilePlacement(path, bytes, inputs, o, label);
+  if (obs.cuda->ok) obs.placement = ProfilePlacement(*cuda_session, inputs, o, logs);
 }
 
 }  // namespace
@@ -155,38 +166,7 @@ Expected<std::vector<Tensor>> MakeInputs(const Session& session,
     }
     out.push_back(std::move(t));
   }
-  for (const auto& [name, dims] : shapes) {
-    bool known = false;
-    for (const auto& in : session.inputs()) known = known || in.name == name;
-    if (!known) {
-      std::string names;
-      for (const auto& in : session.inputs()) names += (names.empty() ? "" : ", ") + in.name;
-      return InvalidArgument("--shape names input '" + name + "', which the model does not have; its inputs: " + names);
-    }
-  }
   return out;
-}
-
-void CompareOutputs(const std::vector<Tensor>& ref, const std::vector<Tensor>& got, double* max_abs,
-                    double* max_rel) {
-  *max_abs = 0;
-  *max_rel = 0;
-  for (size_t k = 0; k < ref.size() && k < got.size(); ++k) {
-    const Tensor& a = ref[k];
-    const Tensor& b = got[k];
-    if (a.dtype != b.dtype || a.shape != b.shape || a.dtype == DataType::kString) continue;
-    double scale = 0;
-    for (int64_t i = 0; i < a.element_count(); ++i) scale = std::max(scale, std::fabs(ElementAsDouble(a, i)));
-    for (int64_t i = 0; i < a.element_count(); ++i) {
-      const double x = ElementAsDouble(a, i), y = ElementAsDouble(b, i);
-      if (std::isnan(x) && std::isnan(y)) continue;
-      const double d = std::fabs(x - y);
-      *max_abs = std::max(*max_abs, d);
-      // Relative to the output's scale: element-wise relative error explodes
-      // near zero and says nothing there.
-      *max_rel = std::max(*max_rel, d / std::max(scale, 1e-12));
-    }
-  }
 }
 
 RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
@@ -215,6 +195,7 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
   }
 
   std::unique_ptr<Session> cuda;
+  std::vector<OrtLogRecord> cuda_logs;
   if (gpu_expected) {
     p.attempted = true;
     SessionOptions so = CudaOptions(o);
@@ -226,7 +207,8 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
     auto s = Session::LoadFromBytes(model, so, "built-in check model");
     p.session_ms = NowMs() - start;
     rt.SetLogSeverity(2);
-    p.log = ClassifyOrtLog(logs.Records());
+    cuda_logs = logs.Records();
+    p.log = ClassifyOrtLog(cuda_logs);
     if (s.ok()) {
       cuda = std::move(s).value();
     } else {
@@ -239,7 +221,8 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
     e2e.skip_reason = gpu_expected ? "the CUDA session could not be created (provider.cuda_session)"
                                    : "no usable GPU (driver layer)";
   }
-  ObserveRuns(nullptr, model, "built-in check model", *inputs, **cpu, run_cuda, o, e2e, std::move(cuda));
+  ObserveRuns(nullptr, model, "built-in check model", *inputs, **cpu, run_cuda, o, e2e, std::move(cuda),
+              std::move(cuda_logs));
   return r;
 }
 
@@ -247,7 +230,6 @@ ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveO
   ModelObservation m;
   m.path = path;
   m.run.model_label = path;
-  m.run.tolerance = 1e-2;  // TF32 matmuls (the CUDA EP default) differ from fp32 by ~1e-3 relative
   if (!RealFileSystem().Exists(path)) {
     m.load_error = "no such file: " + path;
     return m;
@@ -263,7 +245,7 @@ ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveO
     return m;
   }
   if (!cuda) m.run.skip_reason = "no working CUDA execution provider (provider layer)";
-  ObserveRuns(&path, "", path, *inputs, **cpu, cuda, o, m.run, nullptr);
+  ObserveRuns(&path, "", path, *inputs, **cpu, cuda, o, m.run, nullptr, {});
   return m;
 }
 

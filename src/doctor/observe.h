@@ -41,15 +41,12 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& optio
 ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveOptions& options);
 
 // Inputs for a session: symbolic dims from `shapes` (whole shapes by input
-// name) or 1; values in safe ranges (integers 0 or 1, so index inputs stay in
+// name; names the model lacks are ignored, since --shape serves several
+// models) or 1; values in safe ranges (integers 0 or 1, so index inputs stay in
 // range; floats in [0, 1)). Fills `described` and `defaulted` for reports.
 Expected<std::vector<Tensor>> MakeInputs(const Session& session,
                                          const std::map<std::string, std::vector<int64_t>>& shapes,
                                          int64_t default_dim, std::vector<std::string>* described,
                                          std::vector<std::string>* defaulted);
-
-// Largest absolute and relative difference between two output lists.
-void CompareOutputs(const std::vector<Tensor>& ref, const std::vector<Tensor>& got, double* max_abs,
-                    double* max_rel);
 
 }  // namespace ortgpu::doctor

@@ -1,5 +1,6 @@
 #include "gpu/elf_reader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -50,16 +51,25 @@ struct RawSection {
 }  // namespace
 
 Expected<ElfReader> ElfReader::Open(const FileSystem& fs, const std::string& path) {
-  auto bytes = fs.ReadFile(path);
-  if (!bytes.ok()) return bytes.status().WithContext("reading ELF file");
-  return Parse(std::move(bytes).value(), path);
+  auto header = fs.ReadRange(path, 0, kEhdrSize);
+  if (!header.ok()) return header.status().WithContext("reading ELF file");
+  auto size = fs.FileSize(path);
+  if (!size.ok()) return size.status().WithContext("reading ELF file");
+  ElfReader reader;
+  reader.fs_ = &fs;
+  reader.size_ = std::max<uint64_t>(*size, header->size());
+  reader.origin_ = path;
+  Status st = reader.ParseAll(*header);
+  if (!st.ok()) return st;
+  return reader;
 }
 
 Expected<ElfReader> ElfReader::Parse(std::string bytes, std::string origin) {
   ElfReader reader;
   reader.bytes_ = std::move(bytes);
+  reader.size_ = reader.bytes_.size();
   reader.origin_ = std::move(origin);
-  Status st = reader.ParseAll();
+  Status st = reader.ParseAll(std::string_view(reader.bytes_).substr(0, kEhdrSize));
   if (!st.ok()) return st;
   return reader;
 }
@@ -77,78 +87,131 @@ Expected<std::string_view> ElfReader::SectionBytes(std::string_view name) const 
   if (s->type == kShtNobits) {
     return InvalidArgument(origin_ + ": section " + std::string(name) + " has no file bytes (NOBITS)");
   }
-  // Bounds were checked in ParseSections().
-  return std::string_view(bytes_).substr(s->offset, s->size);
+  return SectionData(static_cast<size_t>(s - sections_.data()));
 }
 
-Status ElfReader::ParseAll() {
+Expected<std::string> ElfReader::ReadFileRange(uint64_t offset, uint64_t size) const {
+  if (offset > size_) {
+    return InvalidArgument(origin_ + ": cannot read at offset " + std::to_string(offset) +
+                           ", past the end of the file (" + std::to_string(size_) + " bytes)");
+  }
+  return Fetch(offset, std::min(size, size_ - offset));
+}
+
+Expected<std::string> ElfReader::Fetch(uint64_t offset, uint64_t size) const {
+  if (fs_ == nullptr) return bytes_.substr(offset, size);  // bounds checked by the caller
+  auto bytes = fs_->ReadRange(origin_, offset, size);
+  if (!bytes.ok() && bytes.status().code() != Code::kInvalidArgument) {
+    return bytes.status().WithContext("reading ELF file");
+  }
+  if (!bytes.ok() || bytes->size() < size) {
+    return InvalidArgument(origin_ + ": the file ends before byte " + std::to_string(offset + size) +
+                           " although it was " + std::to_string(size_) +
+                           " bytes when opened; it is truncated or was replaced while being read "
+                           "(reinstall the package that ships it)");
+  }
+  return bytes;
+}
+
+Expected<std::string_view> ElfReader::SectionData(size_t index) const {
+  const ElfSection& s = sections_[index];
+  if (s.type == kShtNobits) return std::string_view();  // no file bytes (and unchecked bounds)
+  if (fs_ == nullptr) return std::string_view(bytes_).substr(s.offset, s.size);
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  auto it = cache_->bytes.find(index);
+  if (it == cache_->bytes.end()) {
+    auto bytes = Fetch(s.offset, s.size);
+    if (!bytes.ok()) return bytes.status();
+    it = cache_->bytes.emplace(index, std::move(bytes).value()).first;
+  }
+  return std::string_view(it->second);
+}
+
+Status ElfReader::ParseAll(std::string_view header) {
   const auto bad = [this](const std::string& why) {
     return InvalidArgument(origin_ + " is not a readable ELF64 shared library: " + why +
                            "; the file may be truncated, corrupt, or not a Linux library "
                            "(reinstall the package that ships it)");
   };
-  if (bytes_.size() < kEhdrSize) return bad("file is shorter than an ELF header");
-  if (std::memcmp(bytes_.data(), "\x7f" "ELF", 4) != 0) return bad("no ELF magic");
-  if (bytes_[4] != 2) return bad("not 64-bit (EI_CLASS != ELFCLASS64)");
-  if (bytes_[5] != 1) return bad("not little-endian (EI_DATA != ELFDATA2LSB)");
-  Cursor c(bytes_);
+  if (header.size() < kEhdrSize) return bad("file is shorter than an ELF header");
+  if (std::memcmp(header.data(), "\x7f" "ELF", 4) != 0) return bad("no ELF magic");
+  if (header[4] != 2) return bad("not 64-bit (EI_CLASS != ELFCLASS64)");
+  if (header[5] != 1) return bad("not little-endian (EI_DATA != ELFDATA2LSB)");
+  Cursor c(header);
   c.Read(18, &machine_);
-  ORTGPU_RETURN_IF_ERROR(ParseSections());
+  ORTGPU_RETURN_IF_ERROR(ParseSections(header));
   ORTGPU_RETURN_IF_ERROR(ParseDynamic());
   return ParseSymbols();
 }
 
-Status ElfReader::ParseSections() {
+Status ElfReader::ParseSections(std::string_view header) {
   const auto bad = [this](const std::string& why) {
     return InvalidArgument(origin_ + ": corrupt ELF section table: " + why +
                            "; the file is probably truncated or damaged (reinstall it)");
   };
-  Cursor c(bytes_);
+  const auto in_file = [this](uint64_t off, uint64_t len) { return off <= size_ && len <= size_ - off; };
+  Cursor h(header);
   uint64_t shoff = 0;
   uint16_t shentsize = 0, shnum16 = 0, shstrndx16 = 0;
-  c.Read(40, &shoff);
-  c.Read(58, &shentsize);
-  c.Read(60, &shnum16);
-  c.Read(62, &shstrndx16);
+  h.Read(40, &shoff);
+  h.Read(58, &shentsize);
+  h.Read(60, &shnum16);
+  h.Read(62, &shstrndx16);
   if (shoff == 0) return Status::Ok();  // no section headers: nothing more to read
   if (shentsize < kShdrSize) return bad("section header size " + std::to_string(shentsize));
 
-  const auto read_raw = [&](uint64_t index, RawSection* r) {
-    const uint64_t base = shoff + index * shentsize;
-    return c.InBounds(shoff, (index + 1) * shentsize) && c.Read(base + 0, &r->name) &&
-           c.Read(base + 4, &r->type) && c.Read(base + 16, &r->addr) &&
-           c.Read(base + 24, &r->offset) && c.Read(base + 32, &r->size) &&
-           c.Read(base + 40, &r->link) && c.Read(base + 44, &r->info) &&
-           c.Read(base + 56, &r->entsize);
+  const auto read_raw = [](std::string_view entry, RawSection* r) {
+    Cursor c(entry);
+    return c.Read(0, &r->name) && c.Read(4, &r->type) && c.Read(16, &r->addr) && c.Read(24, &r->offset) &&
+           c.Read(32, &r->size) && c.Read(40, &r->link) && c.Read(44, &r->info) && c.Read(56, &r->entsize);
   };
+  if (!in_file(shoff, shentsize)) return bad("section headers lie past the end of the file");
   RawSection first;
-  if (!read_raw(0, &first)) return bad("section headers lie past the end of the file");
-  uint64_t shnum = shnum16 == 0 ? first.size : shnum16;
-  uint64_t shstrndx = shstrndx16 == kShnXindex ? first.link : shstrndx16;
-  if (shnum > bytes_.size() / kShdrSize) return bad("section count " + std::to_string(shnum));
+  {
+    ORTGPU_ASSIGN_OR_RETURN(const std::string entry, Fetch(shoff, kShdrSize));
+    read_raw(entry, &first);
+  }
+  const uint64_t shnum = shnum16 == 0 ? first.size : shnum16;
+  const uint64_t shstrndx = shstrndx16 == kShnXindex ? first.link : shstrndx16;
+  if (shnum > size_ / kShdrSize) return bad("section count " + std::to_string(shnum));
+  // shnum * shentsize cannot overflow: shnum <= size_ / 64 and shentsize < 2^16.
+  if (!in_file(shoff, shnum * shentsize)) {
+    return bad("section header " + std::to_string((size_ - shoff) / shentsize) + " is past the end");
+  }
+  ORTGPU_ASSIGN_OR_RETURN(const std::string table, Fetch(shoff, shnum * shentsize));
   std::vector<RawSection> raw(shnum);
   for (uint64_t i = 0; i < shnum; ++i) {
-    if (!read_raw(i, &raw[i])) return bad("section header " + std::to_string(i) + " is past the end");
-    if (raw[i].type != kShtNobits && !c.InBounds(raw[i].offset, raw[i].size)) {
+    read_raw(std::string_view(table).substr(i * shentsize, kShdrSize), &raw[i]);
+    if (raw[i].type != kShtNobits && !in_file(raw[i].offset, raw[i].size)) {
       return bad("section " + std::to_string(i) + " extends past the end of the file");
     }
   }
   if (shstrndx >= shnum) return bad("section name table index out of range");
-  const RawSection& names = raw[shstrndx];
-  std::string_view name_table = std::string_view(bytes_).substr(names.offset, names.size);
   sections_.reserve(shnum);
   for (const auto& r : raw) {
     ElfSection s;
-    if (r.name < name_table.size()) {
-      const auto end = name_table.find('\0', r.name);
-      if (end == std::string_view::npos) return bad("unterminated section name");
-      s.name = std::string(name_table.substr(r.name, end - r.name));
-    }
     s.type = r.type;
     s.offset = r.offset;
     s.size = r.size;
     s.address = r.addr;
+    s.link = r.link;
+    s.info = r.info;
     sections_.push_back(std::move(s));
+  }
+  // The name table is read like any other section (NOBITS has no bytes: no names).
+  std::string_view name_table;
+  if (sections_[shstrndx].type != kShtNobits) {
+    auto names = SectionData(shstrndx);
+    if (!names.ok()) return names.status();
+    name_table = *names;
+  }
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    const uint32_t name = raw[i].name;
+    if (name < name_table.size()) {
+      const auto end = name_table.find('\0', name);
+      if (end == std::string_view::npos) return bad("unterminated section name");
+      sections_[i].name = std::string(name_table.substr(name, end - name));
+    }
   }
   return Status::Ok();
 }
@@ -163,37 +226,19 @@ std::optional<std::string> TableString(std::string_view table, uint64_t off) {
   return std::string(table.substr(off, end - off));
 }
 
-// The section header fields ParseSections() dropped, re-read by index.
-struct LinkInfo {
-  uint32_t link = 0, info = 0;
-};
-
-LinkInfo ReadLinkInfo(std::string_view bytes, uint64_t index) {
-  Cursor c(bytes);
-  uint64_t shoff = 0;
-  uint16_t shentsize = 0;
-  c.Read(40, &shoff);
-  c.Read(58, &shentsize);
-  LinkInfo li;
-  c.Read(shoff + index * shentsize + 40, &li.link);
-  c.Read(shoff + index * shentsize + 44, &li.info);
-  return li;
-}
-
 }  // namespace
 
 Status ElfReader::ParseDynamic() {
   for (size_t i = 0; i < sections_.size(); ++i) {
     if (sections_[i].type != kShtDynamic) continue;
-    const LinkInfo li = ReadLinkInfo(bytes_, i);
-    if (li.link >= sections_.size() || sections_[li.link].type == kShtNobits) {
+    const uint32_t link = sections_[i].link;
+    if (link >= sections_.size() || sections_[link].type == kShtNobits) {
       return InvalidArgument(origin_ + ": .dynamic names a missing string table; the file is corrupt");
     }
-    const ElfSection& strtab = sections_[li.link];
-    const std::string_view strings = std::string_view(bytes_).substr(strtab.offset, strtab.size);
-    Cursor c(bytes_);
-    for (uint64_t off = sections_[i].offset; off + kDynSize <= sections_[i].offset + sections_[i].size;
-         off += kDynSize) {
+    ORTGPU_ASSIGN_OR_RETURN(const std::string_view strings, SectionData(link));
+    ORTGPU_ASSIGN_OR_RETURN(const std::string_view dynamic, SectionData(i));
+    Cursor c(dynamic);
+    for (uint64_t off = 0; off + kDynSize <= dynamic.size(); off += kDynSize) {
       uint64_t tag = 0, val = 0;
       if (!c.Read(off, &tag) || !c.Read(off + 8, &val)) break;
       if (tag == kDtNull) break;
@@ -215,24 +260,35 @@ Status ElfReader::ParseSymbols() {
     return InvalidArgument(origin_ + ": corrupt dynamic symbol data: " + why +
                            "; the file is probably truncated or damaged (reinstall it)");
   };
-  Cursor c(bytes_);
-  const std::string_view all(bytes_);
+  // The bytes of a linked string table; nullopt when the link is bad.
+  // Read errors (a file cut short since Open) end the parse with their Status.
+  Status read_error;
   const auto strings_of = [&](uint32_t link) -> std::optional<std::string_view> {
     if (link >= sections_.size() || sections_[link].type == kShtNobits) return std::nullopt;
-    return all.substr(sections_[link].offset, sections_[link].size);
+    auto data = SectionData(link);
+    if (!data.ok()) {
+      read_error = data.status();
+      return std::nullopt;
+    }
+    return *data;
   };
 
   // Version index -> name (and, for needed versions, the providing file).
+  // Offsets below are relative to the start of their section: a version
+  // chain that leaves its section is corrupt.
   std::map<uint16_t, std::string> version_name;
   std::map<uint16_t, std::string> version_file;
   for (size_t i = 0; i < sections_.size(); ++i) {
     const ElfSection& s = sections_[i];
-    const LinkInfo li = ReadLinkInfo(bytes_, i);
+    if (s.type != kShtGnuVerdef && s.type != kShtGnuVerneed) continue;
+    ORTGPU_ASSIGN_OR_RETURN(const std::string_view data, SectionData(i));
+    const Cursor c(data);
     if (s.type == kShtGnuVerdef) {
-      auto strings = strings_of(li.link);
+      auto strings = strings_of(s.link);
+      if (!read_error.ok()) return read_error;
       if (!strings) return bad(".gnu.version_d has no string table");
-      uint64_t off = s.offset;
-      for (uint32_t n = 0; n < li.info && n < kMaxVersionEntries; ++n) {
+      uint64_t off = 0;
+      for (uint32_t n = 0; n < s.info && n < kMaxVersionEntries; ++n) {
         uint16_t flags = 0, ndx = 0;
         uint32_t aux = 0, next = 0, name = 0;
         if (!c.Read(off + 2, &flags) || !c.Read(off + 4, &ndx) || !c.Read(off + 12, &aux) ||
@@ -246,11 +302,12 @@ Status ElfReader::ParseSymbols() {
         if (next == 0) break;
         off += next;
       }
-    } else if (s.type == kShtGnuVerneed) {
-      auto strings = strings_of(li.link);
+    } else {
+      auto strings = strings_of(s.link);
+      if (!read_error.ok()) return read_error;
       if (!strings) return bad(".gnu.version_r has no string table");
-      uint64_t off = s.offset;
-      for (uint32_t n = 0; n < li.info && n < kMaxVersionEntries; ++n) {
+      uint64_t off = 0;
+      for (uint32_t n = 0; n < s.info && n < kMaxVersionEntries; ++n) {
         uint16_t cnt = 0;
         uint32_t file = 0, aux = 0, next = 0;
         if (!c.Read(off + 2, &cnt) || !c.Read(off + 4, &file) || !c.Read(off + 8, &aux) ||
@@ -279,18 +336,26 @@ Status ElfReader::ParseSymbols() {
     }
   }
 
-  const ElfSection* versym = nullptr;
-  for (const auto& s : sections_) {
-    if (s.type == kShtGnuVersym) versym = &s;
+  size_t versym_index = sections_.size();  // the last .gnu.version section, if any
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    if (sections_[i].type == kShtGnuVersym) versym_index = i;
+  }
+  std::string_view versym;
+  if (versym_index < sections_.size()) {
+    ORTGPU_ASSIGN_OR_RETURN(versym, SectionData(versym_index));
   }
   for (size_t i = 0; i < sections_.size(); ++i) {
     const ElfSection& s = sections_[i];
     if (s.type != kShtDynsym) continue;
-    auto strings = strings_of(ReadLinkInfo(bytes_, i).link);
+    auto strings = strings_of(s.link);
+    if (!read_error.ok()) return read_error;
     if (!strings) return bad(".dynsym has no string table");
-    const uint64_t count = s.size / kSymSize;
+    ORTGPU_ASSIGN_OR_RETURN(const std::string_view symbols, SectionData(i));
+    const Cursor c(symbols);
+    const Cursor v(versym);
+    const uint64_t count = symbols.size() / kSymSize;
     for (uint64_t k = 1; k < count; ++k) {  // entry 0 is the null symbol
-      const uint64_t off = s.offset + k * kSymSize;
+      const uint64_t off = k * kSymSize;
       uint32_t name = 0;
       uint8_t info = 0;
       uint16_t shndx = 0;
@@ -306,7 +371,7 @@ Status ElfReader::ParseSymbols() {
       sym.is_function = type == 2 || type == 10;
       sym.weak = bind == 2;
       uint16_t ver = 1;
-      if (versym != nullptr && k * 2 + 2 <= versym->size) c.Read(versym->offset + k * 2, &ver);
+      v.Read(k * 2, &ver);  // stays 1 (global) when .gnu.version is absent or short
       const uint16_t index = ver & 0x7fff;
       if (index > 1) {
         auto it = version_name.find(index);

@@ -6,15 +6,26 @@
 // symbols) and what a candidate libcudart/libcublas copy provides, without
 // loading either into the process.
 //
-// The file is read whole through FileSystem (the ORT 1.29 CUDA EP is 230 MB)
-// and kept in memory; SectionBytes() returns views into that buffer. Every
-// offset, size and index in the file is bounds-checked: a bad or truncated
-// file gives an InvalidArgument Status naming the file and the problem, never
-// a crash. Not copyable-cheap (owns the bytes), movable. Immutable after
-// Parse(), so const methods may be called from several threads.
+// Open() reads only what it parses, with FileSystem::ReadRange: the ELF
+// header, the section header table, .shstrtab, and the dynamic-linking
+// sections (.dynamic, .dynsym, .gnu.version*, and their string tables), a
+// few hundred KB even for the 540 MB cuBLASLt. Other sections (.rodata,
+// .nv_fatbin) are read on the first SectionBytes() call and kept. Parse()
+// works on bytes already in memory and SectionBytes() views into them.
+//
+// Every offset, size and index in the file is bounds-checked against the
+// file size: a bad or truncated file gives an InvalidArgument Status naming
+// the file and the problem, never a crash. A reader from Open() keeps a
+// pointer to its FileSystem. REQUIRES: that FileSystem outlives the reader.
+// Not copyable, movable. The parsed data is immutable; SectionBytes() guards
+// its cache with a mutex, so const methods may be called from several
+// threads.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +41,8 @@ struct ElfSection {
   uint64_t offset = 0;   // file offset of the bytes
   uint64_t size = 0;     // size in bytes (no file bytes when type == SHT_NOBITS)
   uint64_t address = 0;  // virtual address when loaded
+  uint32_t link = 0;     // sh_link: for symbol/version/dynamic sections, their string table
+  uint32_t info = 0;     // sh_info: for .gnu.version_d/_r, the entry count
 };
 
 // A dynamic symbol and its GNU version.
@@ -50,9 +63,11 @@ struct ElfSymbol {
 
 class ElfReader {
  public:
-  // Reads `path` whole through `fs` and parses it.
+  // Reads the headers and dynamic-linking sections of `path` through `fs`
+  // (ranged reads, never the whole file) and parses them.
   // Errors: NotFound/Unavailable from the file system; InvalidArgument when
   // the file is not an ELF64 little-endian object or is corrupt/truncated.
+  // REQUIRES: `fs` outlives the returned reader (SectionBytes reads from it).
   [[nodiscard]] static Expected<ElfReader> Open(const FileSystem& fs, const std::string& path);
   // Parses bytes already in memory; `origin` names them in error messages.
   [[nodiscard]] static Expected<ElfReader> Parse(std::string bytes, std::string origin);
@@ -75,18 +90,45 @@ class ElfReader {
   // The section called `name`, or nullptr.
   const ElfSection* FindSection(std::string_view name) const;
   // The file bytes of section `name`. NotFound when absent; InvalidArgument
-  // for a NOBITS section. The view lives as long as this reader.
+  // for a NOBITS section, or (Open() readers) when the file now ends inside
+  // the section; NotFound/Unavailable when the file can no longer be read.
+  // An Open() reader reads the section on the first call (ranged) and keeps
+  // it: ask for a 166 MB .nv_fatbin only when you need all of its bytes
+  // (ParseFatbinOfLibrary in gpu/fatbin.h reads just its headers). The view
+  // lives as long as this reader.
   [[nodiscard]] Expected<std::string_view> SectionBytes(std::string_view name) const;
+  // Bytes [offset, offset + size) of the file, clipped at the size it had
+  // when opened; not cached. For walking a large section piecewise (the
+  // .nv_fatbin headers, see ParseFatbinOfLibrary). InvalidArgument when
+  // `offset` is past that size or the file has since got shorter.
+  [[nodiscard]] Expected<std::string> ReadFileRange(uint64_t offset, uint64_t size) const;
 
  private:
+  // Sections read on demand by an Open() reader, by section index. std::map
+  // nodes never move, so views into the strings stay valid.
+  struct SectionCache {
+    std::mutex mu;
+    std::map<size_t, std::string> bytes;  // guarded by mu
+  };
+
   ElfReader() = default;
-  Status ParseAll();
-  Status ParseSections();
+  // `header`: the first min(64, file size) bytes of the file.
+  Status ParseAll(std::string_view header);
+  Status ParseSections(std::string_view header);
   Status ParseDynamic();
   Status ParseSymbols();
+  // Bytes [offset, offset + size) of the file. REQUIRES: the range lies
+  // inside size_ (checked by the caller); a file that got shorter is an error.
+  Expected<std::string> Fetch(uint64_t offset, uint64_t size) const;
+  // The bytes of section `index` (bounds checked by ParseSections); empty
+  // for a NOBITS section. Open() readers read it once and cache it.
+  Expected<std::string_view> SectionData(size_t index) const;
 
-  std::string bytes_;
-  std::string origin_;
+  std::string bytes_;                // Parse(): the whole file
+  const FileSystem* fs_ = nullptr;   // Open(): where sections are read from
+  uint64_t size_ = 0;                // the file size
+  std::unique_ptr<SectionCache> cache_ = std::make_unique<SectionCache>();
+  std::string origin_;               // Open(): the path; Parse(): the caller's name
   uint16_t machine_ = 0;
   std::string soname_;
   std::vector<std::string> needed_;

@@ -252,10 +252,12 @@ std::vector<MissingSymbol> FindMissingSymbols(const std::vector<ElfSymbol>& cons
 
 std::vector<LibraryReport> ProbeCudaLibraries(const FileSystem& fs, const LibrarySearch& search,
                                               DynamicLoader* loader, const LibraryProbeOptions& options) {
-  // The EP's imports, read once; the 230 MB file is dropped right after.
+  // The EP's imports, read once (ranged: its dynamic symbol tables only).
   std::vector<ElfSymbol> ep_imports;
   Status ep_status;
-  if (!options.ep_library_path.empty()) {
+  if (options.ep_library != nullptr) {
+    ep_imports = options.ep_library->undefined_symbols();
+  } else if (!options.ep_library_path.empty()) {
     auto ep = ElfReader::Open(fs, options.ep_library_path);
     if (ep.ok()) {
       ep_imports = ep->undefined_symbols();

@@ -92,10 +92,16 @@ struct LibraryProbeOptions {
   // The CUDA EP (libonnxruntime_providers_cuda.so) whose imports are checked
   // against the picked copies. Default empty: no symbol check.
   std::string ep_library_path;
-  // Largest file scanned for a .rodata version string (bytes). Default 64 MiB.
+  // The EP already opened by the caller (doctor reads its NEEDED list and
+  // fatbin first): its imports are used and ep_library_path is not read
+  // again. Default null: ep_library_path is opened. REQUIRES: outlives the
+  // ProbeCudaLibraries call.
+  const ElfReader* ep_library = nullptr;
+  // Largest file whose .rodata is scanned for a version string (bytes; only
+  // .rodata is read, with ranged reads). Default 64 MiB.
   uint64_t max_version_scan_bytes = 64ull << 20;
-  // Largest provider library read to check symbols (cuBLASLt 13 is ~540 MB).
-  // Default 1 GiB.
+  // Largest provider library whose symbols are checked (cuBLASLt 13 is
+  // ~540 MB; only its dynamic symbol tables are read). Default 1 GiB.
   uint64_t max_symbol_read_bytes = 1ull << 30;
 };
 

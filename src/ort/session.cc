@@ -8,6 +8,7 @@
 
 #include "ort/ort_status.h"
 #include "ort/runtime.h"
+#include "sys/file_system.h"
 
 namespace ortgpu {
 namespace {
@@ -167,6 +168,31 @@ Status Session::ValidateInputs(const std::vector<Tensor>& inputs) const {
 
 Expected<std::vector<Tensor>> Session::Run(const std::vector<Tensor>& inputs,
                                            const std::vector<std::string>& output_names) const {
+  return RunWith(inputs, output_names, "");
+}
+
+Expected<std::string> Session::RunProfiled(const std::vector<Tensor>& inputs, const std::string& prefix) const {
+  const std::string dir = DirName(prefix);
+  const std::string stem = BaseName(prefix) + "_";
+  auto before = RealFileSystem().ListDirectory(dir);
+  auto out = RunWith(inputs, {}, prefix);
+  if (!out.ok()) return out.status();
+  auto after = RealFileSystem().ListDirectory(dir);
+  if (!after.ok()) return after.status();
+  for (const auto& e : *after) {
+    if (e.name.rfind(stem, 0) != 0 || e.name.size() < 5 || e.name.substr(e.name.size() - 5) != ".json") continue;
+    bool old = false;
+    if (before.ok()) {
+      for (const auto& b : *before) old = old || b.name == e.name;
+    }
+    if (!old) return JoinPath(dir, e.name);
+  }
+  return NotFound("ORT wrote no profile starting with " + prefix);
+}
+
+Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs,
+                                               const std::vector<std::string>& output_names,
+                                               const std::string& profile_prefix) const {
   ORTGPU_RETURN_IF_ERROR(ValidateInputs(inputs));
   try {
     Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
@@ -195,7 +221,9 @@ Expected<std::vector<Tensor>> Session::Run(const std::vector<Tensor>& inputs,
     }
     std::vector<const char*> out_names;
     for (const auto& n : names) out_names.push_back(n.c_str());
-    auto results = session_->Run(Ort::RunOptions{nullptr}, in_names.data(), values.data(), values.size(),
+    Ort::RunOptions run_options;
+    if (!profile_prefix.empty()) run_options.EnableProfiling(profile_prefix.c_str());
+    auto results = session_->Run(run_options, in_names.data(), values.data(), values.size(),
                                  out_names.data(), out_names.size());
     std::vector<Tensor> out;
     out.reserve(results.size());

@@ -61,6 +61,11 @@ class Session {
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs,
                                     const std::vector<std::string>& output_names = {}) const;
 
+  // Runs once with ORT's run-level profiling on and returns the path of the
+  // profile it wrote ("<prefix>_<timestamp>.json"); other runs are not
+  // profiled, so timings of plain Run() calls stay clean.
+  Expected<std::string> RunProfiled(const std::vector<Tensor>& inputs, const std::string& prefix) const;
+
   // Checks `inputs` against the model's inputs without running.
   Status ValidateInputs(const std::vector<Tensor>& inputs) const;
 
@@ -72,6 +77,8 @@ class Session {
   Ort::Session& native() const { return *session_; }
 
  private:
+  Expected<std::vector<Tensor>> RunWith(const std::vector<Tensor>& inputs, const std::vector<std::string>& output_names,
+                                        const std::string& profile_prefix) const;
   Session() = default;
   static Expected<std::unique_ptr<Session>> Create(const std::string* path, std::string_view bytes,
                                                    const SessionOptions& options, const std::string& label);

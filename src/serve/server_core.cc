@@ -440,7 +440,11 @@ void ServerCore::Infer(InferRequest request, InferCallback done) {
       model = std::move(r).value();
     }
     Status st = ValidateRequest(model->config, request);
-    if (!st.ok()) return done(st);
+    if (!st.ok()) {
+      // Refused at the door: counted as a failure by the metrics observer.
+      if (deps_.observer) deps_.observer->OnRejected(request.model_name, std::to_string(model->version), st.code());
+      return done(st);
+    }
     const std::string asked = request.model_version;
     request.model_version = std::to_string(model->version);
     QueuedRequest item{std::move(request), std::move(done)};

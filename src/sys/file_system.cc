@@ -6,8 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ortgpu {
 namespace {
@@ -38,6 +41,39 @@ class PosixFileSystem final : public FileSystem {
       data.append(buf, static_cast<size_t>(in.gcount()));
     }
     if (in.bad()) return Unavailable("error reading " + path);
+    return data;
+  }
+  Expected<std::string> ReadRange(const std::string& path, uint64_t offset,
+                                  uint64_t size) const override {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return Status(errno == ENOENT ? Code::kNotFound : Code::kUnavailable,
+                    "cannot open " + path + ": " + std::strerror(errno));
+    }
+    // Closes fd on every return path.
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return Unavailable("cannot stat " + path + ": " + std::strerror(errno));
+    const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+    if (offset > file_size) {
+      return InvalidArgument("cannot read " + path + " at offset " + std::to_string(offset) +
+                             ": the file has only " + std::to_string(file_size) + " bytes");
+    }
+    const uint64_t want = std::min(size, file_size - offset);
+    std::string data(static_cast<size_t>(want), '\0');
+    uint64_t got = 0;
+    while (got < want) {
+      const ssize_t n = ::pread(fd, data.data() + got, static_cast<size_t>(want - got),
+                                static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Unavailable("error reading " + path + ": " + std::strerror(errno));
+      if (n == 0) break;  // the file shrank since fstat
+      got += static_cast<uint64_t>(n);
+    }
+    data.resize(static_cast<size_t>(got));
     return data;
   }
   Expected<std::vector<DirEntry>> ListDirectory(const std::string& path) const override {

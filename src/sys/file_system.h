@@ -29,6 +29,14 @@ class FileSystem {
   // Reads up to `max_bytes` from the start of the file.
   virtual Expected<std::string> ReadFile(const std::string& path,
                                          uint64_t max_bytes = UINT64_MAX) const = 0;
+  // Reads bytes [offset, offset + size) of the file, clipped at its end: the
+  // result is shorter than `size` when the file ends first, and empty when
+  // offset == file size. Lets readers of large files (a 540 MB cuBLASLt)
+  // fetch only the headers and tables they parse.
+  // Errors: NotFound/Unavailable when the file cannot be opened or read;
+  // InvalidArgument when `offset` lies past the end of the file.
+  virtual Expected<std::string> ReadRange(const std::string& path, uint64_t offset,
+                                          uint64_t size) const = 0;
   // Entries of a folder, sorted by name, without "." and "..".
   virtual Expected<std::vector<DirEntry>> ListDirectory(const std::string& path) const = 0;
   // The canonical path with links resolved; the input when it cannot resolve.

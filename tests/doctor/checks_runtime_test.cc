@@ -102,6 +102,7 @@ TEST(CheckEndToEndTest, DisagreeingOutputsFail) {
   o.cuda = Timing(1);
   o.max_abs_diff = 0.5;
   o.max_rel_diff = 0.2;
+  o.agreement_note = "output 'logits' element 3: 1.5 vs reference 1";
   Report r;
   EvaluateEndToEnd(o, r);
   EXPECT_EQ(r.Find("e2e.agreement")->verdict, Verdict::kFail);

@@ -66,7 +66,7 @@ TEST(ObserveTest, ShapeThatDoesNotFitIsAClearError) {
   EXPECT_NE(m.load_error.find("dimension 2 of 'image' is fixed at 64"), std::string::npos) << m.load_error;
   o.shapes = {{"pixels", {1, 3, 64, 64}}};
   m = ObserveModel(path, false, o);
-  EXPECT_NE(m.load_error.find("does not have; its inputs: image"), std::string::npos) << m.load_error;
+  EXPECT_TRUE(m.load_error.empty()) << "a --shape for another model's input is not this model's error";
 }
 
 TEST(ObserveTest, CorruptAndMissingModelsAreFindingsNotCrashes) {
@@ -75,17 +75,6 @@ TEST(ObserveTest, CorruptAndMissingModelsAreFindingsNotCrashes) {
   EXPECT_FALSE(m.load_error.empty());
   auto missing = ObserveModel("/nonexistent/x.onnx", false, Quick());
   EXPECT_NE(missing.load_error.find("no such file"), std::string::npos);
-}
-
-TEST(ObserveTest, CompareOutputsMeasuresTheLargestDifference) {
-  Tensor a = Tensor::Zeros("y", DataType::kFloat, {3});
-  Tensor b = a;
-  a.data_as<float>()[0] = 2.0f;
-  b.data_as<float>()[0] = 2.5f;
-  double abs = 0, rel = 0;
-  CompareOutputs({a}, {b}, &abs, &rel);
-  EXPECT_DOUBLE_EQ(abs, 0.5);
-  EXPECT_DOUBLE_EQ(rel, 0.25);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // FileSystem methods are then safe from several threads.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +44,25 @@ class FakeFileSystem final : public FileSystem {
     if (n->kind != Kind::kFile) return Unavailable("cannot read " + path + ": Is a directory");
     return n->contents.substr(0, max_bytes < n->contents.size() ? max_bytes : n->contents.size());
   }
+  Expected<std::string> ReadRange(const std::string& path, uint64_t offset,
+                                  uint64_t size) const override {
+    const Node* n = Find(path);
+    if (n == nullptr) return NotFound("cannot open " + path + ": No such file or directory");
+    if (n->kind != Kind::kFile) return Unavailable("cannot read " + path + ": Is a directory");
+    ++range_reads_;
+    if (offset > n->contents.size()) {
+      return InvalidArgument("cannot read " + path + " at offset " + std::to_string(offset) +
+                             ": the file has only " + std::to_string(n->contents.size()) + " bytes");
+    }
+    const uint64_t left = n->contents.size() - offset;
+    const uint64_t take = size < left ? size : left;
+    range_bytes_ += take;
+    return n->contents.substr(static_cast<size_t>(offset), static_cast<size_t>(take));
+  }
+  // How many ReadRange calls were made and how many bytes they returned, so a
+  // test can check that a reader did not fetch a whole file.
+  uint64_t range_reads() const { return range_reads_.load(); }
+  uint64_t range_bytes() const { return range_bytes_.load(); }
   Expected<std::vector<DirEntry>> ListDirectory(const std::string& path) const override {
     const std::string dir = Resolve(path, 0);
     auto it = nodes_.find(dir);
@@ -132,6 +152,8 @@ class FakeFileSystem final : public FileSystem {
   }
 
   std::map<std::string, Node> nodes_;
+  mutable std::atomic<uint64_t> range_reads_{0};
+  mutable std::atomic<uint64_t> range_bytes_{0};
 };
 
 }  // namespace ortgpu::testing

@@ -178,6 +178,38 @@ TEST(LibraryProbeTest, MissingEpFileIsReportedPerNeededLibrary) {
   EXPECT_THAT(cublas.symbols_error, ::testing::HasSubstr("/nowhere/libonnxruntime_providers_cuda.so"));
 }
 
+// doctor opens the EP once (for NEEDED and its fatbin) and hands the reader
+// over: the probe then uses its imports and never reads ep_library_path.
+TEST(LibraryProbeTest, UsesAnAlreadyOpenedEp) {
+  const char* home = std::getenv("HOME");
+  const std::string ep_path = std::string(home ? home : "/root") + "/.cache/ortgpu/ort-1.29.0/lib/libonnxruntime_providers_cuda.so";
+  const std::string cudart_path = "/usr/local/cuda-13.0/lib/libcudart.so.13";
+  auto cudart_bytes = RealFileSystem().ReadFile(cudart_path);
+  if (!cudart_bytes.ok() || !RealFileSystem().Exists(ep_path)) {
+    GTEST_SKIP() << "needs " << cudart_path << " and " << ep_path;
+  }
+  auto ep = ElfReader::Open(RealFileSystem(), ep_path);
+  ASSERT_TRUE(ep.ok()) << ep.status().ToString();
+  // A machine with only cudart, and no EP file at ep_library_path.
+  FakeFileSystem fs;
+  FakeEnvironment env;
+  fs.AddFile(std::string(kSysLib) + "/libcudart.so.13", *cudart_bytes);
+  LibrarySearch search(fs, env);
+  LibraryProbeOptions options;
+  options.ep_library_path = "/nowhere/libonnxruntime_providers_cuda.so";
+  options.ep_library = &*ep;
+  const auto reports = ProbeCudaLibraries(fs, search, nullptr, options);
+  const auto& cudart = ReportFor(reports, "libcudart.so.13");
+  ASSERT_TRUE(cudart.found);
+  EXPECT_TRUE(cudart.symbols_checked) << cudart.symbols_error;
+  EXPECT_TRUE(cudart.missing_symbols.empty());
+  const auto& cublas = ReportFor(reports, "libcublas.so.13");
+  EXPECT_FALSE(cublas.found);
+  EXPECT_EQ(cublas.symbols_error, "");  // the missing path was never opened
+  // cudart's symbol tables were read, not the whole file.
+  EXPECT_LT(fs.range_bytes(), cudart_bytes->size());
+}
+
 TEST(MissingSymbolsTest, ComparesVersionedImportsWithDefinitions) {
   const std::string path = "/usr/local/cuda-13.0/lib/libcudart.so.13";
   if (!RealFileSystem().Exists(path)) GTEST_SKIP() << path << " is not on this machine";

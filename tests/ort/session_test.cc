@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "onnx/model_builder.h"
+#include "ort/profile.h"
 #include "ort/runtime.h"
 
 namespace ortgpu {
@@ -110,6 +111,29 @@ TEST(SessionTest, ProfilingWritesAFile) {
   ASSERT_TRUE(path.ok()) << path.status().ToString();
   std::ifstream f(*path);
   EXPECT_TRUE(f.good()) << *path;
+}
+
+}  // namespace
+}  // namespace ortgpu
+
+namespace ortgpu {
+namespace {
+
+TEST(SessionTest, RunProfiledWritesOneProfileWithEveryNodeAndItsProvider) {
+  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), {}, "builtin");
+  ASSERT_TRUE(s.ok());
+  const auto input = Tensor::Zeros("image", DataType::kFloat, {1, 3, 64, 64});
+  ASSERT_TRUE((*s)->Run({input}).ok());  // unprofiled runs write nothing
+  auto path = (*s)->RunProfiled({input}, testing::TempDir() + "/ortgpu_run_profile");
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  auto events = ReadProfile(*path);
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  ASSERT_FALSE(events->empty());
+  for (const auto& e : *events) {
+    EXPECT_EQ(e.provider, "CPUExecutionProvider") << e.node_name;
+    EXPECT_FALSE(e.op_type.empty());
+  }
+  std::remove(path->c_str());
 }
 
 }  // namespace

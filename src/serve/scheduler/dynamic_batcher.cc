@@ -189,14 +189,16 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending> batch)
   const int64_t now_ms = WallMillis();
   if (per_request.ok()) {
     stats_.RecordExecution(total_rows, t);
-    if (observer_) observer_->OnBatch(options_.model_name, options_.model_version, total_rows, end - start);
+    if (observer_) observer_->OnBatch(options_.model_name, options_.model_version, total_rows, t);
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     Pending& p = batch[i];
     const int64_t request_ns = end - p.enqueue_ns;
     if (per_request.ok()) {
       stats_.RecordSuccess(request_ns, start - p.enqueue_ns, t, now_ms);
-      if (observer_) observer_->OnSuccess(options_.model_name, options_.model_version, request_ns, start - p.enqueue_ns);
+      if (observer_) {
+        observer_->OnSuccess(options_.model_name, options_.model_version, p.rows, request_ns, start - p.enqueue_ns, t);
+      }
       p.item.done(BuildResponse(p.item.request, std::move((*per_request)[i])));
     } else {
       stats_.RecordFailure(request_ns, now_ms);

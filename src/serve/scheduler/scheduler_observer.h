@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "serve/scheduler/model_stats.h"
 #include "status/status.h"
 
 namespace ortgpu::serve {
@@ -22,10 +23,13 @@ class SchedulerObserver {
   virtual void OnQueued(const std::string& model, const std::string& version, size_t queue_depth) {}
   // A request was refused at the door (queue full, model unloading).
   virtual void OnRejected(const std::string& model, const std::string& version, Code code) {}
-  // One execution of `batch_size` rows took `compute_ns` (input copy, run, output split).
-  virtual void OnBatch(const std::string& model, const std::string& version, int64_t batch_size, int64_t compute_ns) {}
-  // A request completed; `request_ns` from enqueue to response, `queue_ns` of it waiting.
-  virtual void OnSuccess(const std::string& model, const std::string& version, int64_t request_ns, int64_t queue_ns) {}
+  // One execution of `batch_size` rows took `times` (input copy, run, output split).
+  virtual void OnBatch(const std::string& model, const std::string& version, int64_t batch_size,
+                       const ExecutionTimes& times) {}
+  // A request of `rows` rows completed; `request_ns` from enqueue to response,
+  // `queue_ns` of it waiting; `compute` the times of the execution it was part of.
+  virtual void OnSuccess(const std::string& model, const std::string& version, int64_t rows, int64_t request_ns,
+                         int64_t queue_ns, const ExecutionTimes& compute) {}
   virtual void OnFailure(const std::string& model, const std::string& version, Code code) {}
 };
 

@@ -1,0 +1,59 @@
+#include "serve/metrics/gpu_metrics.h"
+
+#include <spdlog/spdlog.h>
+
+namespace ortgpu::serve {
+
+Status SampleGpuMetrics(gpu::Nvml& nvml, Metrics& metrics) {
+  auto count = nvml.DeviceCount();
+  if (!count.ok()) return count.status();
+  Status first = Status::Ok();
+  for (unsigned i = 0; i < *count; ++i) {
+    auto device = nvml.Device(i);
+    if (!device.ok()) {
+      if (first.ok()) first = device.status();
+      continue;
+    }
+    // Utilisation may be NOT_SUPPORTED (some MIG/vGPU setups): report 0 then.
+    const double util = device->utilization_gpu ? *device->utilization_gpu / 100.0 : 0.0;
+    metrics.SetGpu(device->uuid, util, static_cast<int64_t>(device->memory.total),
+                   static_cast<int64_t>(device->memory.used));
+  }
+  return first;
+}
+
+GpuMetricsPoller::GpuMetricsPoller(std::unique_ptr<gpu::Nvml> nvml, Metrics& metrics, GpuPollerOptions options)
+    : nvml_(std::move(nvml)), metrics_(metrics), options_(options) {
+  load_status_ = nvml_->Load();
+  if (!load_status_.ok()) return;  // no driver: no GPU gauges
+  Status st = SampleGpuMetrics(*nvml_, metrics_);
+  if (!st.ok()) spdlog::warn("GPU metrics: {}", st.message());
+  thread_ = std::thread([this] { Loop(); });
+}
+
+GpuMetricsPoller::~GpuMetricsPoller() { Stop(); }
+
+void GpuMetricsPoller::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GpuMetricsPoller::Loop() {
+  bool warned = false;
+  std::unique_lock lock(mu_);
+  while (!cv_.wait_for(lock, options_.interval, [this] { return stop_; })) {
+    lock.unlock();
+    Status st = SampleGpuMetrics(*nvml_, metrics_);
+    if (!st.ok() && !warned) {  // once: a failing device would flood the log every second
+      spdlog::warn("GPU metrics: {}", st.message());
+      warned = true;
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace ortgpu::serve
