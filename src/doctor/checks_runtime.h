@@ -62,6 +62,7 @@ struct ModelObservation {
   std::string load_error;               // CPU load failed (corrupt, missing ...)
   std::vector<std::string> input_shapes;  // "input_ids: int64 1x128 (seq=128 from --shape)"
   std::vector<std::string> defaulted_dims;  // symbolic dims given the default
+  std::vector<std::string> input_names;     // the model's inputs (to check --shape names)
   EndToEndObservation run;              // model_label is the path
 };
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <set>
 #include <optional>
 
 #include "doctor/checks_compat.h"
@@ -129,10 +130,31 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
 
   // 7. The user's models.
   int index = 1;
+  std::set<std::string> inputs_seen;
+  bool all_loaded = true;
   for (const auto& path : options.models) {
     ModelObservation m = ObserveModel(path, cuda_ok, observe);
     if (!cuda_ok) m.run.skip_reason = ground.empty() ? "the CUDA execution provider does not work (provider layer)" : ground;
+    inputs_seen.insert(m.input_names.begin(), m.input_names.end());
+    all_loaded = all_loaded && m.load_error.empty();
     EvaluateModel(m, index++, report);
+  }
+  // A --shape that names no input of any model is a typo the user must see.
+  if (all_loaded) {
+    for (const auto& [name, dims] : observe.shapes) {
+      if (inputs_seen.count(name)) continue;
+      Finding f;
+      f.id = "model.shape";
+      f.layer = Layer::kModel;
+      f.verdict = Verdict::kFail;
+      f.title = "--shape names '" + name + "', an input no model has";
+      std::string names;
+      for (const auto& n : inputs_seen) names += (names.empty() ? "" : ", ") + n;
+      f.seen = "inputs of the models given: " + names;
+      f.why = "the shape meant for that input was not used";
+      f.fix = "write --shape INPUT:DIMS with one of the input names above";
+      report.Add(std::move(f));
+    }
   }
   return report;
 }

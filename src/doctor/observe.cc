@@ -239,6 +239,7 @@ ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveO
     m.load_error = cpu.status().message();
     return m;
   }
+  for (const auto& in : (*cpu)->inputs()) m.input_names.push_back(in.name);
   auto inputs = MakeInputs(**cpu, o.shapes, 1, &m.input_shapes, &m.defaulted_dims);
   if (!inputs.ok()) {
     m.load_error = inputs.status().message();

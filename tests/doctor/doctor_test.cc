@@ -1,0 +1,85 @@
+#include "doctor/doctor.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "fakes/fake_environment.h"
+#include "fakes/fake_file_system.h"
+#include "fakes/fake_gpu_driver.h"
+#include "fakes/fake_nvml.h"
+#include "onnx/model_builder.h"
+
+namespace ortgpu::doctor {
+namespace {
+
+using ortgpu::testing::FakeEnvironment;
+using ortgpu::testing::FakeFileSystem;
+using ortgpu::testing::FakeGpuDriver;
+using ortgpu::testing::FakeNvml;
+
+// A machine with no NVIDIA driver at all: the CI runner, a laptop.
+struct CpuOnlyMachine {
+  FakeFileSystem fs;
+  FakeEnvironment env;
+  FakeGpuDriver driver;
+  FakeNvml nvml;
+  std::unique_ptr<gpu::LibrarySearch> search;
+  DoctorSeams seams;
+
+  explicit CpuOnlyMachine(const FileSystem* real_fs = nullptr) {
+    fs.AddFile("/etc/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n");
+    driver.load_status = Unavailable("libcuda.so.1: cannot open shared object file: No such file or directory");
+    nvml.load_status = Unavailable("libnvidia-ml.so.1: cannot open shared object file: No such file or directory");
+    const FileSystem& use = real_fs ? *real_fs : fs;
+    search = std::make_unique<gpu::LibrarySearch>(use, env);
+    seams.fs = &use;
+    seams.env = &env;
+    seams.driver = &driver;
+    seams.nvml = &nvml;
+    seams.search = search.get();
+    seams.host.cpu_cores = 2;
+    seams.host.glibc_version = "2.36";
+    seams.ep_library_path = "/opt/ortgpu/lib/libonnxruntime_providers_cuda.so";
+    // Any ELF file serves as the EP's stand-in: its NEEDED list is read.
+    auto elf = RealFileSystem().ReadFile("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+    fs.AddFile(seams.ep_library_path, elf.ok() ? *elf : "");
+  }
+};
+
+TEST(RunDoctorTest, CpuOnlyMachineSkipsGpuLayersAndExitsZeroUnlessGpuIsRequired) {
+  CpuOnlyMachine m;
+  DoctorOptions o;
+  o.run_onnxruntime = false;
+  Report r = RunDoctor(o, m.seams);
+  EXPECT_EQ(r.LayerVerdict(Layer::kDriver), Verdict::kSkip);
+  EXPECT_EQ(r.Find("driver.libcuda")->verdict, Verdict::kSkip);
+  EXPECT_EQ(r.Find("libraries.cudnn")->verdict, Verdict::kSkip) << r.Find("libraries.cudnn")->title;
+  for (const auto& f : r.findings()) EXPECT_NE(f.verdict, Verdict::kFail) << f.id << ": " << f.title;
+  EXPECT_EQ(r.ExitCode(/*require_gpu=*/false), 0);
+  EXPECT_EQ(r.ExitCode(/*require_gpu=*/true), 1);
+}
+
+TEST(RunDoctorTest, ShapeNamingNoModelInputIsAFinding) {
+  CpuOnlyMachine m(&RealFileSystem());
+  const std::string path = ::testing::TempDir() + "/doctor_run_model.onnx";
+  std::ofstream(path, std::ios::binary) << onnx::BuiltinCheckModel();
+  DoctorOptions o;
+  o.models = {path};
+  o.observe.timed_runs = 2;
+  o.observe.warmup_runs = 0;
+  o.observe.builtin_batch = 1;
+  o.observe.shapes["imgae"] = {1, 3, 64, 64};
+  Report r = RunDoctor(o, m.seams);
+  ASSERT_NE(r.Find("model.1.cpu"), nullptr);
+  EXPECT_EQ(r.Find("model.1.cpu")->verdict, Verdict::kPass);
+  EXPECT_EQ(r.Find("model.1.cuda")->verdict, Verdict::kSkip);
+  const Finding* typo = r.Find("model.shape");
+  ASSERT_NE(typo, nullptr);
+  EXPECT_EQ(typo->verdict, Verdict::kFail);
+  EXPECT_NE(typo->seen.find("image"), std::string::npos);
+  EXPECT_EQ(r.ExitCode(false), 1);
+}
+
+}  // namespace
+}  // namespace ortgpu::doctor
