@@ -19,7 +19,6 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
-	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh; fi
 
 fuzz: setup
 	scripts/fuzz.sh

@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Bad usage: one line naming the problem, exit code 2.
-    std::fprintf(stderr, "ortgpu: %s\nRun 'ortgpu %s--help' for the accepted flags and values.\n", e.what(),
-                 app.get_subcommands().empty() ? "" : (app.get_subcommands().front()->get_name() + " ").c_str());
+    const std::string command = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " ";
+    std::fprintf(stderr, "ortgpu: %s (see 'ortgpu %s--help')\n", e.what(), command.c_str());
     return 2;
   }
   if (show_version) {

@@ -1,0 +1,200 @@
+// `ortgpu serve`: flags, then serve::Server (src/serve/server.h) until
+// SIGTERM/SIGINT, then a drain. Prints the start-up summary (models, devices,
+// the bound addresses) on stdout once every model was tried; logs go to
+// stderr. Exit 0 after a drain, 1 when the server cannot start, 2 on bad usage.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "gpu/cuda_driver.h"
+#include "serve/server.h"
+
+namespace ortgpu::cli {
+namespace {
+
+struct ServeFlags {
+  std::string repository;
+  std::string model;
+  std::string model_control = "none";
+  int64_t poll_interval_ms = 5000;
+  std::vector<std::string> load_models;
+  bool require_gpu = false;
+  bool cpu = false;
+  std::string host = "127.0.0.1";
+  int http_port = 8000;
+  int metrics_port = 8002;
+  size_t max_body_bytes = 64u << 20;
+  int64_t request_timeout_ms = 60'000;
+  int64_t drain_timeout_ms = 30'000;
+  std::string access_log = "none";
+  std::string log_level = "info";
+};
+
+// What the CUDA driver says about this machine: the GPU names, or why none
+// can be used (no libcuda, cuInit failed, no device).
+struct GpuProbe {
+  std::vector<std::string> names;
+  std::string why_none;
+};
+
+GpuProbe ProbeGpus() {
+  GpuProbe probe;
+  auto driver = gpu::NewCudaDriver();
+  if (Status st = driver->Load(); !st.ok()) {
+    probe.why_none = st.message();  // names libcuda.so.1 and dlerror's reason
+    return probe;
+  }
+  if (Status st = driver->Init(); !st.ok()) {
+    probe.why_none = st.message();
+    return probe;
+  }
+  auto count = driver->DeviceCount();
+  if (!count.ok() || *count <= 0) {
+    probe.why_none = count.ok() ? "the CUDA driver reports no device" : count.status().message();
+    return probe;
+  }
+  for (int i = 0; i < *count; ++i) {
+    auto props = driver->Device(i);
+    probe.names.push_back(props.ok() ? props->name : "unknown GPU");
+  }
+  return probe;
+}
+
+void Usage(const std::string& message) { throw CLI::ValidationError(message); }
+
+int RunServeCommand(const ServeFlags& flags) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ortgpu-serve"));
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+
+  if (flags.repository.empty() == flags.model.empty()) {
+    Usage("give exactly one of --model-repository DIR or --model FILE.onnx");
+  }
+  auto mode = serve::ParseModelControlMode(flags.model_control);
+  if (!mode.ok()) Usage(mode.status().message());
+  if (!flags.load_models.empty() && *mode != serve::ModelControlMode::kExplicit) {
+    Usage("--load-model only applies with --model-control explicit (other modes load every model)");
+  }
+  auto access_log = serve::ParseAccessLogFormat(flags.access_log);
+  if (!access_log.ok()) Usage(access_log.status().message());
+
+  serve::ServeOptions options;
+  options.core.repository = flags.repository;
+  options.core.model_file = flags.model;
+  options.core.model_control = *mode;
+  options.core.poll_interval_ms = flags.poll_interval_ms;
+  options.core.startup_models = flags.load_models;
+  options.core.loader.require_gpu = flags.require_gpu;
+
+  // GPU instances by default; CPU with --cpu or when no GPU can be used, so
+  // `ortgpu serve` works out of the box on a CPU-only machine.
+  const GpuProbe gpus = flags.cpu ? GpuProbe{} : ProbeGpus();
+  std::string kind_line;
+  if (flags.cpu) {
+    options.core.loader.default_instance_kind = serve::InstanceKind::kCpu;
+    kind_line = "Default instance kind: CPU (--cpu)";
+  } else if (gpus.names.empty()) {
+    if (flags.require_gpu) {
+      std::fprintf(stderr,
+                   "ortgpu serve: --require-gpu, but no GPU can be used: %s. Run 'ortgpu doctor' to see why, or "
+                   "drop --require-gpu to serve on the CPU.\n",
+                   gpus.why_none.c_str());
+      return 1;
+    }
+    options.core.loader.default_instance_kind = serve::InstanceKind::kCpu;
+    kind_line = "Default instance kind: CPU, because no GPU can be used (" + gpus.why_none +
+                "). Models that ask for KIND_GPU will be UNAVAILABLE; run 'ortgpu doctor' to see why.";
+  } else {
+    options.core.loader.default_instance_kind = serve::InstanceKind::kGpu;
+    kind_line = "Default instance kind: GPU (" + std::to_string(gpus.names.size()) + " found: " + gpus.names[0] +
+                (gpus.names.size() > 1 ? ", ..." : "") + "); --cpu serves on the CPU";
+  }
+
+  options.http.host = flags.host;
+  options.http.port = static_cast<uint16_t>(flags.http_port);
+  options.http.max_body_bytes = flags.max_body_bytes;
+  options.http.request_timeout = std::chrono::milliseconds(flags.request_timeout_ms);
+  options.http.access_log = *access_log;
+  options.metrics_port = flags.metrics_port;
+  options.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
+
+  auto server = serve::Server::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "ortgpu serve: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  serve::Server& s = **server;
+  std::printf("%s\n%s", kind_line.c_str(),
+              serve::FormatStartupSummary(s.Models(), gpus.names, flags.host, s.http_port(), s.metrics_port()).c_str());
+  std::fflush(stdout);
+
+  const int signal_number = s.WaitForStop();
+  spdlog::info("{}: draining (grace period {} ms)", signal_number == SIGINT ? "SIGINT" : "SIGTERM",
+               flags.drain_timeout_ms);
+  const bool drained = s.Shutdown();
+  spdlog::info("stopped{}", drained ? "" : " (some requests did not finish within --drain-timeout-ms)");
+  return 0;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, CommandResult& result) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Serve ONNX models over HTTP with the KServe v2 / Triton protocol (docs/PROTOCOL.md) from a Triton-style "
+      "model repository (docs/SERVING.md), with dynamic batching and Prometheus metrics. SIGTERM/SIGINT drain "
+      "and exit 0; exit 1 when the server cannot start, 2 on bad usage.");
+  auto* repo = cmd->add_option("--model-repository", flags->repository,
+                               "Folder of models: DIR/<model>/[config.pbtxt], DIR/<model>/<version>/model.onnx");
+  auto* model = cmd->add_option("--model", flags->model, "Serve one ONNX file as model <stem>, version 1");
+  repo->excludes(model);
+  cmd->add_option("--model-control", flags->model_control,
+                  "none: load everything once; poll: rescan every --poll-interval-ms and (re)load changes without "
+                  "failing requests; explicit: load --load-model models, then the repository endpoints load/unload")
+      ->check(CLI::IsMember({"none", "poll", "explicit"}))
+      ->default_val("none");
+  cmd->add_option("--poll-interval-ms", flags->poll_interval_ms, "Rescan interval with --model-control poll")
+      ->check(CLI::Range(int64_t{10}, int64_t{86'400'000}))
+      ->default_val(5000);
+  cmd->add_option("--load-model", flags->load_models,
+                  "With --model-control explicit: a model to load at start ('*' loads all; repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--require-gpu", flags->require_gpu,
+                "Refuse KIND_CPU instances and models whose compute falls back to the CPU (they become UNAVAILABLE)");
+  cmd->add_flag("--cpu", flags->cpu,
+                "Default instance kind CPU (KIND_AUTO and models without instance_group); default GPU when one "
+                "can be used");
+  cmd->add_option("--host", flags->host, "Address to listen on (HTTP and metrics)")->default_val("127.0.0.1");
+  cmd->add_option("--http-port", flags->http_port, "HTTP port; 0: any free port (printed at start)")
+      ->check(CLI::Range(0, 65535))
+      ->default_val(8000);
+  cmd->add_option("--metrics-port", flags->metrics_port, "Prometheus /metrics port; 0: any free port; -1: off")
+      ->check(CLI::Range(-1, 65535))
+      ->default_val(8002);
+  cmd->add_option("--max-body-bytes", flags->max_body_bytes, "Larger request bodies get 413")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40))
+      ->default_val(size_t{64} << 20);
+  cmd->add_option("--request-timeout-ms", flags->request_timeout_ms,
+                  "An inference not answered within this gets 504; 0: no limit")
+      ->check(CLI::Range(int64_t{0}, int64_t{86'400'000}))
+      ->default_val(60'000);
+  cmd->add_option("--drain-timeout-ms", flags->drain_timeout_ms,
+                  "On SIGTERM/SIGINT, how long requests in flight may take to finish")
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
+      ->default_val(30'000);
+  cmd->add_option("--access-log", flags->access_log, "One line per request on stderr: none, plain or json")
+      ->check(CLI::IsMember({"none", "plain", "json"}))
+      ->default_val("none");
+  cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->default_val("info");
+  cmd->callback([flags, &result]() { result.exit_code = RunServeCommand(*flags); });
+}
+
+}  // namespace ortgpu::cli

@@ -1,0 +1,57 @@
+#include "serve/metrics/scheduler_metrics.h"
+
+#include <algorithm>
+
+namespace ortgpu::serve {
+namespace {
+
+int64_t Micros(int64_t ns) { return ns > 0 ? ns / 1000 : 0; }
+
+}  // namespace
+
+void SchedulerMetrics::AddPending(const std::string& model, const std::string& version, int64_t delta) {
+  std::lock_guard lock(mu_);
+  int64_t& n = pending_[{model, version}];
+  n = std::max<int64_t>(n + delta, 0);
+  // Set under mu_ so two threads cannot publish their counts out of order.
+  metrics_.SetPending(model, version, n);
+}
+
+int64_t SchedulerMetrics::pending(const std::string& model, const std::string& version) const {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find({model, version});
+  return it == pending_.end() ? 0 : it->second;
+}
+
+void SchedulerMetrics::OnQueued(const std::string& model, const std::string& version, size_t) {
+  AddPending(model, version, +1);
+}
+
+void SchedulerMetrics::OnRejected(const std::string& model, const std::string& version, Code code) {
+  if (code == Code::kUnavailable) return;  // retried on the successor version (see header)
+  metrics_.RecordFailure(model, version, CodeName(code));
+}
+
+void SchedulerMetrics::OnBatch(const std::string& model, const std::string& version, int64_t,
+                               const ExecutionTimes&) {
+  metrics_.RecordExecution(model, version);
+}
+
+void SchedulerMetrics::OnSuccess(const std::string& model, const std::string& version, int64_t rows,
+                                 int64_t request_ns, int64_t queue_ns, const ExecutionTimes& compute) {
+  InferDurations d;
+  d.request_us = Micros(request_ns);
+  d.queue_us = Micros(queue_ns);
+  d.compute_input_us = Micros(compute.compute_input_ns);
+  d.compute_infer_us = Micros(compute.compute_infer_ns);
+  d.compute_output_us = Micros(compute.compute_output_ns);
+  metrics_.RecordSuccess(model, version, rows, d);
+  AddPending(model, version, -1);
+}
+
+void SchedulerMetrics::OnFailure(const std::string& model, const std::string& version, Code code) {
+  metrics_.RecordFailure(model, version, CodeName(code));
+  AddPending(model, version, -1);
+}
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,53 @@
+// SchedulerMetrics: the SchedulerObserver that turns what the scheduler
+// reports into the Prometheus series of Metrics (Triton's names), so the
+// scheduler never sees Prometheus. The server (serve/server.h) hands it to
+// ServerCore as ServerDeps::observer.
+//
+//   OnQueued          pending +1
+//   OnSuccess         nv_inference_request_success, count (rows), durations; pending -1
+//   OnFailure         nv_inference_request_failure{reason}; pending -1
+//   OnBatch           nv_inference_exec_count
+//   OnRejected        nv_inference_request_failure{reason}, except Unavailable:
+//                     a version being swapped out refuses with Unavailable and
+//                     ServerCore retries on its successor, so counting those
+//                     would report failures that no client saw.
+//
+// Thread-safe (SchedulerObserver's contract): a short internal lock guards
+// the pending counts. REQUIRES: `metrics` outlives the adapter.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "serve/metrics/metrics.h"
+#include "serve/scheduler/scheduler_observer.h"
+
+namespace ortgpu::serve {
+
+class SchedulerMetrics : public SchedulerObserver {
+ public:
+  explicit SchedulerMetrics(Metrics& metrics) : metrics_(metrics) {}
+
+  void OnQueued(const std::string& model, const std::string& version, size_t queue_depth) override;
+  void OnRejected(const std::string& model, const std::string& version, Code code) override;
+  void OnBatch(const std::string& model, const std::string& version, int64_t batch_size,
+               const ExecutionTimes& times) override;
+  void OnSuccess(const std::string& model, const std::string& version, int64_t rows, int64_t request_ns,
+                 int64_t queue_ns, const ExecutionTimes& compute) override;
+  void OnFailure(const std::string& model, const std::string& version, Code code) override;
+
+  // Requests queued or executing for a version right now (what the gauge shows).
+  int64_t pending(const std::string& model, const std::string& version) const;
+
+ private:
+  void AddPending(const std::string& model, const std::string& version, int64_t delta);
+
+  Metrics& metrics_;
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, int64_t> pending_;  // guarded by mu_
+};
+
+}  // namespace ortgpu::serve

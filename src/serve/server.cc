@@ -1,0 +1,227 @@
+#include "serve/server.h"
+
+#include <algorithm>
+#include <csignal>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "serve/metrics/gpu_metrics.h"
+#include "serve/metrics/metrics_server.h"
+#include "serve/metrics/scheduler_metrics.h"
+
+namespace ortgpu::serve {
+
+// The asio signal_set records SIGTERM/SIGINT from its own (async-signal-safe)
+// handler; WaitForStop runs the io_context that delivers them as completions.
+// Signals that arrive before WaitForStop are queued by the signal_set.
+struct Server::SignalWatch {
+  explicit SignalWatch(bool handle_signals) {
+    if (handle_signals) signals.emplace(ioc, SIGTERM, SIGINT);
+  }
+  boost::asio::io_context ioc;
+  std::optional<boost::asio::signal_set> signals;
+  int last_signal = 0;  // written by completions run inside WaitForStop
+};
+
+namespace {
+
+ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* loaded, InstanceKind default_kind) {
+  ModelSummary s;
+  s.name = status.name;
+  s.version = status.version;
+  s.state = status.state;
+  s.reason = status.reason;
+  if (loaded == nullptr) return s;
+  const auto& config = loaded->config;
+  s.max_batch_size = config.max_batch_size();
+  s.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
+  // The same expansion as the loader: KIND_AUTO/KIND_MODEL take the default kind.
+  for (const auto& g : config.instance_group()) {
+    bool gpu = default_kind == InstanceKind::kGpu;
+    if (g.kind() == inference::ModelInstanceGroup::KIND_GPU) gpu = true;
+    if (g.kind() == inference::ModelInstanceGroup::KIND_CPU) gpu = false;
+    const int count = g.count() > 0 ? g.count() : 1;
+    if (gpu) {
+      s.on_gpu = true;
+      std::vector<int> gpus(g.gpus().begin(), g.gpus().end());
+      if (gpus.empty()) gpus = {0};
+      for (int d : gpus) {
+        if (std::find(s.gpus.begin(), s.gpus.end(), d) == s.gpus.end()) s.gpus.push_back(d);
+      }
+      s.instances += count * static_cast<int>(gpus.size());
+    } else {
+      s.instances += count;
+    }
+  }
+  if (s.instances == 0) {
+    s.instances = 1;
+    s.on_gpu = default_kind == InstanceKind::kGpu;
+    if (s.on_gpu) s.gpus = {0};
+  }
+  return s;
+}
+
+std::string DeviceText(const ModelSummary& m, const std::vector<std::string>& gpu_names) {
+  if (!m.on_gpu) return "CPU";
+  std::string out;
+  for (int d : m.gpus) {
+    if (!out.empty()) out += ", ";
+    out += "GPU " + std::to_string(d);
+    if (d >= 0 && static_cast<size_t>(d) < gpu_names.size()) out += " (" + gpu_names[d] + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps deps) {
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  s->signals_ = std::make_unique<SignalWatch>(options.handle_signals);
+  s->metrics_ = std::make_unique<Metrics>();
+  s->observer_ = std::make_unique<SchedulerMetrics>(*s->metrics_);
+  deps.core.observer = s->observer_.get();
+
+  ORTGPU_ASSIGN_OR_RETURN(s->core_, ServerCore::Create(options.core, deps.core));
+  for (const auto& w : s->core_->Warnings()) spdlog::debug("config: {}", w);  // already logged by the core
+
+  auto http = HttpServer::Start(*s->core_, options.http);
+  if (!http.ok()) {
+    s->core_->Shutdown();
+    return http.status().WithContext("HTTP endpoint (--host/--http-port)");
+  }
+  s->http_ = std::move(http).value();
+
+  if (options.metrics_port >= 0) {
+    MetricsServerOptions mo;
+    mo.host = options.http.host;
+    mo.port = static_cast<uint16_t>(options.metrics_port);
+    auto ms = MetricsServer::Start(*s->metrics_, mo);
+    if (!ms.ok()) {
+      s->http_->Stop();
+      s->core_->Shutdown();
+      return ms.status().WithContext("metrics endpoint (--metrics-port; -1 disables it)");
+    }
+    s->metrics_server_ = std::move(ms).value();
+    auto nvml = deps.nvml_factory ? deps.nvml_factory() : gpu::NewNvml();
+    if (nvml) {
+      GpuPollerOptions po;
+      po.interval = options.gpu_poll_interval;
+      s->gpu_poller_ = std::make_unique<GpuMetricsPoller>(std::move(nvml), *s->metrics_, po);
+      if (!s->gpu_poller_->running()) {
+        spdlog::info("GPU metrics off: NVML not available ({})", s->gpu_poller_->load_status().message());
+      }
+    }
+  }
+  return s;
+}
+
+Server::~Server() { Shutdown(); }
+
+uint16_t Server::http_port() const { return http_->port(); }
+
+std::optional<uint16_t> Server::metrics_port() const {
+  if (!metrics_server_) return std::nullopt;
+  return metrics_server_->port();
+}
+
+bool Server::gpu_metrics() const { return gpu_poller_ && gpu_poller_->running(); }
+
+std::vector<ModelSummary> Server::Models() const {
+  std::vector<ModelSummary> out;
+  for (const auto& status : core_->RepositoryIndex(/*ready_only=*/false)) {
+    auto loaded = core_->FindLoaded(status.name, status.version);
+    out.push_back(Summarize(status, loaded.get(), options_.core.loader.default_instance_kind));
+  }
+  return out;
+}
+
+int Server::WaitForStop() {
+  auto guard = boost::asio::make_work_guard(signals_->ioc);
+  signals_->last_signal = 0;
+  if (signals_->signals) {
+    SignalWatch* watch = signals_.get();
+    watch->signals->async_wait([watch](const boost::system::error_code& ec, int signal_number) {
+      if (ec) return;  // cancelled by RequestStop
+      watch->last_signal = signal_number;
+      watch->ioc.stop();
+    });
+  }
+  signals_->ioc.run();
+  signals_->ioc.restart();
+  return signals_->last_signal;
+}
+
+void Server::RequestStop() {
+  boost::asio::post(signals_->ioc, [this] {
+    if (signals_->signals) signals_->signals->cancel();
+    signals_->ioc.stop();
+  });
+}
+
+bool Server::Shutdown() {
+  if (shut_down_) return drained_;
+  shut_down_ = true;
+  if (http_) {
+    http_->BeginDrain();
+    const int in_flight = http_->in_flight();
+    if (in_flight > 0) {
+      spdlog::info("draining: waiting up to {} ms for {} request(s) in flight", options_.drain_timeout.count(),
+                   in_flight);
+    }
+    drained_ = http_->WaitIdle(options_.drain_timeout);
+    if (!drained_) {
+      spdlog::warn("drain timeout ({} ms, --drain-timeout-ms) passed with {} request(s) still in flight; closing "
+                   "their connections",
+                   options_.drain_timeout.count(), http_->in_flight());
+    }
+    http_->Stop();
+  }
+  if (core_) core_->Shutdown();
+  if (metrics_server_) metrics_server_->Stop();
+  if (gpu_poller_) gpu_poller_->Stop();
+  return drained_;
+}
+
+std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const std::vector<std::string>& gpu_names,
+                                 const std::string& host, uint16_t http_port, std::optional<uint16_t> metrics_port) {
+  std::vector<std::vector<std::string>> rows = {
+      {"MODEL", "VERSION", "STATE", "DEVICE", "INSTANCES", "MAX_BATCH_SIZE", "DYNAMIC_BATCHING"}};
+  for (const auto& m : models) {
+    const bool ready = m.state == ModelState::kReady;
+    rows.push_back({m.name, m.version, std::string(ModelStateName(m.state)), ready ? DeviceText(m, gpu_names) : "-",
+                    ready ? std::to_string(m.instances) : "-", ready ? std::to_string(m.max_batch_size) : "-",
+                    ready ? (m.dynamic_batching ? "on" : "off") : "-"});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  if (models.empty()) out += "No models in the repository.\n";
+  for (size_t r = 0; r < rows.size() && !models.empty(); ++r) {
+    std::string line;
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      line += i + 1 < rows[r].size() ? fmt::format("{:<{}}  ", rows[r][i], width[i]) : rows[r][i];
+    }
+    out += line + "\n";
+    if (r > 0 && !models[r - 1].reason.empty() && models[r - 1].state != ModelState::kReady) {
+      out += "    reason: " + models[r - 1].reason + "\n";
+    }
+  }
+  const std::string shown_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  out += fmt::format("HTTP: http://{}:{}\n", shown_host, http_port);
+  if (metrics_port) {
+    out += fmt::format("metrics: http://{}:{}/metrics\n", shown_host, *metrics_port);
+  } else {
+    out += "metrics: off\n";
+  }
+  return out;
+}
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,130 @@
+// Server: one whole `ortgpu serve` process in an object, so the CLI stays a
+// flags table and tests can start a complete server in-process on port 0.
+// It owns, in start order:
+//
+//   signal watch     SIGTERM/SIGINT through asio::signal_set (the handler
+//                    only records the signal; no work runs in it), set up
+//                    first so a signal during model loading is not lost
+//   Metrics          + SchedulerMetrics, the ServerCore's observer
+//   ServerCore       repository, lifecycle, scheduler, dynamic batcher
+//   HttpServer       KServe v2 REST on options.http (port 0: any free port)
+//   MetricsServer    GET /metrics (unless metrics_port < 0)
+//   GpuMetricsPoller NVML GPU gauges every gpu_poll_interval (absent when
+//                    NVML cannot load: a CPU-only machine)
+//
+// Lifecycle: Start() -> WaitForStop() (a signal or RequestStop()) ->
+// Shutdown(): stop accepting, let requests in flight finish within
+// drain_timeout, stop the HTTP server, finish queued requests and unload the
+// models, stop the metrics listener and the poller. The destructor calls
+// Shutdown().
+//
+// Thread-safety: RequestStop() from any thread; WaitForStop() and Shutdown()
+// from one controlling thread; the accessors from any thread once Start()
+// returned.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/nvml.h"
+#include "serve/http/http_server.h"
+#include "serve/metrics/metrics.h"
+#include "serve/server_core.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve {
+
+class MetricsServer;
+class GpuMetricsPoller;
+
+struct ServeOptions {
+  ServerOptions core;  // repository or model file, model control, loader (instance kind, require_gpu)
+  HttpOptions http;    // host, port (8000), body limit, timeouts, access log
+  // Port of GET /metrics on http.host; 0: any free port; < 0: no metrics listener.
+  int metrics_port = 8002;
+  // How long Shutdown() lets requests in flight finish before closing connections.
+  std::chrono::milliseconds drain_timeout{30'000};
+  std::chrono::milliseconds gpu_poll_interval{1000};
+  // Watch SIGTERM and SIGINT (WaitForStop returns on them). Tests switch it off.
+  bool handle_signals = true;
+};
+
+struct ServeDeps {
+  ServerDeps core;  // session factory, placement, clock; `observer` is set by Server
+  // NVML for the GPU gauges; null: gpu::NewNvml().
+  std::function<std::unique_ptr<gpu::Nvml>()> nvml_factory;
+};
+
+// One model version as the start-up summary shows it.
+struct ModelSummary {
+  std::string name;
+  std::string version;
+  ModelState state = ModelState::kLoading;
+  std::string reason;       // why UNAVAILABLE
+  bool on_gpu = false;      // instances are KIND_GPU
+  std::vector<int> gpus;    // device ordinals of the GPU instances
+  int instances = 0;
+  int max_batch_size = 0;
+  bool dynamic_batching = false;
+};
+
+class Server {
+ public:
+  // Starts everything. Fails (and starts nothing that stays running) when the
+  // repository or model file does not exist, or an address cannot be bound.
+  // Models that fail to load do not fail Start: they are UNAVAILABLE.
+  static Expected<std::unique_ptr<Server>> Start(ServeOptions options, ServeDeps deps = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t http_port() const;
+  // The bound metrics port; nullopt when metrics are disabled.
+  std::optional<uint16_t> metrics_port() const;
+  ServerCore& core() { return *core_; }
+  Metrics& metrics() { return *metrics_; }
+  // Whether the NVML poller runs (GPU gauges present).
+  bool gpu_metrics() const;
+
+  // Every model version of the repository index, with its completed config.
+  std::vector<ModelSummary> Models() const;
+
+  // Blocks until SIGTERM/SIGINT (when handled) or RequestStop(). Returns the
+  // signal number, or 0 for RequestStop.
+  int WaitForStop();
+  void RequestStop();
+
+  // Drains and stops everything (see the header comment). Idempotent. True
+  // when every request in flight finished within drain_timeout.
+  bool Shutdown();
+
+  struct SignalWatch;  // defined in server.cc
+
+ private:
+  Server() = default;
+
+  ServeOptions options_;
+  std::unique_ptr<SignalWatch> signals_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<SchedulerObserver> observer_;
+  std::unique_ptr<ServerCore> core_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<GpuMetricsPoller> gpu_poller_;
+  bool shut_down_ = false;
+  bool drained_ = true;
+};
+
+// The start-up summary: one line per model version (state, device,
+// instances, max_batch_size, dynamic batching; the reason when UNAVAILABLE),
+// then "HTTP: http://HOST:PORT" and "metrics: http://HOST:PORT/metrics" (or
+// "metrics: off"). `gpu_names[i]` names CUDA device i ("NVIDIA H200").
+std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const std::vector<std::string>& gpu_names,
+                                 const std::string& host, uint16_t http_port, std::optional<uint16_t> metrics_port);
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,209 @@
+// Tests of serve::Server (the whole server in-process on port 0), the
+// SchedulerObserver -> Prometheus adapter, the GPU gauges and the start-up
+// summary. Uses the example repository (examples/model_repository) on the CPU
+// and FakeNvml for the GPU gauges.
+#include "serve/server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "fakes/fake_nvml.h"
+#include "serve/http/test_http_client.h"
+#include "serve/metrics/gpu_metrics.h"
+#include "serve/metrics/scheduler_metrics.h"
+
+namespace ortgpu::serve {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::TestHttpClient;
+
+const std::string kExamples = std::string(ORTGPU_SOURCE_DIR) + "/examples/model_repository";
+
+ServeOptions ExampleOptions() {
+  ServeOptions o;
+  o.core.repository = kExamples;
+  o.core.loader.default_instance_kind = InstanceKind::kCpu;
+  o.http.port = 0;
+  o.metrics_port = 0;
+  o.handle_signals = false;
+  o.drain_timeout = std::chrono::milliseconds(5000);
+  return o;
+}
+
+ServeDeps FakeGpuDeps() {
+  ServeDeps d;
+  d.nvml_factory = [] {
+    auto nvml = std::make_unique<ortgpu::testing::FakeNvml>();
+    auto& dev = nvml->AddDevice("NVIDIA H200", "GPU-1234", 9, 0, 150'000'000'000, 2'000'000'000);
+    dev.utilization_gpu = 42;
+    return std::unique_ptr<gpu::Nvml>(std::move(nvml));
+  };
+  return d;
+}
+
+TEST(ServerTest, ServesTheExampleRepositoryAndExportsMetrics) {
+  auto server = Server::Start(ExampleOptions(), FakeGpuDeps());
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  Server& s = **server;
+  ASSERT_NE(s.http_port(), 0);
+  ASSERT_TRUE(s.metrics_port().has_value());
+  EXPECT_TRUE(s.gpu_metrics());
+
+  auto models = s.Models();
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].name, "add_sub");
+  EXPECT_EQ(models[0].state, ModelState::kReady);
+  EXPECT_FALSE(models[0].on_gpu);
+  EXPECT_EQ(models[0].instances, 1);
+  EXPECT_EQ(models[0].max_batch_size, 8);
+  EXPECT_TRUE(models[0].dynamic_batching);
+  EXPECT_EQ(models[1].name, "classifier");
+  EXPECT_EQ(models[1].max_batch_size, 4);  // completed from the model
+
+  TestHttpClient c(s.http_port());
+  auto r = c.Post("/v2/models/add_sub/infer",
+                  R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]},)"
+                  R"({"name":"INPUT1","datatype":"FP32","shape":[1,4],"data":[1,1,1,1]}]})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_THAT(r.body, HasSubstr(R"("data":[2,3,4,5])"));
+  auto bad = c.Post("/v2/models/add_sub/infer",
+                    R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]})");
+  EXPECT_EQ(bad.status, 400u);
+
+  TestHttpClient m(*s.metrics_port());
+  const std::string text = m.Get("/metrics").body;
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_request_success{model="add_sub",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_exec_count{model="add_sub",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_request_failure{model="add_sub",reason="invalid_argument",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_pending_request_count{model="add_sub",version="1"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_gpu_utilization{gpu_uuid="GPU-1234"} 0.42)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_gpu_memory_used_bytes{gpu_uuid="GPU-1234"} 2000000000)"));
+
+  s.RequestStop();
+  EXPECT_EQ(s.WaitForStop(), 0);
+  EXPECT_TRUE(s.Shutdown());
+  EXPECT_TRUE(s.Shutdown());  // idempotent
+}
+
+TEST(ServerTest, MetricsCanBeSwitchedOffAndNvmlMayBeMissing) {
+  ServeOptions o = ExampleOptions();
+  o.metrics_port = -1;
+  auto server = Server::Start(o, FakeGpuDeps());
+  ASSERT_TRUE(server.ok());
+  EXPECT_FALSE((*server)->metrics_port().has_value());
+  EXPECT_FALSE((*server)->gpu_metrics());
+
+  ServeDeps no_nvml;
+  no_nvml.nvml_factory = [] {
+    auto nvml = std::make_unique<ortgpu::testing::FakeNvml>();
+    nvml->load_status = Unavailable("cannot load libnvidia-ml.so.1");
+    return std::unique_ptr<gpu::Nvml>(std::move(nvml));
+  };
+  auto cpu_only = Server::Start(ExampleOptions(), std::move(no_nvml));
+  ASSERT_TRUE(cpu_only.ok());
+  EXPECT_FALSE((*cpu_only)->gpu_metrics());
+  TestHttpClient m(*(*cpu_only)->metrics_port());
+  auto r = m.Get("/metrics");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_THAT(r.body, Not(HasSubstr("nv_gpu_utilization{")));
+}
+
+TEST(ServerTest, MissingRepositoryFailsToStart) {
+  ServeOptions o = ExampleOptions();
+  o.core.repository = "/nonexistent/ortgpu-repo";
+  auto server = Server::Start(o, FakeGpuDeps());
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(), HasSubstr("/nonexistent/ortgpu-repo"));
+}
+
+TEST(ServerTest, PortInUseFailsNamingTheFlag) {
+  auto first = Server::Start(ExampleOptions(), FakeGpuDeps());
+  ASSERT_TRUE(first.ok());
+  ServeOptions o = ExampleOptions();
+  o.http.port = (*first)->http_port();
+  auto second = Server::Start(o, FakeGpuDeps());
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(), HasSubstr("--http-port"));
+}
+
+TEST(ServerTest, RequestStopFromAnotherThreadEndsWaitForStop) {
+  auto server = Server::Start(ExampleOptions(), FakeGpuDeps());
+  ASSERT_TRUE(server.ok());
+  std::thread stopper([&] { (*server)->RequestStop(); });
+  EXPECT_EQ((*server)->WaitForStop(), 0);
+  stopper.join();
+}
+
+TEST(SchedulerMetricsTest, CountsRequestsBatchesAndPending) {
+  Metrics metrics;
+  SchedulerMetrics observer(metrics);
+  observer.OnQueued("m", "1", 1);
+  observer.OnQueued("m", "1", 2);
+  EXPECT_EQ(observer.pending("m", "1"), 2);
+  ExecutionTimes t{1000, 5000, 2000};
+  observer.OnBatch("m", "1", 3, t);
+  observer.OnSuccess("m", "1", 2, 9000, 1000, t);
+  observer.OnFailure("m", "1", Code::kResourceExhausted);
+  EXPECT_EQ(observer.pending("m", "1"), 0);
+  observer.OnRejected("m", "1", Code::kInvalidArgument);
+  observer.OnRejected("m", "1", Code::kUnavailable);  // retried on the successor: not a failure
+
+  const std::string text = metrics.Serialize();
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_request_success{model="m",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_count{model="m",version="1"} 2)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_exec_count{model="m",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_request_duration_us{model="m",version="1"} 9)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_queue_duration_us{model="m",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_compute_input_duration_us{model="m",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_compute_infer_duration_us{model="m",version="1"} 5)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_compute_output_duration_us{model="m",version="1"} 2)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_request_failure{model="m",reason="resource_exhausted",version="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_request_failure{model="m",reason="invalid_argument",version="1"} 1)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(reason="unavailable")")));
+  EXPECT_THAT(text, HasSubstr(R"(nv_inference_pending_request_count{model="m",version="1"} 0)"));
+}
+
+TEST(GpuMetricsTest, SamplesEveryDeviceAndToleratesMissingUtilisation) {
+  ortgpu::testing::FakeNvml nvml;
+  nvml.AddDevice("NVIDIA H200", "GPU-a", 9, 0, 100, 40).utilization_gpu = 100;
+  nvml.AddDevice("NVIDIA H200", "GPU-b", 9, 0, 200, 10).utilization_gpu = std::nullopt;
+  ASSERT_TRUE(nvml.Load().ok());
+  Metrics metrics;
+  EXPECT_TRUE(SampleGpuMetrics(nvml, metrics).ok());
+  const std::string text = metrics.Serialize();
+  EXPECT_THAT(text, HasSubstr(R"(nv_gpu_utilization{gpu_uuid="GPU-a"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_gpu_utilization{gpu_uuid="GPU-b"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_gpu_memory_total_bytes{gpu_uuid="GPU-b"} 200)"));
+  EXPECT_THAT(text, HasSubstr(R"(nv_gpu_memory_used_bytes{gpu_uuid="GPU-a"} 40)"));
+}
+
+TEST(StartupSummaryTest, ShowsStateDeviceBatchingReasonAndAddresses) {
+  ModelSummary gpu_model;
+  gpu_model.name = "resnet";
+  gpu_model.version = "3";
+  gpu_model.state = ModelState::kReady;
+  gpu_model.on_gpu = true;
+  gpu_model.gpus = {0};
+  gpu_model.instances = 2;
+  gpu_model.max_batch_size = 16;
+  gpu_model.dynamic_batching = true;
+  ModelSummary broken;
+  broken.name = "broken";
+  broken.version = "1";
+  broken.state = ModelState::kUnavailable;
+  broken.reason = "config.pbtxt:3:1: syntax error";
+  const std::string text = FormatStartupSummary({gpu_model, broken}, {"NVIDIA H200"}, "127.0.0.1", 8000, 8002);
+  EXPECT_THAT(text, HasSubstr("resnet  3        READY        GPU 0 (NVIDIA H200)  2          16              on"));
+  EXPECT_THAT(text, HasSubstr("broken  1        UNAVAILABLE"));
+  EXPECT_THAT(text, HasSubstr("    reason: config.pbtxt:3:1: syntax error\n"));
+  EXPECT_THAT(text, HasSubstr("HTTP: http://127.0.0.1:8000\n"));
+  EXPECT_THAT(text, HasSubstr("metrics: http://127.0.0.1:8002/metrics\n"));
+  EXPECT_THAT(FormatStartupSummary({}, {}, "::1", 1, std::nullopt), HasSubstr("HTTP: http://[::1]:1\nmetrics: off\n"));
+}
+
+}  // namespace
+}  // namespace ortgpu::serve
