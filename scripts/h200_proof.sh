@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The GPU runs behind docs/doctor-h200.md, the H200 rows of docs/BENCHMARKS.md
+# and docs/serve-h200.md. Run on the GPU test machine from the repository root,
+# after `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md):
+#
+#   scripts/h200_proof.sh OUTDIR [doctor] [bench] [serve]     (default: all three)
+#
+# Each part writes a text log (and JSON/HTML where there is one) into OUTDIR.
+set -u
+out=${1:?usage: h200_proof.sh OUTDIR [doctor] [bench] [serve]}; shift
+parts=${*:-doctor bench serve}
+mkdir -p "$out"
+models=/tmp/models
+export TIMEFORMAT='wall %R s'
+python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
+R=$models/resnet50.onnx
+B=$models/bert.onnx
+BERT_SHAPES="--shape input_ids:1x128 --shape attention_mask:1x128 --shape token_type_ids:1x128"
+STAGED_LD=$LD_LIBRARY_PATH
+OWN_LD=/tmp/ortgpu-gpu/lib
+
+# http METHOD PATH [PORT]: the body of a request to the local server (no curl needed).
+http() {
+  python3 -c 'import sys, urllib.request as u; r = u.Request("http://127.0.0.1:%s%s" % (sys.argv[3], sys.argv[2]), method=sys.argv[1], data=b"" if sys.argv[1] == "POST" else None); print(u.urlopen(r).read().decode())' "$1" "$2" "${3:-8000}"
+}
+
+doctor_runs() {
+  echo "\$ export LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "\$ ortgpu --version"; ortgpu --version
+  for i in 1 2 3; do echo "\$ time ortgpu doctor --require gpu  (run $i, summary line)"; { time ortgpu doctor --require gpu | tail -1; } 2>&1; done
+  echo "\$ ortgpu doctor --require gpu"; ortgpu doctor --require gpu; echo "exit code $?"
+  echo "\$ ortgpu doctor --require gpu --model $R --model $B $BERT_SHAPES"
+  ortgpu doctor --require gpu --model "$R" --model "$B" $BERT_SHAPES; echo "exit code $?"
+}
+
+if [[ " $parts " == *" doctor "* ]]; then
+  LD_LIBRARY_PATH=$STAGED_LD doctor_runs > "$out/doctor_staged_ld.txt" 2>&1
+  LD_LIBRARY_PATH=$OWN_LD doctor_runs > "$out/doctor_own_lib_only.txt" 2>&1
+  LD_LIBRARY_PATH=$OWN_LD ortgpu doctor --require gpu --json --model "$R" --model "$B" $BERT_SHAPES > "$out/doctor.json"
+fi
+
+if [[ " $parts " == *" bench "* ]]; then
+  export LD_LIBRARY_PATH=$OWN_LD
+  {
+    echo "\$ ortgpu bench $R --provider cuda --batch 32 --sweep --iterations 200 --json ..."
+    ortgpu bench "$R" --provider cuda --batch 32 --sweep --iterations 200 --no-progress --json \
+      --html "$out/resnet50_sweep.html" --config-out "$out/resnet50_config.pbtxt" > "$out/resnet50_sweep.json"
+    echo "exit code $?"
+    echo "\$ ortgpu bench $B --provider cuda --batch 32 --shape seq:128 --int-range input_ids:0:30000 --sweep --sweep-axes 'io=host|bound|resident|cuda-graph' --iterations 200 --json"
+    ortgpu bench "$B" --provider cuda --batch 32 --shape seq:128 --int-range input_ids:0:30000 --sweep \
+      --sweep-axes 'io=host|bound|resident|cuda-graph' --iterations 200 --no-progress --json \
+      --config-out "$out/bert_config.pbtxt" > "$out/bert_sweep.json"
+    echo "exit code $?"
+    echo "\$ ortgpu bench $R --provider cpu --batch 1,32 --iterations 20"
+    ortgpu bench "$R" --provider cpu --batch 1,32 --iterations 20 --warmup 2 --no-progress; echo "exit code $?"
+    echo "\$ ortgpu bench $B --provider cpu --batch 1,32 --shape seq:128 --int-range input_ids:0:30000 --iterations 10"
+    ortgpu bench "$B" --provider cpu --batch 1,32 --shape seq:128 --int-range input_ids:0:30000 --iterations 10 --warmup 1 --no-progress; echo "exit code $?"
+    echo "\$ ortgpu bench $R --provider cuda --batch 32 --io bound --cuda-option use_tf32=0 --iterations 50  (accuracy without TF32)"
+    ortgpu bench "$R" --provider cuda --batch 32 --io bound --cuda-option use_tf32=0 --iterations 50 --no-progress; echo "exit code $?"
+    echo "== bench overhead: ResNet-50 batch 1, outputs bound to the device, 1000 runs; bench and a bare loop interleaved"
+    for i in 1 2 3; do
+      ortgpu bench "$R" --provider cuda --batch 1 --io bound --iterations 1000 --no-check --no-progress --json \
+        | python3 -c 'import json,sys; d=json.load(sys.stdin); print("ortgpu bench p50 %.4f ms" % d["results"][0]["latency_ms"]["p50"])'
+      ortgpu_bare_run_loop "$R" cuda bound 1 1000
+    done
+  } > "$out/bench.txt" 2>&1
+fi
+
+if [[ " $parts " == *" serve "* ]]; then
+  export LD_LIBRARY_PATH=$OWN_LD
+  repo=/tmp/repo
+  mkdir -p $repo/resnet50/1 $repo/bert/1
+  ln -sf "$R" $repo/resnet50/1/model.onnx
+  ln -sf "$B" $repo/bert/1/model.onnx
+  cat > $repo/resnet50/config.pbtxt <<'CFG'
+name: "resnet50"
+platform: "onnxruntime_onnx"
+max_batch_size: 32
+input [ { name: "input" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
+output [ { name: "output" data_type: TYPE_FP32 dims: [ 1000 ] } ]
+instance_group [ { count: 1 kind: KIND_GPU gpus: [ 0 ] } ]
+dynamic_batching { preferred_batch_size: [ 8, 16, 32 ] max_queue_delay_microseconds: 2000 }
+optimization { execution_accelerators { gpu_execution_accelerator [ { name: "cuda" parameters { key: "prefer_nhwc" value: "1" } } ] } }
+CFG
+  cat > $repo/bert/config.pbtxt <<'CFG'
+name: "bert"
+platform: "onnxruntime_onnx"
+max_batch_size: 32
+input [
+  { name: "input_ids" data_type: TYPE_INT64 dims: [ -1 ] },
+  { name: "attention_mask" data_type: TYPE_INT64 dims: [ -1 ] },
+  { name: "token_type_ids" data_type: TYPE_INT64 dims: [ -1 ] }
+]
+output [ { name: "last_hidden_state" data_type: TYPE_FP32 dims: [ -1, 768 ] } ]
+instance_group [ { count: 2 kind: KIND_GPU } ]
+dynamic_batching { max_queue_delay_microseconds: 1000 }
+CFG
+  {
+    echo "\$ ortgpu serve --model-repository $repo --require-gpu"
+    ortgpu serve --model-repository $repo --require-gpu --http-port 8000 --metrics-port 8002 > "$out/serve_stdout.txt" 2> "$out/serve_stderr.txt" &
+    pid=$!
+    python3 - <<'PY'
+import time, urllib.request
+for _ in range(240):
+    try:
+        if urllib.request.urlopen("http://127.0.0.1:8000/v2/health/ready").status == 200: break
+    except Exception:
+        time.sleep(0.5)
+PY
+    echo "--- start-up summary (stdout)"; cat "$out/serve_stdout.txt"
+    python3 - <<'PY'
+import json, struct, threading, urllib.request
+import numpy as np
+def post(path, body, headers=None):
+    req = urllib.request.Request("http://127.0.0.1:8000" + path, data=body, headers=headers or {}, method="POST")
+    with urllib.request.urlopen(req) as r:
+        return r.status, dict(r.headers), r.read()
+print("--- BERT, JSON request (input_ids etc. 1x8)")
+ids = [101, 7592, 1010, 2088, 999, 102, 0, 0]
+body = {"inputs": [
+    {"name": "input_ids", "datatype": "INT64", "shape": [1, 8], "data": ids},
+    {"name": "attention_mask", "datatype": "INT64", "shape": [1, 8], "data": [1]*6 + [0]*2},
+    {"name": "token_type_ids", "datatype": "INT64", "shape": [1, 8], "data": [0]*8}]}
+st, h, data = post("/v2/models/bert/infer", json.dumps(body).encode())
+r = json.loads(data)
+o = r["outputs"][0]
+print(st, r["model_name"], r["model_version"], o["name"], o["datatype"], o["shape"], "first values", [round(v, 4) for v in o["data"][:4]])
+print("--- ResNet-50, binary tensor request (1x3x224x224 FP32, 602112 bytes)")
+x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
+hdr = json.dumps({"inputs": [{"name": "input", "datatype": "FP32", "shape": [1, 3, 224, 224], "parameters": {"binary_data_size": x.nbytes}}],
+                  "outputs": [{"name": "output", "parameters": {"binary_data": True}}]}).encode()
+st, h, data = post("/v2/models/resnet50/infer", hdr + x.tobytes(), {"Inference-Header-Content-Length": str(len(hdr)), "Content-Type": "application/octet-stream"})
+n = int(h["Inference-Header-Content-Length"])
+meta = json.loads(data[:n]); out = np.frombuffer(data[n:], dtype=np.float32)
+print(st, meta["outputs"][0]["shape"], meta["outputs"][0]["parameters"], "argmax", int(out.argmax()), "bytes", len(data) - n)
+print("--- 64 concurrent ResNet-50 requests (dynamic batching)")
+errors = []
+def one():
+    try:
+        s, _, _ = post("/v2/models/resnet50/infer", hdr + x.tobytes(), {"Inference-Header-Content-Length": str(len(hdr))})
+        if s != 200: errors.append(s)
+    except Exception as e:
+        errors.append(str(e))
+ts = [threading.Thread(target=one) for _ in range(64)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print("failed:", len(errors), errors[:3])
+with urllib.request.urlopen("http://127.0.0.1:8000/v2/models/resnet50/stats") as r:
+    s = json.load(r)["model_stats"][0]
+print("resnet50 stats: inference_count", s["inference_count"], "execution_count", s["execution_count"],
+      "batch sizes", [(b["batch_size"], b["compute_infer"]["count"]) for b in s.get("batch_stats", [])])
+PY
+    echo "--- /v2/repository/index"; http POST /v2/repository/index
+    echo "--- /metrics (GPU and inference lines)"
+    http GET /metrics 8002 | grep -E '^nv_(gpu|inference_(request_success|count|exec_count|request_duration_us|queue_duration_us|compute_infer_duration_us))' | head -40
+    echo "--- SIGTERM"
+    kill -TERM $pid; wait $pid; echo "serve exit code $?"
+    echo "--- stderr (last lines)"; tail -20 "$out/serve_stderr.txt"
+  } > "$out/serve.txt" 2>&1
+fi
+echo "h200_proof: done ($parts) -> $out"
