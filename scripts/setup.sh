@@ -10,7 +10,7 @@ PACKAGES=(
   libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-onnx python3-numpy libonnx-testdata
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev chromium
 )
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 missing=()

@@ -1,6 +1,7 @@
 #include "bench/sweep.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -210,18 +211,24 @@ std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick) {
   } else {
     out += "max_batch_size: 0\n";
   }
+  // serve runs sessions on host tensors, and a CUDA graph replays fixed device
+  // addresses, so the graph option would break it: leave it out and say so.
+  std::map<std::string, std::string> serve_options = c.variant.cuda_options;
+  if (serve_options.erase("enable_cuda_graph") > 0) {
+    out += "# enable_cuda_graph is left out: `ortgpu serve` feeds host tensors, which CUDA graph replay cannot take\n";
+  }
   const int instances = c.concurrency_mode == ConcurrencyMode::kSessionPerWorker ? c.concurrency : 1;
   out += fmt::format("instance_group [ {{ count: {} kind: {} }} ]\n", instances, gpu ? "KIND_GPU" : "KIND_CPU");
-  if (c.variant.optimization != OptimizationLevel::kAll || (gpu && !c.variant.cuda_options.empty())) {
+  if (c.variant.optimization != OptimizationLevel::kAll || (gpu && !serve_options.empty())) {
     out += "optimization {\n";
     if (c.variant.optimization != OptimizationLevel::kAll) {
       // Triton's onnxruntime backend: -1 disables all, 1 enables extended.
       const int level = c.variant.optimization == OptimizationLevel::kDisable ? -1 : 1;
       out += fmt::format("  graph {{ level: {} }}  # bench measured '{}'\n", level, OptimizationLevelName(c.variant.optimization));
     }
-    if (gpu && !c.variant.cuda_options.empty()) {
+    if (gpu && !serve_options.empty()) {
       out += "  execution_accelerators {\n    gpu_execution_accelerator [\n      {\n        name: \"cuda\"\n";
-      for (const auto& [k, v] : c.variant.cuda_options) {
+      for (const auto& [k, v] : serve_options) {
         out += fmt::format("        parameters {{ key: \"{}\" value: \"{}\" }}\n", k, v);
       }
       out += "      }\n    ]\n  }\n";

@@ -115,7 +115,11 @@ void EvaluateRun(const EndToEndObservation& obs, const std::string& prefix, Laye
     const bool fallback = !p.compute_fallbacks.empty();
     auto f = Make(prefix + ".placement", layer, fallback ? Verdict::kFail : Verdict::kPass,
                   fallback ? fmt::format("{} compute nodes fell back to the CPU", p.compute_fallbacks.size())
-                           : fmt::format("every compute node runs on CUDA ({} nodes)", p.total_nodes),
+                  : p.shape_nodes.empty()
+                      ? fmt::format("every node runs on CUDA ({} nodes)", p.total_nodes)
+                      : fmt::format("every compute node runs on CUDA ({} of {} nodes; {} shape nodes on the CPU)",
+                                    p.total_nodes - static_cast<int>(p.shape_nodes.size()), p.total_nodes,
+                                    p.shape_nodes.size()),
                   true);
     f.seen = shares + fmt::format("; {} Memcpy nodes", p.memcpy_nodes);
     if (!p.shape_nodes.empty()) {

@@ -94,6 +94,20 @@ TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWith
   EXPECT_NE(rec.config_pbtxt.find("parameters { key: \"prefer_nhwc\" value: \"1\" }"), std::string::npos);
 }
 
+TEST(RecommendTest, ConfigForServeLeavesOutCudaGraphs) {
+  BenchReport report;
+  report.model = "resnet50.onnx";
+  report.provider = Provider::kCuda;
+  report.dynamic_batch = true;
+  auto graph = Result("io=cuda-graph prefer_nhwc=1", true, 32, 4.2, 7600);
+  graph.config.variant.cuda_options = {{"enable_cuda_graph", "1"}, {"prefer_nhwc", "1"}};
+  report.results.push_back(graph);
+  const std::string pbtxt = ConfigPbtxtFragment(report, 0);
+  EXPECT_EQ(pbtxt.find("key: \"enable_cuda_graph\""), std::string::npos) << pbtxt;
+  EXPECT_NE(pbtxt.find("enable_cuda_graph is left out"), std::string::npos);
+  EXPECT_NE(pbtxt.find("key: \"prefer_nhwc\" value: \"1\""), std::string::npos);
+}
+
 TEST(RecommendTest, NothingUsableMeansNoPick) {
   BenchReport report;
   auto failed = Result("default", true, 1, 1, 1);
