@@ -164,8 +164,12 @@ bool EvaluateProvider(const ProviderObservation& obs, Report& report) {
     auto f = Make("provider.ort", Layer::kProvider, has_cuda ? Verdict::kPass : Verdict::kFail,
                   "ONNX Runtime " + obs.ort_version + (has_cuda ? " with the CUDA execution provider" : " without CUDA"),
                   !has_cuda);
-    f.seen = "library " + obs.ort_library + "; providers: " + providers;
-    f.facts = {{"version", obs.ort_version}, {"library", obs.ort_library}, {"providers", providers}};
+    std::string devices;
+    for (const auto& d : obs.ep_devices) devices += (devices.empty() ? "" : "; ") + d;
+    f.seen = "library " + obs.ort_library + "; providers: " + providers +
+             "; EP devices: " + (devices.empty() ? "none listed" : devices);
+    f.facts = {{"version", obs.ort_version}, {"library", obs.ort_library}, {"providers", providers},
+               {"ep_devices", devices}};
     if (!has_cuda) {
       f.why = "this ONNX Runtime build cannot use a GPU at all";
       f.fix = "build ortgpu against a GPU release: ORT_ROOT=/path/to/onnxruntime-linux-x64-gpu make run";

@@ -22,6 +22,7 @@ struct ProviderObservation {
   std::string ort_version;
   std::string ort_library;                  // path of libonnxruntime
   std::vector<std::string> available_providers;
+  std::vector<std::string> ep_devices;      // ORT's EP devices (Env::GetEpDevices)
   std::string ep_library;                   // libonnxruntime_providers_cuda.so path, "" if absent
   bool gpu_expected = false;                // layers 1-4 saw a usable GPU
   bool attempted = false;                   // a CUDA session was tried

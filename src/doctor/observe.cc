@@ -176,6 +176,7 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
   p.ort_version = rt.Version();
   p.ort_library = rt.LibraryPath();
   p.available_providers = rt.AvailableProviders();
+  p.ep_devices = rt.EpDevices();
   const std::string ep = JoinPath(DirName(p.ort_library), "libonnxruntime_providers_cuda.so");
   if (RealFileSystem().Exists(ep)) p.ep_library = RealFileSystem().RealPath(ep);
   p.gpu_expected = gpu_expected;

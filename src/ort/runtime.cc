@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
+
 #include <onnxruntime_cxx_api.h>
 
 namespace ortgpu {
@@ -36,6 +38,24 @@ Runtime& Runtime::Get() {
 std::string Runtime::Version() const { return Ort::GetVersionString(); }
 
 std::vector<std::string> Runtime::AvailableProviders() const { return Ort::GetAvailableProviders(); }
+
+std::vector<std::string> Runtime::EpDevices() const {
+  std::vector<std::string> out;
+  try {
+    for (const auto& d : static_cast<Ort::Env*>(env_)->GetEpDevices()) {
+      const auto hw = d.Device();
+      const char* type = hw.Type() == OrtHardwareDeviceType_GPU   ? "GPU"
+                         : hw.Type() == OrtHardwareDeviceType_NPU ? "NPU"
+                                                                  : "CPU";
+      char ids[64];
+      std::snprintf(ids, sizeof(ids), "vendor id 0x%04x, device id 0x%04x", hw.VendorId(), hw.DeviceId());
+      out.push_back(std::string(d.EpName()) + " on " + type + " (" + (hw.Vendor() ? hw.Vendor() : "") + ", " + ids + ")");
+    }
+  } catch (const Ort::Exception&) {
+    // An ORT without the EP-device API lists nothing; doctor says so.
+  }
+  return out;
+}
 
 std::string Runtime::LibraryPath() const {
   Dl_info info{};

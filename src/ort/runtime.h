@@ -32,6 +32,9 @@ class Runtime {
   std::string Version() const;
   // ORT's GetAvailableProviders(): what this build can add, not what works.
   std::vector<std::string> AvailableProviders() const;
+  // ORT's EP devices (Env::GetEpDevices): "CPUExecutionProvider on CPU
+  // (vendor Intel, id 0x8086)". Plugin EPs appear once registered.
+  std::vector<std::string> EpDevices() const;
   // The file libonnxruntime was loaded from.
   std::string LibraryPath() const;
 

@@ -28,6 +28,8 @@ TEST(ObserveTest, CpuPathRunsEndToEndWithoutAGpu) {
   auto r = ObserveRuntime(/*gpu_expected=*/false, Quick());
   EXPECT_EQ(r.provider.ort_version, "1.29.0");
   EXPECT_FALSE(r.provider.attempted);
+  ASSERT_FALSE(r.provider.ep_devices.empty());
+  EXPECT_NE(r.provider.ep_devices[0].find("CPUExecutionProvider on CPU"), std::string::npos);
   EXPECT_TRUE(r.end_to_end.cpu.ok) << r.end_to_end.cpu.error;
   EXPECT_GT(r.end_to_end.cpu.median_ms, 0);
   EXPECT_FALSE(r.end_to_end.cuda.has_value());
