@@ -26,7 +26,8 @@ PKGS=(
   "com.github.asus4.onnxruntime@0.4.9|sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
 )
 root="$cache/ort-$ORT_VERSION"
-if [ -f "$root/.complete" ]; then echo "$root"; exit 0; fi
+LAYOUT="layout 2"  # bump when the set of extracted files changes
+if [ -f "$root/.complete" ] && grep -qx "$LAYOUT" "$root/.complete"; then echo "$root"; exit 0; fi
 command -v npm >/dev/null || { say "npm is needed to fetch ONNX Runtime; run: apt-get install -y npm (or set ORT_ROOT)"; exit 1; }
 mkdir -p "$cache/tgz"
 tgz_of() {  # spec -> verified tarball path
@@ -52,7 +53,8 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/include" "$stage/lib"
 tar --no-same-owner -xzf "$host" -C "$stage" package/bin/napi-v6/linux/x64/libonnxruntime.so.1
 mv "$stage/package/bin/napi-v6/linux/x64/libonnxruntime.so.1" "$stage/lib/"
-tar --no-same-owner -xzf "$gpu" -C "$stage" package/Plugins/Linux/x64/libonnxruntime_providers_cuda.so package/Plugins/Linux/x64/libonnxruntime_providers_shared.so
+tar --no-same-owner -xzf "$gpu" -C "$stage" package/Plugins/Linux/x64/libonnxruntime_providers_cuda.so \
+  package/Plugins/Linux/x64/libonnxruntime_providers_shared.so package/Plugins/Linux/x64/libonnxruntime_providers_tensorrt.so
 mv "$stage"/package/Plugins/Linux/x64/*.so "$stage/lib/"
 hdir='package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers'
 tar --no-same-owner -xzf "$hdr" -C "$stage" --wildcards "$hdir/*.h"
@@ -61,6 +63,6 @@ ln -sf libonnxruntime.so.1 "$stage/lib/libonnxruntime.so"
 echo "$ORT_VERSION" > "$stage/VERSION"
 chmod 755 "$stage"; rm -rf "$stage/package" "$root"
 mv "$stage" "$root"; trap - EXIT
-touch "$root/.complete"
+echo "$LAYOUT" > "$root/.complete"
 say "ONNX Runtime $ORT_VERSION ready in $root"
 echo "$root"

@@ -8,7 +8,7 @@ std::string HintForOrtMessage(const std::string& m) {
   auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
   if (has("libonnxruntime_providers_cuda.so") || has("cannot open shared object file") ||
       has("Failed to load shared library")) {
-    return "a library the CUDA execution provider needs could not be loaded; run `ortgpu doctor` to see "
+    return "a library the execution provider needs could not be loaded; run `ortgpu doctor` to see "
            "which one, where copies exist, and the LD_LIBRARY_PATH or package that fixes it";
   }
   if (has("out of memory") || has("Failed to allocate") || has("CUDA failure 2")) {

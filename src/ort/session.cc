@@ -1,6 +1,7 @@
 #include "ort/session.h"
 
 #include <chrono>
+#include <regex>
 #include <cstring>
 #include <unordered_map>
 
@@ -96,8 +97,16 @@ Expected<std::unique_ptr<Session>> Session::Create(const std::string* path, std:
   auto with_log = [&logs](Status st) {
     if (st.ok()) return st;
     std::string detail;
+    std::string missing;
     for (const auto& r : logs.Records()) {
-      if (r.severity >= 3 && st.message().find(r.message) == std::string::npos) detail += "; ORT log: " + r.message;
+      if (r.severity < 3 || st.message().find(r.message) != std::string::npos) continue;
+      detail += "; ORT log: " + r.message;
+      static const std::regex kMissing(R"(with error: (\S+): cannot open shared object file)");
+      std::smatch m;
+      if (missing.empty() && std::regex_search(r.message, m, kMissing)) missing = m[1];
+    }
+    if (!missing.empty()) {
+      return Status(Code::kUnavailable, BaseName(missing) + " could not be loaded, so " + st.message() + detail);
     }
     return detail.empty() ? st : Status(st.code(), st.message() + detail);
   };
