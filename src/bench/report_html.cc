@@ -129,18 +129,13 @@ std::string HistogramChart(const ConfigResult& r, int bins) {
 // Series of `metric` against batch (per variant at the lowest concurrency)
 // or against concurrency (per variant at the smallest batch).
 std::vector<Series> SeriesBy(const BenchReport& report, bool by_batch, bool throughput) {
-  int64_t min_batch = INT64_MAX;
-  int min_conc = INT32_MAX;
-  for (const auto& r : report.results) {
-    if (!Usable(r)) continue;
-    min_batch = std::min(min_batch, r.config.batch);
-    min_conc = std::min(min_conc, r.config.concurrency);
-  }
+  const std::optional<BatchAndConcurrency> smallest = SmallestBatchAndConcurrency(report, Usable);
+  if (!smallest) return {};
   std::map<std::string, size_t> index;
   std::vector<Series> out;
   for (const auto& r : report.results) {
     if (!Usable(r)) continue;
-    if (by_batch ? r.config.concurrency != min_conc : r.config.batch != min_batch) continue;
+    if (by_batch ? r.config.concurrency != smallest->concurrency : r.config.batch != smallest->batch) continue;
     auto [it, added] = index.try_emplace(r.config.variant.name, out.size());
     if (added) out.push_back({r.config.variant.name, {}});
     const double x = by_batch ? static_cast<double>(r.config.batch) : r.config.concurrency;

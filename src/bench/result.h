@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -83,5 +84,17 @@ struct BenchReport {
   // True when every configuration was measured and passed its accuracy check.
   bool ok() const;
 };
+
+// The smallest batch and the smallest concurrency among a report's results,
+// each taken on its own (they may come from different results).
+struct BatchAndConcurrency {
+  int64_t batch = 0;
+  int concurrency = 0;
+};
+// Over the results for which `include` is true (the caller's notion of a
+// usable measurement); nullopt when there is none. Where the charts and the
+// latency recommendation stand: the point with the least batching and load.
+std::optional<BatchAndConcurrency> SmallestBatchAndConcurrency(
+    const BenchReport& report, const std::function<bool(const ConfigResult&)>& include);
 
 }  // namespace ortgpu::bench

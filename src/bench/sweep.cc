@@ -158,17 +158,12 @@ const ConfigResult* DefaultAt(const BenchReport& report, const Configuration& c)
 
 Recommendation Recommend(const BenchReport& report) {
   Recommendation rec;
-  int64_t min_batch = INT64_MAX;
-  int min_conc = INT32_MAX;
-  for (const auto& r : report.results) {
-    if (!Usable(r)) continue;
-    min_batch = std::min(min_batch, r.config.batch);
-    min_conc = std::min(min_conc, r.config.concurrency);
-  }
+  const std::optional<BatchAndConcurrency> smallest = SmallestBatchAndConcurrency(report, Usable);
+  if (!smallest) return rec;
   for (size_t i = 0; i < report.results.size(); ++i) {
     const auto& r = report.results[i];
     if (!Usable(r)) continue;
-    if (r.config.batch == min_batch && r.config.concurrency == min_conc &&
+    if (r.config.batch == smallest->batch && r.config.concurrency == smallest->concurrency &&
         (!rec.latency || r.stats.p50_ms < report.results[rec.latency->index].stats.p50_ms)) {
       rec.latency = Pick{i, 1.0, false};
     }

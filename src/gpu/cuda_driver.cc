@@ -1,11 +1,9 @@
 #include "gpu/cuda_driver.h"
 
-#include <dlfcn.h>
-#include <link.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 namespace ortgpu::gpu {
 namespace {
@@ -50,42 +48,31 @@ class CudaDriver final : public GpuDriver {
 
   Status Load() override {
     if (handle_ != nullptr) return Status::Ok();
-    dlerror();
-    void* handle = dlopen(options_.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
-      return Unavailable("cannot load " + options_.library + ": " +
-                         (err != nullptr ? err : "unknown dlopen error"));
-    }
-    link_map* map = nullptr;
-    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
-      path_ = map->l_name;
-    }
-    if (path_.empty()) path_ = options_.library;
-    std::string missing;
-    auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
-      if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+    DynamicLoader& loader = *options_.loader;
+    ORTGPU_ASSIGN_OR_RETURN(OpenedLibrary lib, OpenLibrary(loader, options_.library, SymbolScope::kLocal));
+    path_ = lib.path;
+    // Optional entry points first: cuDeviceGetUuid_v2 (CUDA 11.4+) also
+    // reports MIG instance UUIDs; the plain symbol is the required fallback
+    // for older drivers.
+    ResolveSymbols(loader, lib.handle,
+                   {FunctionSlot("cuDeviceGetUuid_v2", device_get_uuid_),
+                    FunctionSlot("cuGetErrorString", get_error_string_),
+                    FunctionSlot("cuGetErrorName", get_error_name_)});
+    std::vector<SymbolSlot> required = {
+        FunctionSlot("cuInit", init_),
+        FunctionSlot("cuDriverGetVersion", driver_get_version_),
+        FunctionSlot("cuDeviceGetCount", device_get_count_),
+        FunctionSlot("cuDeviceGet", device_get_),
+        FunctionSlot("cuDeviceGetName", device_get_name_),
+        FunctionSlot("cuDeviceGetPCIBusId", device_get_pci_bus_id_),
+        FunctionSlot("cuDeviceGetAttribute", device_get_attribute_),
+        FunctionSlot("cuDeviceTotalMem_v2", device_total_mem_),
     };
-    sym(init_, "cuInit");
-    sym(driver_get_version_, "cuDriverGetVersion");
-    sym(device_get_count_, "cuDeviceGetCount");
-    sym(device_get_, "cuDeviceGet");
-    sym(device_get_name_, "cuDeviceGetName");
-    sym(device_get_pci_bus_id_, "cuDeviceGetPCIBusId");
-    sym(device_get_attribute_, "cuDeviceGetAttribute");
-    sym(device_total_mem_, "cuDeviceTotalMem_v2");
-    // cuDeviceGetUuid_v2 (CUDA 11.4+) also reports MIG instance UUIDs; the
-    // plain symbol is the fallback for older drivers.
-    device_get_uuid_ = reinterpret_cast<CuDeviceGetUuidFn>(dlsym(handle, "cuDeviceGetUuid_v2"));
-    if (device_get_uuid_ == nullptr) sym(device_get_uuid_, "cuDeviceGetUuid");
-    get_error_string_ = reinterpret_cast<CuGetErrorStringFn>(dlsym(handle, "cuGetErrorString"));
-    get_error_name_ = reinterpret_cast<CuGetErrorStringFn>(dlsym(handle, "cuGetErrorName"));
-    if (!missing.empty()) {
-      return Unavailable(path_ + " lacks the CUDA driver entry points " + missing +
-                         "; it is not a usable NVIDIA driver library (too old, or not libcuda)");
-    }
-    handle_ = handle;
+    if (device_get_uuid_ == nullptr) required.push_back(FunctionSlot("cuDeviceGetUuid", device_get_uuid_));
+    ORTGPU_RETURN_IF_ERROR(MissingSymbolsError(
+        path_, "CUDA driver", ResolveSymbols(loader, lib.handle, required),
+        "it is not a usable NVIDIA driver library (too old, or not libcuda)"));
+    handle_ = lib.handle;
     return Status::Ok();
   }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "gpu/dynamic_loader.h"
 #include "status/expected.h"
 #include "status/status.h"
 
@@ -58,10 +59,13 @@ struct CudaDriverOptions {
   // The soname passed to dlopen; the default finds the driver's libcuda the
   // way the CUDA runtime does. Tests point it at a file that does not exist.
   std::string library = "libcuda.so.1";
+  // Opens `library` and resolves its entry points; tests pass a
+  // FakeDynamicLoader. Not owned: must outlive the driver. REQUIRES: not null.
+  DynamicLoader* loader = &RealDynamicLoader();
 };
 
-// The real driver over dlopen(options.library). Never null; nothing is opened
-// until Load().
+// The real driver over options.loader->Open(options.library). Never null;
+// nothing is opened until Load().
 std::unique_ptr<GpuDriver> NewCudaDriver(const CudaDriverOptions& options = {});
 
 // 13000 -> "13.0", 12080 -> "12.8"; "unknown" for values <= 0.

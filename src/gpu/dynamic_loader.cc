@@ -56,4 +56,36 @@ DynamicLoader& RealDynamicLoader() {
   return loader;
 }
 
+Expected<OpenedLibrary> OpenLibrary(DynamicLoader& loader, const std::string& name_or_path, SymbolScope scope) {
+  Expected<LibraryHandle> handle = loader.Open(name_or_path, scope);
+  if (!handle.ok()) {
+    return Unavailable("cannot load " + name_or_path + ": " + handle.status().message());
+  }
+  OpenedLibrary lib{*handle, ""};
+  // Without the mapped path the requested name still tells the user what was opened.
+  if (Expected<std::string> path = loader.PathOf(lib.handle); path.ok()) lib.path = *path;
+  if (lib.path.empty()) lib.path = name_or_path;
+  return lib;
+}
+
+std::vector<std::string> ResolveSymbols(DynamicLoader& loader, LibraryHandle handle,
+                                        const std::vector<SymbolSlot>& slots) {
+  std::vector<std::string> missing;
+  for (const SymbolSlot& slot : slots) {
+    Expected<void*> symbol = loader.Symbol(handle, slot.name);
+    void* address = symbol.ok() ? *symbol : nullptr;
+    slot.assign(slot.target, address);
+    if (address == nullptr) missing.emplace_back(slot.name);
+  }
+  return missing;
+}
+
+Status MissingSymbolsError(const std::string& path, std::string_view api, const std::vector<std::string>& missing,
+                           std::string_view advice) {
+  if (missing.empty()) return Status::Ok();
+  std::string names;
+  for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+  return Unavailable(path + " lacks the " + std::string(api) + " entry points " + names + "; " + std::string(advice));
+}
+
 }  // namespace ortgpu::gpu

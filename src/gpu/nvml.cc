@@ -1,10 +1,6 @@
 #include "gpu/nvml.h"
 
-#include <dlfcn.h>
-#include <link.h>
-
 #include <climits>
-#include <type_traits>
 #include <vector>
 
 namespace ortgpu::gpu {
@@ -76,47 +72,32 @@ class RealNvml final : public Nvml {
   Status Load() override {
     if (initialized_) return Status::Ok();
     if (handle_ == nullptr) {
-      dlerror();
-      void* handle = dlopen(options_.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle == nullptr) {
-        const char* err = dlerror();
-        return Unavailable("cannot load " + options_.library + ": " +
-                           (err != nullptr ? err : "unknown dlopen error"));
-      }
-      link_map* map = nullptr;
-      if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
-        path_ = map->l_name;
-      }
-      if (path_.empty()) path_ = options_.library;
-      std::string missing;
-      auto sym = [&](auto& fn, const char* name) {
-        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
-        if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-      };
-      sym(init_, "nvmlInit_v2");
-      sym(shutdown_, "nvmlShutdown");
-      sym(error_string_, "nvmlErrorString");
-      sym(driver_version_, "nvmlSystemGetDriverVersion");
-      sym(cuda_driver_version_, "nvmlSystemGetCudaDriverVersion_v2");
-      sym(device_count_, "nvmlDeviceGetCount_v2");
-      sym(handle_by_index_, "nvmlDeviceGetHandleByIndex_v2");
-      sym(name_, "nvmlDeviceGetName");
-      sym(uuid_, "nvmlDeviceGetUUID");
-      sym(pci_info_, "nvmlDeviceGetPciInfo_v3");
-      sym(memory_, "nvmlDeviceGetMemoryInfo");
-      sym(utilization_, "nvmlDeviceGetUtilizationRates");
-      sym(compute_capability_, "nvmlDeviceGetCudaComputeCapability");
+      DynamicLoader& loader = *options_.loader;
+      ORTGPU_ASSIGN_OR_RETURN(OpenedLibrary lib, OpenLibrary(loader, options_.library, SymbolScope::kLocal));
+      path_ = lib.path;
+      ORTGPU_RETURN_IF_ERROR(MissingSymbolsError(
+          path_, "NVML",
+          ResolveSymbols(loader, lib.handle,
+                         {FunctionSlot("nvmlInit_v2", init_),
+                          FunctionSlot("nvmlShutdown", shutdown_),
+                          FunctionSlot("nvmlErrorString", error_string_),
+                          FunctionSlot("nvmlSystemGetDriverVersion", driver_version_),
+                          FunctionSlot("nvmlSystemGetCudaDriverVersion_v2", cuda_driver_version_),
+                          FunctionSlot("nvmlDeviceGetCount_v2", device_count_),
+                          FunctionSlot("nvmlDeviceGetHandleByIndex_v2", handle_by_index_),
+                          FunctionSlot("nvmlDeviceGetName", name_),
+                          FunctionSlot("nvmlDeviceGetUUID", uuid_),
+                          FunctionSlot("nvmlDeviceGetPciInfo_v3", pci_info_),
+                          FunctionSlot("nvmlDeviceGetMemoryInfo", memory_),
+                          FunctionSlot("nvmlDeviceGetUtilizationRates", utilization_),
+                          FunctionSlot("nvmlDeviceGetCudaComputeCapability", compute_capability_)}),
+          "the NVIDIA driver is too old for ortgpu (install driver >= 525)"));
       // Optional: absent on drivers older than the features.
-      memory_v2_ = reinterpret_cast<MemoryV2Fn>(dlsym(handle, "nvmlDeviceGetMemoryInfo_v2"));
-      mig_mode_ = reinterpret_cast<MigModeFn>(dlsym(handle, "nvmlDeviceGetMigMode"));
-      processes_ = reinterpret_cast<ProcessesFn>(
-          dlsym(handle, "nvmlDeviceGetComputeRunningProcesses_v3"));
-      if (!missing.empty()) {
-        dlclose(handle);
-        return Unavailable(path_ + " lacks the NVML entry points " + missing +
-                           "; the NVIDIA driver is too old for ortgpu (install driver >= 525)");
-      }
-      handle_ = handle;
+      ResolveSymbols(loader, lib.handle,
+                     {FunctionSlot("nvmlDeviceGetMemoryInfo_v2", memory_v2_),
+                      FunctionSlot("nvmlDeviceGetMigMode", mig_mode_),
+                      FunctionSlot("nvmlDeviceGetComputeRunningProcesses_v3", processes_)});
+      handle_ = lib.handle;
     }
     if (NvmlReturn r = init_(); r != 0) return Error("nvmlInit_v2", r);
     initialized_ = true;

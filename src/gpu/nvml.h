@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "gpu/dynamic_loader.h"
 #include "status/expected.h"
 #include "status/status.h"
 
@@ -73,10 +74,13 @@ class Nvml {
 
 struct NvmlOptions {
   std::string library = "libnvidia-ml.so.1";  // the soname passed to dlopen
+  // Opens `library` and resolves its entry points; tests pass a
+  // FakeDynamicLoader. Not owned: must outlive the Nvml. REQUIRES: not null.
+  DynamicLoader* loader = &RealDynamicLoader();
 };
 
-// The real NVML over dlopen(options.library); nvmlShutdown on destruction
-// when nvmlInit succeeded. Never null.
+// The real NVML over options.loader->Open(options.library); nvmlShutdown on
+// destruction when nvmlInit succeeded. Never null.
 std::unique_ptr<Nvml> NewNvml(const NvmlOptions& options = {});
 
 // NVML_ERROR_* names and nvmlErrorString-like text for an nvmlReturn_t:
