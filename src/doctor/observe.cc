@@ -59,20 +59,6 @@ SessionOptions CudaOptions(const ObserveOptions& o) {
   return so;
 }
 
-// One profiled run on the CUDA session: where each node ran.
-std::optional<PlacementSummary> ProfilePlacement(const Session& s, const std::vector<Tensor>& inputs,
-                                                 const ObserveOptions& o, const std::vector<OrtLogRecord>& logs) {
-  static int counter = 0;
-  const std::string prefix =
-      JoinPath(o.temp_dir, "ortgpu_doctor_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  auto file = s.RunProfiled(inputs, prefix);
-  if (!file.ok()) return std::nullopt;
-  auto events = ReadProfile(*file);
-  std::remove(file->c_str());
-  if (!events.ok()) return std::nullopt;
-  return SummarizePlacement(*events, "CUDAExecutionProvider", logs);
-}
-
 void ObserveRuns(const std::string* path, const std::string& bytes, const std::string& label,
                  const std::vector<Tensor>& inputs, const Session& cpu, bool cuda, const ObserveOptions& o,
                  EndToEndObservation& obs, std::unique_ptr<Session> cuda_session, std::vector<OrtLogRecord> logs) {
@@ -104,7 +90,10 @@ void ObserveRuns(const std::string* path, const std::string& bytes, const std::s
     obs.agreement_note = acc.passed ? "" : acc.note;
   }
   if (o.gpu_memory) obs.gpu_memory_bytes = o.gpu_memory();
-  if (obs.cuda->ok) obs.placement = ProfilePlacement(*cuda_session, inputs, o, logs);
+  if (obs.cuda->ok) {
+    auto placement = ProfilePlacement(*cuda_session, inputs, o.temp_dir, logs);
+    if (placement.ok()) obs.placement = std::move(placement).value();
+  }
 }
 
 }  // namespace

@@ -1,6 +1,12 @@
 #include "doctor/placement.h"
 
+#include "sys/file_system.h"
+
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <set>
 
 namespace ortgpu::doctor {
@@ -107,6 +113,19 @@ PlacementSummary SummarizePlacement(const std::vector<NodeEvent>& events, std::s
   std::sort(s.providers.begin(), s.providers.end(),
             [](const ProviderShare& a, const ProviderShare& b) { return a.nodes > b.nodes; });
   return s;
+}
+
+Expected<PlacementSummary> ProfilePlacement(const Session& session, const std::vector<Tensor>& inputs,
+                                            const std::string& profile_dir,
+                                            const std::vector<OrtLogRecord>& ort_logs) {
+  static std::atomic<int> counter{0};
+  const std::string prefix = JoinPath(profile_dir, "ortgpu_placement_" + std::to_string(::getpid()) + "_" +
+                                                       std::to_string(counter.fetch_add(1)));
+  ORTGPU_ASSIGN_OR_RETURN(const std::string file, session.RunProfiled(inputs, prefix));
+  auto events = ReadProfile(file);
+  std::remove(file.c_str());
+  if (!events.ok()) return events.status().WithContext("reading the placement profile " + file);
+  return SummarizePlacement(*events, OrtProviderName(session.options().provider), ort_logs);
 }
 
 }  // namespace ortgpu::doctor

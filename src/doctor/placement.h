@@ -15,6 +15,8 @@
 
 #include "ort/profile.h"
 #include "ort/runtime.h"
+#include "ort/session.h"
+#include "status/expected.h"
 
 namespace ortgpu::doctor {
 
@@ -48,6 +50,14 @@ struct PlacementSummary {
 // registries for Op type: X node name: Y").
 PlacementSummary SummarizePlacement(const std::vector<NodeEvent>& events, std::string_view target_provider,
                                     const std::vector<OrtLogRecord>& ort_logs = {});
+
+// Runs `session` once with ORT's run-level profiling (Session::RunProfiled,
+// the profile written under `profile_dir` and deleted after reading) and
+// summarises where each node ran against the session's own provider.
+// `ort_logs` are ORT's records from the session's creation, for reasons.
+Expected<PlacementSummary> ProfilePlacement(const Session& session, const std::vector<Tensor>& inputs,
+                                            const std::string& profile_dir,
+                                            const std::vector<OrtLogRecord>& ort_logs = {});
 
 // True when a node with these input/output types is shape computation.
 bool IsShapeComputation(const NodeEvent& e);

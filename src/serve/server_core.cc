@@ -39,7 +39,7 @@ Expected<ModelControlMode> ParseModelControlMode(std::string_view name) {
 
 ServerCore::ServerCore(ServerOptions options, ServerDeps deps, ModelRepository repository)
     : options_(std::move(options)), deps_(std::move(deps)), repository_(std::move(repository)) {
-  if (deps_.placement == nullptr) owned_placement_ = std::make_unique<ProfilePlacementChecker>(deps_.session_factory);
+  if (deps_.placement == nullptr) owned_placement_ = std::make_unique<ProfilePlacementChecker>();
 }
 
 Expected<std::unique_ptr<ServerCore>> ServerCore::Create(ServerOptions options, ServerDeps deps) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "onnx/model_builder.h"
+#include "sys/file_system.h"
+
 namespace ortgpu::doctor {
 namespace {
 
@@ -70,6 +73,26 @@ TEST(PlacementTest, RepeatedRunsCountEachNodeOnceButAddTheirTime) {
   ASSERT_EQ(s.providers.size(), 1u);
   EXPECT_EQ(s.providers[0].kernel_us, 40);
   EXPECT_DOUBLE_EQ(s.providers[0].time_share, 1.0);
+}
+
+}  // namespace
+}  // namespace ortgpu::doctor
+
+namespace ortgpu::doctor {
+namespace {
+
+TEST(ProfilePlacementTest, ProfilesOneRunOfTheSessionAndLeavesNoFile) {
+  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), {}, "builtin");
+  ASSERT_TRUE(s.ok());
+  auto p = ProfilePlacement(**s, {Tensor::Zeros("image", DataType::kFloat, {1, 3, 64, 64})}, ::testing::TempDir());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_GE(p->total_nodes, 5) << "Conv, Relu, pooling and MatMul nodes (some fused)";
+  EXPECT_TRUE(p->compute_fallbacks.empty()) << "every node ran on the session's own provider";
+  ASSERT_EQ(p->providers.size(), 1u);
+  EXPECT_EQ(p->providers[0].provider, "CPUExecutionProvider");
+  auto left = RealFileSystem().ListDirectory(::testing::TempDir());
+  ASSERT_TRUE(left.ok());
+  for (const auto& e : *left) EXPECT_EQ(e.name.rfind("ortgpu_placement_", 0), std::string::npos) << e.name;
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "doctor/placement.h"
-#include "ort/profile.h"
+
 #include "sys/file_system.h"
 
 namespace ortgpu::serve {
@@ -120,22 +120,13 @@ SessionFactory RealSessionFactory() {
   return [](const std::string& path, const SessionOptions& options) { return Session::Load(path, options); };
 }
 
-Status ProfilePlacementChecker::CheckGpuPlacement(const std::string& model_path, const SessionOptions& options,
-                                                  const std::vector<Tensor>& sample) const {
-  SessionOptions so = options;
+Status ProfilePlacementChecker::CheckGpuPlacement(const Session& session, const std::vector<Tensor>& inputs) const {
   std::error_code ec;
   const auto dir = std::filesystem::temp_directory_path(ec) / "ortgpu-placement";
   std::filesystem::create_directories(dir, ec);
-  so.profile_prefix = (dir / (options.log_id.empty() ? "model" : options.log_id)).string();
-  LogCapture logs;
-  ORTGPU_ASSIGN_OR_RETURN(auto session, factory_(model_path, so));
-  auto run = session->Run(sample);
-  if (!run.ok()) return run.status().WithContext("profiling a run to check node placement");
-  ORTGPU_ASSIGN_OR_RETURN(auto profile, session->EndProfiling());
-  auto events = ReadProfile(profile);
-  std::filesystem::remove(profile, ec);
-  if (!events.ok()) return events.status().WithContext("reading the placement profile");
-  const auto summary = doctor::SummarizePlacement(*events, OrtProviderName(options.provider), logs.Records());
+  auto placement = doctor::ProfilePlacement(session, inputs, dir.string());
+  if (!placement.ok()) return placement.status().WithContext("profiling a run to check node placement");
+  const doctor::PlacementSummary& summary = *placement;
   if (summary.compute_fallbacks.empty()) return Status::Ok();
   std::string nodes;
   for (size_t i = 0; i < summary.compute_fallbacks.size() && i < 5; ++i) {
@@ -145,7 +136,7 @@ Status ProfilePlacementChecker::CheckGpuPlacement(const std::string& model_path,
   return FailedPrecondition(
       "require_gpu: " + std::to_string(summary.compute_fallbacks.size()) +
       " compute node(s) fell back to the CPU: " + nodes +
-      "; the model would be served slowly. Run `ortgpu doctor --model " + model_path +
+      "; the model would be served slowly. Run `ortgpu doctor --model " + session.label() +
       "` for the reasons, or drop --require-gpu to serve it anyway");
 }
 
@@ -224,6 +215,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     }
   }
   std::vector<std::unique_ptr<InstanceRunner>> runners;
+  const SessionRunner* first_runner = nullptr;  // the placement check profiles its session
   std::vector<SessionOptions> instance_options;
   std::vector<std::vector<Tensor>> samples;
   for (size_t i = 0; i < instances.size(); ++i) {
@@ -248,6 +240,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       ORTGPU_ASSIGN_OR_RETURN(samples, WarmupSamples(model->config, source.dir));
     }
     auto runner = std::make_unique<SessionRunner>(std::move(session).value(), RulesFor(model->config));
+    if (i == 0) first_runner = runner.get();
     for (const auto& sample : samples) {
       auto warm = runner->Run(sample);
       if (!warm.ok()) {
@@ -260,8 +253,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     instance_options.push_back(so);
     runners.push_back(std::move(runner));
   }
-  if (require_gpu && deps.placement != nullptr && !samples.empty()) {
-    ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(path, instance_options[0], samples[0]));
+  if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
+    ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));
+    ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(first_runner->session(), inputs));
   }
   const int mbs = model->config.max_batch_size();
   model->inputs = Describe(model->config.input(), mbs);

@@ -38,22 +38,17 @@ class PlacementChecker {
  public:
   virtual ~PlacementChecker() = default;
   // OK when no compute node fell back to the CPU (shape computation on the
-  // CPU is fine); otherwise FailedPrecondition naming the nodes. `sample` is
-  // a valid request (the warm-up inputs). Thread-safe.
-  virtual Status CheckGpuPlacement(const std::string& model_path, const SessionOptions& options,
-                                   const std::vector<Tensor>& sample) const = 0;
+  // CPU is fine); otherwise FailedPrecondition naming the nodes. `session`
+  // is an instance's own session, `inputs` a valid run of it (the warm-up
+  // sample as the model takes it). Thread-safe.
+  virtual Status CheckGpuPlacement(const Session& session, const std::vector<Tensor>& inputs) const = 0;
 };
 
-// Profiles one run (ORT profile) and classifies the nodes with
-// doctor/placement.h. Uses `factory` for the profiling session.
+// Profiles one run of the instance's session (ORT's run-level profile, no
+// second session) and classifies the nodes with doctor/placement.h.
 class ProfilePlacementChecker : public PlacementChecker {
  public:
-  explicit ProfilePlacementChecker(SessionFactory factory) : factory_(std::move(factory)) {}
-  Status CheckGpuPlacement(const std::string& model_path, const SessionOptions& options,
-                           const std::vector<Tensor>& sample) const override;
-
- private:
-  SessionFactory factory_;
+  Status CheckGpuPlacement(const Session& session, const std::vector<Tensor>& inputs) const override;
 };
 
 struct LoaderOptions {

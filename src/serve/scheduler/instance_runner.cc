@@ -23,14 +23,20 @@ Status ReshapeTensor(Tensor& t, const std::vector<int64_t>& dims, int64_t batch)
   return Status::Ok();
 }
 
-Expected<std::vector<Tensor>> SessionRunner::Run(const std::vector<Tensor>& inputs) {
+Expected<std::vector<Tensor>> SessionRunner::ModelInputs(const std::vector<Tensor>& inputs) const {
   const int64_t batch = rules_.batched && !inputs.empty() && !inputs[0].shape.empty() ? inputs[0].shape[0] : -1;
-  if (rules_.inputs.empty() && rules_.outputs.empty()) return session_->Run(inputs);
   std::vector<Tensor> reshaped = inputs;
   for (auto& t : reshaped) {
     auto it = rules_.inputs.find(t.name);
     if (it != rules_.inputs.end()) ORTGPU_RETURN_IF_ERROR(ReshapeTensor(t, it->second, batch));
   }
+  return reshaped;
+}
+
+Expected<std::vector<Tensor>> SessionRunner::Run(const std::vector<Tensor>& inputs) {
+  const int64_t batch = rules_.batched && !inputs.empty() && !inputs[0].shape.empty() ? inputs[0].shape[0] : -1;
+  if (rules_.inputs.empty() && rules_.outputs.empty()) return session_->Run(inputs);
+  ORTGPU_ASSIGN_OR_RETURN(auto reshaped, ModelInputs(inputs));
   ORTGPU_ASSIGN_OR_RETURN(auto outputs, session_->Run(reshaped));
   for (auto& t : outputs) {
     auto it = rules_.outputs.find(t.name);

@@ -40,6 +40,8 @@ class SessionRunner : public InstanceRunner {
   SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules)
       : session_(std::move(session)), rules_(std::move(rules)) {}
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
+  // `inputs` as the model itself takes them (the config's reshape applied).
+  Expected<std::vector<Tensor>> ModelInputs(const std::vector<Tensor>& inputs) const;
   const Session& session() const { return *session_; }
 
  private:

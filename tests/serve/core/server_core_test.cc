@@ -271,7 +271,7 @@ struct RecordingFactory {
 
 class FallbackPlacement : public PlacementChecker {
  public:
-  Status CheckGpuPlacement(const std::string&, const SessionOptions&, const std::vector<Tensor>&) const override {
+  Status CheckGpuPlacement(const Session&, const std::vector<Tensor>&) const override {
     return FailedPrecondition("require_gpu: 1 compute node(s) fell back to the CPU: /Add (Add)");
   }
 };
