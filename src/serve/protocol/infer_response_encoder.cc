@@ -23,6 +23,10 @@ void AppendFloat(std::string& out, F v) {
     out += "NaN";
   } else if (std::isinf(v)) {
     out += v > 0 ? "Infinity" : "-Infinity";
+  } else if (v == 0 && std::signbit(v)) {
+    // to_chars writes "-0", which JSON readers (Python, nlohmann, tritonclient)
+    // take as the integer 0: the sign would be lost.
+    out += "-0.0";
   } else {
     AppendNumber(out, v);
   }

@@ -10,7 +10,8 @@
 //     kParseNanAndInfFlag and tritonclient accept). Strict JSON parsers
 //     reject them; clients that need exact floats ask for binary output.
 //   - Floats are written in the shortest form that reads back to the same
-//     value (std::to_chars); FP16/BF16 are widened to FP32 first.
+//     value (std::to_chars); FP16/BF16 are widened to FP32 first. Negative
+//     zero is written "-0.0" ("-0" reads back as the integer 0).
 //   - BYTES in JSON are strings; bytes that are not UTF-8 are replaced by
 //     U+FFFD (ask for binary output to get them untouched).
 #pragma once

@@ -52,6 +52,22 @@ TEST(EncodeInferResponseTest, NonFiniteFloatsAreNanAndInfinityTokens) {
   EXPECT_THAT(e->body, HasSubstr(R"("data":[NaN,Infinity,-Infinity,0.1])"));
 }
 
+// "-0" reads back as the integer 0 in Python, nlohmann and tritonclient, so
+// the sign of a negative zero was lost in JSON responses (found by the HTTP
+// conformance client, tests/e2e/kserve_client_test.cc).
+TEST(EncodeInferResponseTest, NegativeZeroKeepsItsSignInJson) {
+  auto e = EncodeInferResponse(Response({Make<float>("f", DataType::kFloat, {-0.0f, 0.0f, -2.0f}),
+                                         Make<double>("d", DataType::kDouble, {-0.0}),
+                                         Make<uint16_t>("h", DataType::kFloat16, {0x8000})}));
+  ASSERT_TRUE(e.ok());
+  EXPECT_THAT(e->body, HasSubstr(R"("data":[-0.0,0,-2])"));
+  auto j = nlohmann::json::parse(e->body);
+  for (const auto& out : j["outputs"]) {
+    const double v = out["data"][0].get<double>();
+    EXPECT_TRUE(v == 0 && std::signbit(v)) << out["name"];
+  }
+}
+
 TEST(EncodeInferResponseTest, BoolAndFp16AndBytes) {
   Tensor s;
   s.name = "s";
