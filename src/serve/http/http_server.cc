@@ -1,5 +1,7 @@
 #include "serve/http/http_server.h"
 
+#include "serve/http/listener.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -355,23 +357,9 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::Start(ModelServer& server, Htt
                                     : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   auto state = std::make_shared<State>(server, std::move(options));
   state->access_logger = state->options.access_logger ? state->options.access_logger : spdlog::default_logger();
-  beast::error_code ec;
-  auto address = asio::ip::make_address(state->options.host, ec);
-  if (ec) {
-    return InvalidArgument(fmt::format("HTTP host '{}' is not an IP address ({}); use e.g. 127.0.0.1 or 0.0.0.0",
-                                       state->options.host, ec.message()));
-  }
-  tcp::endpoint endpoint(address, state->options.port);
-  auto fail = [&](std::string_view what) -> Status {
-    return Unavailable(fmt::format("cannot {} HTTP address {}:{}: {}; pick another --http-port or stop the "
-                                   "process using it",
-                                   what, state->options.host, state->options.port, ec.message()));
-  };
-  if (state->acceptor.open(endpoint.protocol(), ec); ec) return fail("open");
-  if (state->acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) return fail("configure");
-  if (state->acceptor.bind(endpoint, ec); ec) return fail("bind");
-  if (state->acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) return fail("listen on");
-  state->port = state->acceptor.local_endpoint(ec).port();
+  ORTGPU_ASSIGN_OR_RETURN(state->port,
+                          OpenListener(state->acceptor, {state->options.host, state->options.port, "HTTP",
+                                                         "pick another --http-port or stop the process using it"}));
   state->work.emplace(state->ioc.get_executor());
   asio::dispatch(state->acceptor.get_executor(), [state] { Accept(state); });
   for (int i = 0; i < threads; ++i) {

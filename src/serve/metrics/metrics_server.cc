@@ -1,5 +1,7 @@
 #include "serve/metrics/metrics_server.h"
 
+#include "serve/http/listener.h"
+
 #include <optional>
 #include <thread>
 
@@ -87,23 +89,9 @@ void Accept(State& state) {
 
 Expected<std::unique_ptr<MetricsServer>> MetricsServer::Start(const Metrics& metrics, MetricsServerOptions options) {
   auto state = std::make_shared<State>(metrics, std::move(options));
-  beast::error_code ec;
-  auto address = asio::ip::make_address(state->options.host, ec);
-  if (ec) {
-    return InvalidArgument(fmt::format("metrics host '{}' is not an IP address ({})", state->options.host,
-                                       ec.message()));
-  }
-  tcp::endpoint endpoint(address, state->options.port);
-  auto fail = [&](std::string_view what) -> Status {
-    return Unavailable(fmt::format("cannot {} metrics address {}:{}: {}; pick another --metrics-port or "
-                                   "disable metrics",
-                                   what, state->options.host, state->options.port, ec.message()));
-  };
-  if (state->acceptor.open(endpoint.protocol(), ec); ec) return fail("open");
-  if (state->acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) return fail("configure");
-  if (state->acceptor.bind(endpoint, ec); ec) return fail("bind");
-  if (state->acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) return fail("listen on");
-  state->port = state->acceptor.local_endpoint(ec).port();
+  ORTGPU_ASSIGN_OR_RETURN(state->port,
+                          OpenListener(state->acceptor, {state->options.host, state->options.port, "metrics",
+                                                         "pick another --metrics-port or disable metrics"}));
   Accept(*state);
   state->thread = std::thread([s = state.get()] { s->ioc.run(); });
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(state)));
