@@ -7,13 +7,7 @@ namespace ortgpu::doctor {
 namespace {
 
 Finding Make(std::string id, Verdict v, std::string title) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = Layer::kCompatibility;
-  f.verdict = v;
-  f.title = std::move(title);
-  f.gpu = true;
-  return f;
+  return MakeFinding(std::move(id), Layer::kCompatibility, v, std::move(title), /*gpu=*/true);
 }
 
 Verdict FromCompat(gpu::CompatVerdict v) {

@@ -17,13 +17,7 @@ constexpr const char* kContainerDriverFix =
     "the host); Kubernetes: request nvidia.com/gpu in resources.limits";
 
 Finding Make(std::string id, Verdict v, std::string title) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = Layer::kDriver;
-  f.verdict = v;
-  f.title = std::move(title);
-  f.gpu = true;
-  return f;
+  return MakeFinding(std::move(id), Layer::kDriver, v, std::move(title), /*gpu=*/true);
 }
 
 // The common judgement for "a driver library did not load".

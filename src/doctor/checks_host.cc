@@ -18,12 +18,7 @@ constexpr const char* kContainerGpuFix =
     "Operator installed)";
 
 Finding Make(std::string id, Verdict v, std::string title) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = Layer::kHost;
-  f.verdict = v;
-  f.title = std::move(title);
-  return f;
+  return MakeFinding(std::move(id), Layer::kHost, v, std::move(title));
 }
 
 std::string OsPrettyName(const FileSystem& fs) {

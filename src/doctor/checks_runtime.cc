@@ -10,13 +10,7 @@ namespace {
 constexpr const char* kCuda = "CUDAExecutionProvider";
 
 Finding Make(std::string id, Layer layer, Verdict v, std::string title, bool gpu = false) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = layer;
-  f.verdict = v;
-  f.title = std::move(title);
-  f.gpu = gpu;
-  return f;
+  return MakeFinding(std::move(id), layer, v, std::move(title), gpu);
 }
 
 std::string Ms(double ms) { return fmt::format("{:.3f} ms", ms); }

@@ -26,6 +26,16 @@ std::string_view LayerName(Layer l) {
   return "host";
 }
 
+Finding MakeFinding(std::string id, Layer layer, Verdict verdict, std::string title, bool gpu) {
+  Finding f;
+  f.id = std::move(id);
+  f.layer = layer;
+  f.verdict = verdict;
+  f.title = std::move(title);
+  f.gpu = gpu;
+  return f;
+}
+
 Finding& Report::Add(Finding f) {
   findings_.push_back(std::move(f));
   return findings_.back();

@@ -34,6 +34,10 @@ struct Finding {
   std::map<std::string, std::string> facts;
 };
 
+// A finding with its identity and verdict set; the caller fills in seen,
+// why, fix and facts.
+Finding MakeFinding(std::string id, Layer layer, Verdict verdict, std::string title, bool gpu = false);
+
 class Report {
  public:
   Finding& Add(Finding f);

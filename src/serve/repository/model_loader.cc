@@ -60,20 +60,11 @@ Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config
   return so;
 }
 
-std::vector<TensorMetadata> Describe(const google::protobuf::RepeatedPtrField<inference::ModelInput>& in, int mbs) {
+// ModelInput and ModelOutput share the fields read here.
+template <typename TensorConfig>
+std::vector<TensorMetadata> Describe(const google::protobuf::RepeatedPtrField<TensorConfig>& tensors, int mbs) {
   std::vector<TensorMetadata> out;
-  for (const auto& c : in) {
-    TensorMetadata m{c.name(), std::string(KServeName(FromConfigType(c.data_type()))), {}};
-    if (mbs > 0) m.shape.push_back(-1);
-    m.shape.insert(m.shape.end(), c.dims().begin(), c.dims().end());
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
-std::vector<TensorMetadata> Describe(const google::protobuf::RepeatedPtrField<inference::ModelOutput>& in, int mbs) {
-  std::vector<TensorMetadata> out;
-  for (const auto& c : in) {
+  for (const auto& c : tensors) {
     TensorMetadata m{c.name(), std::string(KServeName(FromConfigType(c.data_type()))), {}};
     if (mbs > 0) m.shape.push_back(-1);
     m.shape.insert(m.shape.end(), c.dims().begin(), c.dims().end());
