@@ -3,18 +3,32 @@
 # and docs/serve-h200.md. Run on the GPU test machine from the repository root,
 # after `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md):
 #
-#   scripts/h200_proof.sh OUTDIR [doctor] [bench] [serve]     (default: all three)
+#   scripts/h200_proof.sh OUTDIR [doctor] [bench] [overhead] [serve]   (default: all four)
 #
 # Each part writes a text log (and JSON/HTML where there is one) into OUTDIR.
 set -u
-out=${1:?usage: h200_proof.sh OUTDIR [doctor] [bench] [serve]}; shift
-parts=${*:-doctor bench serve}
+out=${1:?usage: h200_proof.sh OUTDIR [doctor] [bench] [overhead] [serve]}; shift
+parts=${*:-doctor bench overhead serve}
 mkdir -p "$out"
 models=/tmp/models
 export TIMEFORMAT='wall %R s'
 python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
 R=$models/resnet50.onnx
 B=$models/bert.onnx
+# A model whose compute the CUDA EP cannot take: Det has no CUDA kernel, so
+# it falls back to the CPU. doctor must fail its placement, and serve
+# --require-gpu must keep it UNAVAILABLE.
+D=$models/det_fallback.onnx
+python3 - "$D" <<'PY'
+import sys, onnx
+from onnx import helper, TensorProto
+g = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "x"], ["xx"]), helper.make_node("Det", ["xx"], ["det"])], "det_fallback",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 3])],
+    [helper.make_tensor_value_info("det", TensorProto.FLOAT, ["batch"])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]); m.ir_version = 8
+onnx.save(m, sys.argv[1])
+PY
 BERT_SHAPES="--shape input_ids:1x128 --shape attention_mask:1x128 --shape token_type_ids:1x128"
 STAGED_LD=$LD_LIBRARY_PATH
 OWN_LD=/tmp/ortgpu-gpu/lib
@@ -37,6 +51,7 @@ if [[ " $parts " == *" doctor "* ]]; then
   LD_LIBRARY_PATH=$STAGED_LD doctor_runs > "$out/doctor_staged_ld.txt" 2>&1
   LD_LIBRARY_PATH=$OWN_LD doctor_runs > "$out/doctor_own_lib_only.txt" 2>&1
   LD_LIBRARY_PATH=$OWN_LD ortgpu doctor --require gpu --json --model "$R" --model "$B" $BERT_SHAPES > "$out/doctor.json"
+  { echo "\$ ortgpu doctor --require gpu --model $D"; LD_LIBRARY_PATH=$OWN_LD ortgpu doctor --require gpu --model "$D"; echo "exit code $?"; } > "$out/doctor_fallback.txt" 2>&1
 fi
 
 if [[ " $parts " == *" bench "* ]]; then
@@ -62,19 +77,31 @@ if [[ " $parts " == *" bench "* ]]; then
     echo "\$ ortgpu bench $R --provider cuda --batch 1,8,32 --concurrency 1,2 --io bound --cuda-option prefer_nhwc=1 --iterations 200"
     ortgpu bench "$R" --provider cuda --batch 1,8,32 --concurrency 1,2 --io bound --cuda-option prefer_nhwc=1 \
       --iterations 200 --no-progress --html "$out/resnet50_batches.html"; echo "exit code $?"
-    echo "== bench overhead: ResNet-50 batch 1, outputs bound to the device, 2000 runs; bench and a bare loop interleaved 5 times"
-    for i in 1 2 3 4 5; do
-      ortgpu bench "$R" --provider cuda --batch 1 --io bound --iterations 2000 --no-check --no-progress --json \
-        | python3 -c 'import json,sys; d=json.load(sys.stdin); print("ortgpu bench p50 %.4f ms" % d["results"][0]["latency_ms"]["p50"])'
-      ortgpu_bare_run_loop "$R" cuda bound 1 2000
-    done
   } > "$out/bench.txt" 2>&1
+fi
+
+if [[ " $parts " == *" overhead "* ]]; then
+  # bench's own overhead: ortgpu bench and a bare BoundRunner::Run loop
+  # (benchmarks/bare_run_loop.cc), alternated, both pinned to one core so the
+  # scheduler moves neither; the ratio of p50s per pair.
+  export LD_LIBRARY_PATH=$OWN_LD
+  pin=""; command -v taskset >/dev/null && pin="taskset -c 3"
+  {
+    echo "== ResNet-50 batch 1, outputs bound to the device, 2000 runs each, 10 pairs, pinned: ${pin:-no}"
+    for i in $(seq 1 10); do
+      b=$($pin ortgpu bench "$R" --provider cuda --batch 1 --io bound --iterations 2000 --no-check --no-progress --json \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["latency_ms"]["p50"])')
+      r=$($pin ortgpu_bare_run_loop "$R" cuda bound 1 2000 | awk '{print $4}')
+      python3 -c "print('pair $i: bench p50 %.4f ms, bare loop p50 %.4f ms, ratio %.3f' % ($b, $r, $b / $r))"
+    done
+  } > "$out/overhead.txt" 2>&1
 fi
 
 if [[ " $parts " == *" serve "* ]]; then
   export LD_LIBRARY_PATH=$OWN_LD
   repo=/tmp/repo
-  mkdir -p $repo/resnet50/1 $repo/bert/1
+  mkdir -p $repo/resnet50/1 $repo/bert/1 $repo/det_fallback/1
+  ln -sf "$D" $repo/det_fallback/1/model.onnx
   ln -sf "$R" $repo/resnet50/1/model.onnx
   ln -sf "$B" $repo/bert/1/model.onnx
   cat > $repo/resnet50/config.pbtxt <<'CFG'
@@ -104,14 +131,8 @@ CFG
     echo "\$ ortgpu serve --model-repository $repo --require-gpu"
     ortgpu serve --model-repository $repo --require-gpu --http-port 8000 --metrics-port 8002 > "$out/serve_stdout.txt" 2> "$out/serve_stderr.txt" &
     pid=$!
-    python3 - <<'PY'
-import time, urllib.request
-for _ in range(240):
-    try:
-        if urllib.request.urlopen("http://127.0.0.1:8000/v2/health/ready").status == 200: break
-    except Exception:
-        time.sleep(0.5)
-PY
+    # The start-up summary is printed once every model was tried.
+    for _ in $(seq 1 240); do grep -q '^HTTP: ' "$out/serve_stdout.txt" 2>/dev/null && break; sleep 0.5; done
     echo "--- start-up summary (stdout)"; cat "$out/serve_stdout.txt"
     python3 - <<'PY'
 import json, struct, threading, urllib.request
@@ -155,6 +176,11 @@ print("resnet50 stats: inference_count", s["inference_count"], "execution_count"
       "batch sizes", [(b["batch_size"], b["compute_infer"]["count"]) for b in s.get("batch_stats", [])])
 PY
     echo "--- /v2/repository/index"; http POST /v2/repository/index
+    echo "--- /v2/health/ready (det_fallback is UNAVAILABLE, so the server is not ready)"
+    python3 -c 'import urllib.request as u, urllib.error as e
+try: print(u.urlopen("http://127.0.0.1:8000/v2/health/ready").status)
+except e.HTTPError as x: print(x.code)'
+
     echo "--- /metrics (GPU and inference lines)"
     http GET /metrics 8002 | grep -E '^nv_(gpu|inference_(request_success|count|exec_count|request_duration_us|queue_duration_us|compute_infer_duration_us))' | head -40
     echo "--- SIGTERM"
