@@ -1,6 +1,7 @@
 #include "doctor/checks_runtime.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -132,8 +133,12 @@ void EvaluateRun(const EndToEndObservation& obs, const std::string& prefix, Laye
       if (p.compute_fallbacks.size() > 8) list += fmt::format("; and {} more", p.compute_fallbacks.size() - 8);
       f.seen += "; compute on the CPU: " + list;
       f.why = "each fallback copies tensors between GPU and host and runs heavy math on the CPU";
-      f.fix = "export the model with ops and types the CUDA EP supports (see the ORT CUDA EP operator list), "
-              "or cast the inputs of those nodes to float32";
+      std::set<std::string> ops;
+      for (const auto& n : p.compute_fallbacks) ops.insert(n.op_type);
+      std::string op_list;
+      for (const auto& op : ops) op_list += (op_list.empty() ? "" : ", ") + op;
+      f.fix = "check " + op_list + " against the ORT CUDA EP's operator kernels: export the model without them, "
+              "or with the types the CUDA EP takes (float32 or float16 rather than float64 or integers)";
     }
     f.facts = {{"total_nodes", std::to_string(p.total_nodes)},
                {"memcpy_nodes", std::to_string(p.memcpy_nodes)},

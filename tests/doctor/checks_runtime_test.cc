@@ -136,6 +136,7 @@ TEST(CheckModelTest, ComputeFallbackFailsButShapeNodesDoNot) {
   const Finding* f = bad.Find("model.1.placement");
   EXPECT_EQ(f->verdict, Verdict::kFail);
   EXPECT_NE(f->seen.find("Conv 'conv1'"), std::string::npos);
+  EXPECT_NE(f->fix.find("check Conv against the ORT CUDA EP"), std::string::npos) << f->fix;
   EXPECT_EQ(bad.ExitCode(false), 1);
 }
 
