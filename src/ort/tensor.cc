@@ -154,6 +154,13 @@ Status ValidateTensorSize(const Tensor& t) {
   }
   const size_t es = ElementSize(t.dtype);
   if (es == 0) return InvalidArgument("tensor '" + t.name + "' has an unsupported data type");
+  // Checked before multiplying: an INT64 [2^61] would otherwise wrap to 0
+  // bytes and pass with no data.
+  if (static_cast<uint64_t>(*n) > std::numeric_limits<uint64_t>::max() / es) {
+    return InvalidArgument("tensor '" + t.name + "' of type " + std::string(ShortName(t.dtype)) + " and shape " +
+                           ShapeToString(t.shape) + " would need more than 2^64 bytes; check the shape it was sent "
+                           "with");
+  }
   const uint64_t want = static_cast<uint64_t>(*n) * es;
   if (t.data.size() != want) {
     return InvalidArgument("tensor '" + t.name + "' of type " + std::string(ShortName(t.dtype)) + " and shape " +

@@ -37,6 +37,10 @@ struct InferRequest {
   bool binary_data_output = false;       // request-level default for outputs
   Parameters parameters;
   int64_t received_ns = 0;  // when the server finished reading it
+  // On the scheduler's Clock (ServerDeps::clock, steady_clock by default):
+  // once it passes, the request is answered DeadlineExceeded without running
+  // if it has not started. 0: no deadline.
+  int64_t deadline_ns = 0;
 };
 
 struct InferResponse {

@@ -1,6 +1,8 @@
 #include "serve/server_core.h"
 
 #include <algorithm>
+#include <exception>
+#include <new>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -52,6 +54,7 @@ Expected<std::unique_ptr<ServerCore>> ServerCore::Create(ServerOptions options, 
     const bool all = std::find(wanted.begin(), wanted.end(), "*") != wanted.end();
     std::lock_guard<std::mutex> control(core->control_mu_);
     for (const auto& name : names) {
+      if (core->shutting_down_) break;
       if (all || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
         core->SyncModel(name, /*force=*/true).IgnoreError();  // failures live in the model's state
       }
@@ -68,7 +71,13 @@ Expected<std::unique_ptr<ServerCore>> ServerCore::Create(ServerOptions options, 
 ServerCore::~ServerCore() { Shutdown(); }
 
 void ServerCore::Shutdown() {
-  if (shutting_down_.exchange(true)) return;
+  // A second caller blocks here until the first one's ShutdownOnce returned,
+  // so "Shutdown() returned" always means "everything is unloaded".
+  std::call_once(shutdown_once_, [this] { ShutdownOnce(); });
+}
+
+void ServerCore::ShutdownOnce() {
+  shutting_down_ = true;
   {
     std::lock_guard<std::mutex> lock(poll_mu_);
     poll_stop_ = true;
@@ -91,7 +100,7 @@ void ServerCore::PollLoop() {
     if (poll_stop_) return;
     lock.unlock();
     Status st = Rescan();
-    if (!st.ok()) spdlog::warn("model repository poll: {}", st.message());
+    if (!st.ok() && !shutting_down_) spdlog::warn("model repository poll: {}", st.message());
     lock.lock();
   }
 }
@@ -110,6 +119,8 @@ std::vector<std::string> ServerCore::Warnings() const {
 Status ServerCore::Rescan() {
   if (shutting_down_) return Unavailable("the server is shutting down");
   std::lock_guard<std::mutex> control(control_mu_);
+  // Shutdown may have unloaded everything while this call waited for the lock.
+  if (shutting_down_) return Unavailable("the server is shutting down");
   ORTGPU_ASSIGN_OR_RETURN(auto names, repository_.ListModels());
   std::set<std::string> all(names.begin(), names.end());
   {
@@ -117,6 +128,7 @@ Status ServerCore::Rescan() {
     for (const auto& [name, rec] : models_) all.insert(name);
   }
   for (const auto& name : all) {
+    if (shutting_down_) return Unavailable("the server is shutting down");
     {
       // In explicit mode a rescan never loads what the user did not ask for.
       std::lock_guard<std::mutex> lock(mu_);
@@ -186,7 +198,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     config_error = "model '" + name + "' has no version folders; put the model at " + source->dir + "/1/model.onnx";
   }
   bool config_changed = false;
-  std::set<int64_t> present;
+  std::set<int64_t> settled;  // READY with nothing to retry: reloaded only on force or a config edit
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto& rec = models_[name];
@@ -195,7 +207,9 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     rec.config_text = source->config_text;
     rec.has_config = source->has_config;
     rec.error = config_error;
-    for (const auto& [v, slot] : rec.versions) present.insert(v);
+    for (const auto& [v, slot] : rec.versions) {
+      if (slot.state == ModelState::kReady && slot.model && slot.failed_load.empty()) settled.insert(v);
+    }
   }
   if (!config_error.empty()) {
     spdlog::error("model '{}' is unavailable: {}", name, config_error);
@@ -205,49 +219,82 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
   const auto wanted = SelectVersions(config.version_policy(), source->versions);
   std::vector<int64_t> to_load;
   for (int64_t v : wanted) {
-    if (force || config_changed || present.count(v) == 0) to_load.push_back(v);
+    // A version that failed (say its folder was caught half-copied) is retried
+    // on every rescan; nothing else would ever bring it back.
+    if (force || config_changed || settled.count(v) == 0) to_load.push_back(v);
   }
   Status first_error;
   for (int64_t v : to_load) {
+    bool retry = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto& slot = models_[name].versions[v];
+      retry = !slot.failed_load.empty();
       // A version being replaced keeps serving (state READY) while its successor loads.
       if (!slot.model) slot.state = ModelState::kLoading;
     }
-    spdlog::info("loading model '{}' version {}", name, v);
-    LoaderDeps deps{deps_.session_factory, deps_.placement ? deps_.placement : owned_placement_.get(), deps_.clock,
-                    deps_.observer};
-    auto loaded = LoadModelVersion(*source, config, v, options_.loader, deps);
+    if (retry) {
+      spdlog::debug("retrying model '{}' version {}", name, v);
+    } else {
+      spdlog::info("loading model '{}' version {}", name, v);
+    }
+    auto loaded = LoadVersion(*source, config, v);
     std::shared_ptr<LoadedModel> old;
+    bool kept = false;      // a failed reload left the previous load serving
+    bool repeated = false;  // failed as the last attempt did: logged already
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto& slot = models_[name].versions[v];
-      old = std::move(slot.model);
       if (loaded.ok()) {
-        slot.model = std::move(loaded).value();
+        old = std::move(slot.model);
+        slot.model = *loaded;
         slot.state = ModelState::kReady;
         slot.reason.clear();
+        slot.failed_load.clear();
       } else {
-        slot.state = ModelState::kUnavailable;
-        slot.reason = loaded.status().message();
+        const std::string why = loaded.status().message();
+        repeated = slot.failed_load == why;
+        slot.failed_load = why;
+        kept = slot.model != nullptr;
+        if (kept) {
+          // The version that was serving keeps serving: a failed reload must not take it down.
+          slot.state = ModelState::kReady;
+          slot.reason = "reloading failed, the version loaded before keeps serving: " + why;
+        } else {
+          slot.state = ModelState::kUnavailable;
+          slot.reason = why;
+        }
       }
     }
     if (old) old->batcher->Stop();
     if (loaded.ok()) {
       spdlog::info("model '{}' version {} is READY", name, v);
+      continue;
+    }
+    if (first_error.ok()) first_error = loaded.status();
+    const auto level = repeated ? spdlog::level::debug : spdlog::level::err;
+    if (kept) {
+      spdlog::log(level, "model '{}' version {} failed to reload and keeps serving its previous load: {}", name, v,
+                  loaded.status().message());
     } else {
-      spdlog::error("model '{}' version {} is UNAVAILABLE: {}", name, v, loaded.status().message());
-      if (first_error.ok()) first_error = loaded.status();
+      spdlog::log(level, "model '{}' version {} is UNAVAILABLE: {}", name, v, loaded.status().message());
     }
   }
-  // Versions the policy no longer wants leave after the new ones are routed.
+  // Versions the policy no longer wants leave after a wanted one is routed.
+  // Until then those still serving stay (as Triton does): a new version that
+  // failed must not take the model down.
   std::vector<std::shared_ptr<LoadedModel>> leaving;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto& rec = models_[name];
+    bool wanted_ready = false;
+    for (int64_t v : wanted) {
+      auto it = rec.versions.find(v);
+      if (it != rec.versions.end() && it->second.state == ModelState::kReady && it->second.model) wanted_ready = true;
+    }
     for (auto it = rec.versions.begin(); it != rec.versions.end();) {
-      if (std::find(wanted.begin(), wanted.end(), it->first) != wanted.end()) {
+      const bool is_wanted = std::find(wanted.begin(), wanted.end(), it->first) != wanted.end();
+      if (is_wanted || (!wanted_ready && it->second.model)) {
         ++it;
         continue;
       }
@@ -261,6 +308,25 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     m->batcher->Stop();
   }
   return first_error;
+}
+
+Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource& source,
+                                                               const inference::ModelConfig& config,
+                                                               int64_t version) const {
+  LoaderDeps deps{deps_.session_factory, deps_.placement ? deps_.placement : owned_placement_.get(), deps_.clock,
+                  deps_.observer};
+  const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
+  // This runs on the start-up or poll thread: an exception escaping it would
+  // abort the whole server for one model whose config asks for absurd sizes.
+  try {
+    return LoadModelVersion(source, config, version, options_.loader, deps);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(what + " ran out of memory (std::bad_alloc); check the dims, max_batch_size, "
+                                    "instance_group count and model_warmup of its config.pbtxt");
+  } catch (const std::exception& e) {
+    return Internal(what + " threw " + e.what() + "; check the dims, max_batch_size and model_warmup of its "
+                                                   "config.pbtxt, and the model file");
+  }
 }
 
 Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& model,
@@ -405,6 +471,7 @@ Status ServerCore::LoadModel(const std::string& model) {
   }
   if (shutting_down_) return Unavailable("the server is shutting down");
   std::lock_guard<std::mutex> control(control_mu_);
+  if (shutting_down_) return Unavailable("the server is shutting down");
   Status st = SyncModel(model, /*force=*/true);
   if (!st.ok()) return st.WithContext("failed to load model '" + model + "'");
   return Status::Ok();
@@ -417,6 +484,7 @@ Status ServerCore::UnloadModel(const std::string& model) {
   }
   if (shutting_down_) return Unavailable("the server is shutting down");
   std::lock_guard<std::mutex> control(control_mu_);
+  if (shutting_down_) return Unavailable("the server is shutting down");
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (models_.find(model) == models_.end()) return NotFound("model '" + model + "' is not loaded");
@@ -429,7 +497,9 @@ Status ServerCore::UnloadModel(const std::string& model) {
 
 void ServerCore::Infer(InferRequest request, InferCallback done) {
   // A version swapped out between lookup and enqueue refuses the request; the
-  // retry then finds its successor. Two attempts suffice: a swap takes a load.
+  // retry then finds its successor, for an explicit version as for the
+  // default one (a version really gone is NotFound from Resolve). Two
+  // attempts suffice: a swap takes a load.
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (shutting_down_) return done(Unavailable("the server is shutting down; retry on another replica"));
     std::shared_ptr<LoadedModel> model;
@@ -453,7 +523,7 @@ void ServerCore::Infer(InferRequest request, InferCallback done) {
     request = std::move(item.request);
     done = std::move(item.done);
     request.model_version = asked;
-    if (st.code() != Code::kUnavailable || !asked.empty()) return done(st);
+    if (st.code() != Code::kUnavailable) return done(st);
   }
   done(Unavailable("model '" + request.model_name + "' is being reloaded; retry"));
 }

@@ -6,11 +6,17 @@
 //   poll      also rescan every poll_interval_ms (and on Rescan()): new
 //             versions are loaded and become the routed ones before the old
 //             ones are drained and unloaded, so requests in flight never fail.
+//             Versions the policy no longer wants leave only once a wanted
+//             one is READY; a version whose last load failed is retried on
+//             every rescan (a folder caught half-copied recovers by itself).
 //   explicit  load only startup_models; LoadModel/UnloadModel do the rest.
 //
 // Each version goes LOADING -> READY (after its warm-up ran) or UNAVAILABLE
-// (with the reason), and UNLOADING when it leaves. A broken model never stops
-// the others.
+// (with the reason), and UNLOADING when it leaves. A failed reload of a READY
+// version leaves it READY, serving what was loaded before, with the failure
+// as its reason in RepositoryIndex. A broken model never stops the others,
+// and a load that throws (std::bad_alloc on absurd config sizes) only makes
+// its version UNAVAILABLE.
 //
 // Threads: every method may be called from any thread. State is guarded by
 // mu_ (held only for lookups and swaps, never across loading or running);
@@ -70,7 +76,8 @@ class ServerCore : public ModelServer {
   ~ServerCore() override;
 
   // Stops the poll thread, refuses new requests, finishes queued ones and
-  // unloads everything. Idempotent.
+  // unloads everything. Idempotent: a call racing the first one returns only
+  // once the first has finished.
   void Shutdown();
 
   // Synchronises loaded versions with the repository now (what the poll
@@ -99,6 +106,10 @@ class ServerCore : public ModelServer {
     ModelState state = ModelState::kLoading;
     std::string reason;
     std::shared_ptr<LoadedModel> model;  // set when READY
+    // Message of the last load attempt when it failed, "" after a success.
+    // Non-empty with `model` set: a reload failed and the previous load
+    // keeps serving; the reload is retried on every rescan.
+    std::string failed_load;
   };
   struct ModelRecord {
     bool loaded = true;        // false: explicitly unloaded or never loaded
@@ -110,8 +121,13 @@ class ServerCore : public ModelServer {
 
   ServerCore(ServerOptions options, ServerDeps deps, ModelRepository repository);
   // Brings one model in line with the repository. `force` reloads versions
-  // already loaded. REQUIRES: control_mu_ held, mu_ not held.
+  // already loaded; versions not READY, or whose last reload failed, are
+  // always (re)tried. REQUIRES: control_mu_ held, mu_ not held.
   Status SyncModel(const std::string& name, bool force);
+  // Loads one version; a thrown std::exception becomes the returned error.
+  Expected<std::shared_ptr<LoadedModel>> LoadVersion(const ModelSource& source, const inference::ModelConfig& config,
+                                                     int64_t version) const;
+  void ShutdownOnce();
   void UnloadAll(const std::string& name, const std::string& reason);
   void PollLoop();
   // The routed version: `version` or, for "", the highest READY one.
@@ -124,6 +140,7 @@ class ServerCore : public ModelServer {
   const ModelRepository repository_;
   std::unique_ptr<PlacementChecker> owned_placement_;
   std::atomic<bool> shutting_down_{false};
+  std::once_flag shutdown_once_;
 
   std::mutex control_mu_;
   mutable std::mutex mu_;

@@ -7,12 +7,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <thread>
 
 #include "fakes/fake_nvml.h"
 #include "serve/http/test_http_client.h"
 #include "serve/metrics/gpu_metrics.h"
 #include "serve/metrics/scheduler_metrics.h"
+#include "serve/scheduler/dynamic_batcher.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -179,6 +182,92 @@ TEST(GpuMetricsTest, SamplesEveryDeviceAndToleratesMissingUtilisation) {
   EXPECT_THAT(text, HasSubstr(R"(nv_gpu_utilization{gpu_uuid="GPU-b"} 0)"));
   EXPECT_THAT(text, HasSubstr(R"(nv_gpu_memory_total_bytes{gpu_uuid="GPU-b"} 200)"));
   EXPECT_THAT(text, HasSubstr(R"(nv_gpu_memory_used_bytes{gpu_uuid="GPU-a"} 40)"));
+}
+
+// Echoes its inputs back at once: the fastest worker there can be.
+class EchoRunner : public InstanceRunner {
+ public:
+  Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override { return inputs; }
+};
+
+// SchedulerMetrics that counts the successes reported before their request
+// was counted in (pending already 0).
+class OrderCheckingMetrics : public SchedulerMetrics {
+ public:
+  using SchedulerMetrics::SchedulerMetrics;
+  void OnSuccess(const std::string& model, const std::string& version, int64_t rows, int64_t request_ns,
+                 int64_t queue_ns, const ExecutionTimes& compute) override {
+    if (pending(model, version) <= 0) ++early_successes;
+    SchedulerMetrics::OnSuccess(model, version, rows, request_ns, queue_ns, compute);
+  }
+  std::atomic<int> early_successes{0};
+};
+
+// Regression (review item 3): OnQueued ran after the worker was notified, so a
+// fast worker's OnSuccess could come first; the clamp at 0 then left the
+// pending gauge one too high for good.
+TEST(SchedulerMetricsTest, PendingReturnsToZeroWhenAFastBatcherHasAnsweredEverything) {
+  Metrics metrics;
+  OrderCheckingMetrics observer(metrics);
+  ModelStats stats;
+  BatcherOptions o;
+  o.model_name = "m";
+  o.model_version = "1";
+  o.max_queue_size = 100'000;
+  std::vector<std::unique_ptr<InstanceRunner>> runners;
+  runners.push_back(std::make_unique<EchoRunner>());
+  runners.push_back(std::make_unique<EchoRunner>());
+  DynamicBatcher batcher(o, std::move(runners), RealClock(), stats, &observer);
+
+  constexpr int kThreads = 4, kPerThread = 2000;
+  std::atomic<int> answered{0};
+  std::promise<void> all_answered;
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t) {
+    senders.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        QueuedRequest item;
+        item.request.model_name = "m";
+        item.request.inputs.push_back(Tensor::Zeros("x", DataType::kFloat, {1}));
+        item.done = [&](Expected<InferResponse>) {
+          if (++answered == kThreads * kPerThread) all_answered.set_value();
+        };
+        Status st = batcher.Enqueue(item);
+        EXPECT_TRUE(st.ok()) << st.message();
+        if (!st.ok()) item.done(st);  // keeps the count whole so the test ends
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  all_answered.get_future().get();
+  // OnSuccess runs before each callback, so every request has been counted out.
+  EXPECT_EQ(observer.early_successes, 0);
+  EXPECT_EQ(observer.pending("m", "1"), 0);
+  EXPECT_THAT(metrics.Serialize(), HasSubstr(R"(nv_inference_pending_request_count{model="m",version="1"} 0)"));
+}
+
+// Regression (review item 5): two concurrent Stop() calls both joined the
+// thread, and running() read it unsynchronised.
+TEST(GpuMetricsTest, ConcurrentStopCallsAndRunningReadsAreSafe) {
+  auto nvml = std::make_unique<ortgpu::testing::FakeNvml>();
+  nvml->AddDevice("NVIDIA H200", "GPU-a", 9, 0, 100, 40);
+  Metrics metrics;
+  GpuPollerOptions po;
+  po.interval = std::chrono::milliseconds(1);
+  GpuMetricsPoller poller(std::move(nvml), metrics, po);
+  ASSERT_TRUE(poller.running()) << poller.load_status().message();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      (void)poller.running();
+      poller.Stop();
+      // Every Stop() returns with the thread ended, not only the one that joined.
+      EXPECT_FALSE(poller.running());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(poller.running());
+  poller.Stop();  // idempotent
 }
 
 TEST(StartupSummaryTest, ShowsStateDeviceBatchingReasonAndAddresses) {

@@ -88,6 +88,7 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
     json_length = *n;
   }
   auto decoded = protocol::DecodeInferRequest(request.body, json_length, route.model, route.version);
+  if (decoded) decoded->deadline_ns = request.deadline_ns;
   request.body.clear();
   request.body.shrink_to_fit();
   if (!decoded) {

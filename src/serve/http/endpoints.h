@@ -35,6 +35,9 @@ struct EndpointRequest {
   std::optional<std::string> inference_header_length;  // header value, if sent
   std::string content_encoding;                        // header value, "" if none
   bool draining = false;                               // health/ready reports not ready
+  // Infer only: when the HTTP layer stops waiting (steady clock, ns; 0: no
+  // limit). The scheduler drops the request unrun once it has passed.
+  int64_t deadline_ns = 0;
 };
 
 // The error reply for `status`: {"error": message} with HttpStatusFor.

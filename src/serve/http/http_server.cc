@@ -1,6 +1,7 @@
 #include "serve/http/http_server.h"
 
 #include "serve/http/listener.h"
+#include "sys/clock.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -178,11 +179,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     er.content_encoding = std::string(req[http::field::content_encoding]);
     er.draining = state_->draining;
     bool is_infer = er.route.endpoint == protocol::Endpoint::kInfer;
-    uint64_t seq = ++seq_;
+    uint64_t seq = seq_;
+    awaiting_reply_ = seq;
     if (is_infer && state_->options.request_timeout.count() > 0) {
+      er.deadline_ns = RealClock().NowNanos() +
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.request_timeout).count();
       timer_.expires_after(state_->options.request_timeout);
       timer_.async_wait([self = shared_from_this(), seq](beast::error_code ec) {
-        if (ec || seq != self->seq_ || self->replied_) return;
+        if (ec || !self->ClaimReply(seq)) return;  // answered already, or a stale expiry
         self->Write(ErrorReply(DeadlineExceeded(fmt::format(
             "inference did not finish within the request timeout of {} ms; the model may be overloaded: "
             "retry later or raise --request-timeout",
@@ -198,7 +202,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::lock_guard lock(state_->mu);
     if (state_->stopped) return;
     asio::post(stream_.get_executor(), [self = shared_from_this(), reply = std::move(reply), seq]() mutable {
-      if (seq != self->seq_ || self->replied_) return;  // answered already (504)
+      if (!self->ClaimReply(seq)) return;  // answered already (504): a late reply is dropped
       self->timer_.cancel();
       self->Write(std::move(reply));
     });
@@ -225,8 +229,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     Write(ErrorReply(InvalidArgument(fmt::format("malformed HTTP request: {}", ec.message()))));
   }
 
+  // True, once, when `seq` is the request awaiting its reply; the caller
+  // then writes that reply. See awaiting_reply_.
+  bool ClaimReply(uint64_t seq) {
+    if (seq == 0 || seq != awaiting_reply_) return false;
+    awaiting_reply_ = 0;
+    return true;
+  }
+
+  // REQUIRES: no read or write is pending on stream_.
   void Write(HttpReply reply) {
-    replied_ = true;
     model_ = std::move(reply.model);
     auto& res = response_.emplace(static_cast<http::status>(reply.status), version_ ? version_ : 11);
     res.set(http::field::server, "ortgpu");
@@ -274,7 +286,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void BeginRequest() {
     if (request_started_) return;
     request_started_ = true;
-    replied_ = false;
+    ++seq_;
     allow_.clear();
     model_.clear();
     started_ = std::chrono::steady_clock::now();
@@ -323,8 +335,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool keep_alive_ = true;
   bool close_after_ = false;
   bool request_started_ = false;
-  bool replied_ = false;
+  // Each request gets the next number when its header is read (BeginRequest).
+  // A reply from the ModelServer or the request timer carries the number of
+  // the request it answers and is written only while awaiting_reply_ holds
+  // that number: it is set once the request is fully read and dispatched, and
+  // cleared by the first reply (ClaimReply). So a request gets exactly one
+  // reply, the late reply of a timed-out request is dropped, and no reply is
+  // written while the next header or body is read or a 100 Continue written.
   uint64_t seq_ = 0;
+  uint64_t awaiting_reply_ = 0;  // 0: none
   std::chrono::steady_clock::time_point started_;
 };
 

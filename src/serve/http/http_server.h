@@ -6,7 +6,9 @@
 //
 // Connections are HTTP/1.1 with keep-alive; requests on one connection are
 // handled one at a time in arrival order, so pipelined requests get their
-// responses in order.
+// responses in order. Every response answers exactly the request it was
+// read for: an infer that outlives request_timeout gets a 504, and its late
+// result is dropped, never sent as the answer of a later request.
 //
 // Lifecycle: Start() -> serving -> BeginDrain() (no new connections; new
 // requests get 503) -> WaitIdle() (in-flight requests finish) -> Stop()

@@ -29,17 +29,24 @@ GpuMetricsPoller::GpuMetricsPoller(std::unique_ptr<gpu::Nvml> nvml, Metrics& met
   Status st = SampleGpuMetrics(*nvml_, metrics_);
   if (!st.ok()) spdlog::warn("GPU metrics: {}", st.message());
   thread_ = std::thread([this] { Loop(); });
+  running_.store(true, std::memory_order_release);
 }
 
 GpuMetricsPoller::~GpuMetricsPoller() { Stop(); }
 
 void GpuMetricsPoller::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  // call_once: two concurrent Stop() calls must not both join; the second
+  // blocks until the first has joined, so every Stop() returns with the
+  // thread ended.
+  std::call_once(stop_once_, [this] {
+    running_.store(false, std::memory_order_release);
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  });
 }
 
 void GpuMetricsPoller::Loop() {

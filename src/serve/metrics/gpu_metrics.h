@@ -7,10 +7,13 @@
 // thread and the gauges are simply absent.
 //
 // Thread-safety: Nvml is not thread-safe, so the poller's thread is the only
-// one that touches its Nvml. Stop() may be called from any thread.
+// one that touches its Nvml. Stop() and running() may be called from any
+// thread, concurrently: the first Stop() joins the thread, the others wait
+// for it to finish.
 // REQUIRES: `metrics` outlives the poller.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -39,8 +42,9 @@ class GpuMetricsPoller {
   GpuMetricsPoller(const GpuMetricsPoller&) = delete;
   GpuMetricsPoller& operator=(const GpuMetricsPoller&) = delete;
 
-  // Whether NVML loaded and the thread runs; when not, why.
-  bool running() const { return thread_.joinable(); }
+  // Whether NVML loaded and the thread runs (false once Stop() began);
+  // load_status() says why not.
+  bool running() const { return running_.load(std::memory_order_acquire); }
   const Status& load_status() const { return load_status_; }
 
   // Ends the thread. Idempotent.
@@ -56,7 +60,9 @@ class GpuMetricsPoller {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::once_flag stop_once_;  // the one Stop() that joins thread_
+  std::thread thread_;        // written by the constructor only
 };
 
 }  // namespace ortgpu::serve

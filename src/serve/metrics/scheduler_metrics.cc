@@ -1,7 +1,5 @@
 #include "serve/metrics/scheduler_metrics.h"
 
-#include <algorithm>
-
 namespace ortgpu::serve {
 namespace {
 
@@ -11,8 +9,11 @@ int64_t Micros(int64_t ns) { return ns > 0 ? ns / 1000 : 0; }
 
 void SchedulerMetrics::AddPending(const std::string& model, const std::string& version, int64_t delta) {
   std::lock_guard lock(mu_);
+  // No clamp at 0: the scheduler reports a request's OnQueued before its
+  // OnSuccess/OnFailure, so the count never goes below 0; clamping would hide
+  // an ordering bug as a gauge stuck too high.
   int64_t& n = pending_[{model, version}];
-  n = std::max<int64_t>(n + delta, 0);
+  n += delta;
   // Set under mu_ so two threads cannot publish their counts out of order.
   metrics_.SetPending(model, version, n);
 }

@@ -13,7 +13,9 @@
 //                     would report failures that no client saw.
 //
 // Thread-safe (SchedulerObserver's contract): a short internal lock guards
-// the pending counts. REQUIRES: `metrics` outlives the adapter.
+// the pending counts. OnQueued arrives under the batcher's queue lock, so the
+// lock order is batcher, then this adapter; it never calls the scheduler.
+// REQUIRES: `metrics` outlives the adapter.
 #pragma once
 
 #include <cstdint>

@@ -105,6 +105,26 @@ void FillRandom(Tensor& t, uint32_t seed) {
   }
 }
 
+// Adds the bytes a warm-up tensor of `shape` will hold (times `copies`) to
+// `total`, refusing before anything is allocated when the sum passes
+// kMaxWarmupBytes. `what` names the tensor for the message.
+Status AddWarmupBytes(const std::string& what, DataType dtype, const std::vector<int64_t>& shape, int64_t copies,
+                      int64_t& total) {
+  const int64_t each = dtype == DataType::kString ? static_cast<int64_t>(sizeof(std::string))
+                                                  : static_cast<int64_t>(ElementSize(dtype));
+  const auto n = ElementCount(shape);
+  const int64_t room = kMaxWarmupBytes - total;
+  if (!n || (each > 0 && *n > room / each / copies)) {
+    const std::string runs = copies > 1 ? " (x" + std::to_string(copies) + " runs)" : "";
+    return InvalidArgument(what + " has shape " + ShapeToString(shape) + runs + ", more than the " +
+                           std::to_string(kMaxWarmupBytes >> 30) +
+                           " GiB that warm-up samples may hold in all, so the model cannot be warmed up. Give "
+                           "config.pbtxt smaller dims (or a smaller model_warmup batch_size or count)");
+  }
+  total += *n * each * copies;
+  return Status::Ok();
+}
+
 }  // namespace
 
 SessionFactory RealSessionFactory() {
@@ -135,12 +155,15 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
                                                          const std::string& model_dir) {
   const int mbs = config.max_batch_size();
   std::vector<std::vector<Tensor>> out;
+  int64_t total_bytes = 0;
   if (config.model_warmup().empty()) {
     std::vector<Tensor> sample;
     for (const auto& c : config.input()) {
       std::vector<int64_t> shape;
       if (mbs > 0) shape.push_back(1);
       for (int64_t d : c.dims()) shape.push_back(d < 0 ? 1 : d);
+      ORTGPU_RETURN_IF_ERROR(AddWarmupBytes("the default warm-up sample of input '" + c.name() + "'",
+                                            FromConfigType(c.data_type()), shape, 1, total_bytes));
       sample.push_back(Tensor::Zeros(c.name(), FromConfigType(c.data_type()), shape));
     }
     out.push_back(std::move(sample));
@@ -152,6 +175,12 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
       return InvalidArgument("model_warmup '" + w.name() + "' has batch_size " + std::to_string(w.batch_size()) +
                              " but max_batch_size is 0; use batch_size 1");
     }
+    const int64_t count = w.count() > 0 ? static_cast<int64_t>(w.count()) : 1;
+    if (count > kMaxWarmupCount) {
+      return InvalidArgument("model_warmup '" + w.name() + "' has count " + std::to_string(count) + "; at most " +
+                             std::to_string(kMaxWarmupCount) +
+                             " warm-up runs are allowed (each repeats the sample in memory); use a smaller count");
+    }
     std::vector<Tensor> sample;
     for (const auto& [name, in] : w.inputs()) {
       std::vector<int64_t> shape;
@@ -160,6 +189,8 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
         if (d < 0) return InvalidArgument("model_warmup '" + w.name() + "' input '" + name + "' has a variable dim; give every dim");
         shape.push_back(d);
       }
+      ORTGPU_RETURN_IF_ERROR(AddWarmupBytes("model_warmup '" + w.name() + "' input '" + name + "'",
+                                            FromConfigType(in.data_type()), shape, count, total_bytes));
       Tensor t = Tensor::Zeros(name, FromConfigType(in.data_type()), shape);
       if (in.has_random_data() && t.dtype != DataType::kString) FillRandom(t, seed++);
       if (in.has_input_data_file()) {
@@ -175,8 +206,7 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
       }
       sample.push_back(std::move(t));
     }
-    const int count = w.count() > 0 ? static_cast<int>(w.count()) : 1;
-    for (int i = 0; i < count; ++i) out.push_back(sample);
+    for (int64_t i = 0; i < count; ++i) out.push_back(sample);
   }
   return out;
 }

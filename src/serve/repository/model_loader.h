@@ -85,9 +85,17 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                                         int64_t version, const LoaderOptions& options,
                                                         const LoaderDeps& deps);
 
+// Bounds on the warm-up, so that a config asking for absurd sizes makes its
+// model UNAVAILABLE with a config error instead of exhausting the server's
+// memory: the bytes all samples hold together (each `count` repetition
+// included) and the runs of one model_warmup entry.
+inline constexpr int64_t kMaxWarmupBytes = int64_t{4} << 30;  // 4 GiB
+inline constexpr int64_t kMaxWarmupCount = 10000;
+
 // The warm-up requests of a completed config: its model_warmup samples, or
 // one zero-filled request (batch 1, variable dims 1) when it has none.
-// `model_dir` holds warmup/<input_data_file>.
+// `model_dir` holds warmup/<input_data_file>. InvalidArgument past the
+// bounds above.
 Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelConfig& config,
                                                          const std::string& model_dir);
 

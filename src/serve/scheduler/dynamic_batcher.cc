@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <new>
+#include <utility>
+
+#include <spdlog/spdlog.h>
 
 #include "serve/scheduler/batching.h"
 
@@ -64,29 +69,41 @@ size_t DynamicBatcher::queue_size() const {
   return queue_.size();
 }
 
+size_t DynamicBatcher::QueueLimit() const {
+  return options_.max_queue_size > 0 ? options_.max_queue_size : kDefaultMaxQueueSize;
+}
+
 Status DynamicBatcher::Enqueue(QueuedRequest& item) {
   Pending p;
   p.key = BatchKey(item.request.inputs);
   if (options_.max_batch_size > 0 && !item.request.inputs.empty()) p.rows = item.request.inputs[0].shape[0];
   p.enqueue_ns = clock_.NowNanos();
   p.enqueued = std::chrono::steady_clock::now();
-  size_t depth = 0;
   Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       refused = Unavailable("model '" + options_.model_name + "' version " + options_.model_version +
                             " is unloading; retry, or ask for another version");
-    } else if (options_.max_queue_size > 0 && queue_.size() >= options_.max_queue_size) {
+    } else if (item.request.deadline_ns > 0 && p.enqueue_ns >= item.request.deadline_ns) {
+      refused = DeadlineExceeded("request for model '" + options_.model_name + "' reached the scheduler " +
+                                 std::to_string((p.enqueue_ns - item.request.deadline_ns) / 1'000'000) +
+                                 " ms after its deadline and was not run; the server is overloaded: retry "
+                                 "later or raise the request timeout");
+    } else if (queue_.size() >= QueueLimit()) {
       refused = ResourceExhausted("the queue of model '" + options_.model_name + "' is full (" +
                                   std::to_string(queue_.size()) + " requests waiting, max_queue_size " +
-                                  std::to_string(options_.max_queue_size) +
+                                  std::to_string(QueueLimit()) +
+                                  (options_.max_queue_size > 0 ? "" : " (the default)") +
                                   "); retry later, add instances, or raise "
                                   "dynamic_batching.default_queue_policy.max_queue_size");
     } else {
       p.item = std::move(item);
       queue_.push_back(std::move(p));
-      depth = queue_.size();
+      // Under mu_, before any worker can take the request: a worker's
+      // OnSuccess/OnFailure for it cannot come first (the pending gauge
+      // would otherwise drift).
+      if (observer_) observer_->OnQueued(options_.model_name, options_.model_version, queue_.size());
     }
   }
   if (!refused.ok()) {
@@ -94,7 +111,6 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
     return refused;
   }
   cv_.notify_one();
-  if (observer_) observer_->OnQueued(options_.model_name, options_.model_version, depth);
   return Status::Ok();
 }
 
@@ -116,16 +132,57 @@ int64_t DynamicBatcher::JoinableRows() const {
   return rows;
 }
 
+std::vector<DynamicBatcher::Pending> DynamicBatcher::TakeExpired() {
+  std::vector<Pending> expired;
+  const int64_t now = clock_.NowNanos();
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const int64_t deadline = it->item.request.deadline_ns;
+    if (deadline > 0 && now >= deadline) {
+      expired.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return expired;
+}
+
+void DynamicBatcher::AnswerExpired(std::vector<Pending> expired) {
+  const int64_t now = clock_.NowNanos();
+  const int64_t now_ms = WallMillis();
+  for (Pending& p : expired) {
+    const int64_t waited_ms = (now - p.enqueue_ns) / 1'000'000;
+    Status st = DeadlineExceeded("request for model '" + options_.model_name + "' version " +
+                                 options_.model_version + " waited " + std::to_string(waited_ms) +
+                                 " ms in the queue and passed its deadline, so it was not run; the model is "
+                                 "overloaded: retry later, add instances, or raise the request timeout");
+    Answer(p, st, now - p.enqueue_ns, now - p.enqueue_ns, {}, now_ms);
+  }
+}
+
 void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
+  const bool delays = options_.max_batch_size > 0 && options_.max_queue_delay_ns > 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping and drained
+    if (auto expired = TakeExpired(); !expired.empty()) {
+      lock.unlock();
+      AnswerExpired(std::move(expired));
+      lock.lock();
+      continue;
+    }
     const int64_t limit = BatchLimit();
-    if (options_.max_batch_size > 0 && options_.max_queue_delay_ns > 0 && !stopping_) {
+    if (delays && !stopping_ && JoinableRows() < limit) {
+      // The front request may wait max_queue_delay for others to join it.
+      // Its deadline is taken afresh every time round: while this worker
+      // slept another may have taken the front it woke for, and the new
+      // front is owed its own full delay.
       const auto deadline = queue_.front().enqueued + std::chrono::nanoseconds(options_.max_queue_delay_ns);
-      cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.empty() || JoinableRows() >= limit; });
-      if (queue_.empty()) continue;
+      if (std::chrono::steady_clock::now() < deadline) {
+        cv_.wait_until(lock, deadline);
+        continue;
+      }
     }
     // Take the front request and, in order, those that can join it.
     std::vector<Pending> batch;
@@ -144,12 +201,60 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
     }
     if (!queue_.empty()) cv_.notify_one();
     lock.unlock();
-    Execute(*runner, std::move(batch));
+    ExecuteGuarded(*runner, batch);
     lock.lock();
   }
 }
 
-void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending> batch) {
+void DynamicBatcher::Answer(Pending& p, Expected<InferResponse> result, int64_t request_ns, int64_t queue_ns,
+                            const ExecutionTimes& t, int64_t now_ms) {
+  // Cleared first: a request is answered at most once, whatever throws later.
+  InferCallback done = std::exchange(p.item.done, nullptr);
+  if (!done) return;
+  if (result.ok()) {
+    stats_.RecordSuccess(request_ns, queue_ns, t, now_ms);
+    if (observer_) observer_->OnSuccess(options_.model_name, options_.model_version, p.rows, request_ns, queue_ns, t);
+  } else {
+    stats_.RecordFailure(request_ns, now_ms);
+    if (observer_) observer_->OnFailure(options_.model_name, options_.model_version, result.status().code());
+  }
+  try {
+    done(std::move(result));
+  } catch (const std::exception& e) {  // the caller's callback threw: it has its answer, nothing more to tell it
+    spdlog::error("model '{}': a response callback threw: {}", options_.model_name, e.what());
+  } catch (...) {
+    spdlog::error("model '{}': a response callback threw a non-standard exception", options_.model_name);
+  }
+}
+
+void DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch) {
+  const char* phase = "preparing the batch";
+  Status failure;
+  try {
+    Execute(runner, batch, phase);
+    return;
+  } catch (const std::bad_alloc& e) {
+    failure = ResourceExhausted("model '" + options_.model_name + "' version " + options_.model_version +
+                                " ran out of host memory while " + phase + " for a batch of " +
+                                std::to_string(batch.size()) + " requests (" + e.what() +
+                                "); send smaller requests, lower max_batch_size, or give the server more memory");
+  } catch (const std::exception& e) {
+    failure = Internal("model '" + options_.model_name + "' version " + options_.model_version +
+                       " threw an exception while " + phase + " for a batch of " + std::to_string(batch.size()) +
+                       " requests: " + e.what() + "; the server keeps serving: retry, and report this with the model");
+  } catch (...) {
+    failure = Internal("model '" + options_.model_name + "' version " + options_.model_version +
+                       " threw a non-standard exception while " + phase + " for a batch of " +
+                       std::to_string(batch.size()) +
+                       " requests; the server keeps serving: retry, and report this with the model");
+  }
+  spdlog::error("{}", failure.message());
+  const int64_t now = clock_.NowNanos();
+  const int64_t now_ms = WallMillis();
+  for (Pending& p : batch) Answer(p, failure, now - p.enqueue_ns, 0, {}, now_ms);
+}
+
+void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase) {
   const int64_t start = clock_.NowNanos();
   ExecutionTimes t;
   std::vector<int64_t> rows;
@@ -162,6 +267,7 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending> batch)
   if (batch.size() == 1) {
     const int64_t infer_start = clock_.NowNanos();
     t.compute_input_ns = infer_start - start;
+    phase = "running the model";
     auto out = runner.Run(batch[0].item.request.inputs);
     t.compute_infer_ns = clock_.NowNanos() - infer_start;
     if (out.ok()) {
@@ -170,6 +276,7 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending> batch)
       per_request = out.status();
     }
   } else {
+    phase = "joining the requests' inputs";
     std::vector<const std::vector<Tensor>*> inputs;
     for (const auto& p : batch) inputs.push_back(&p.item.request.inputs);
     auto joined = ConcatBatch(inputs);
@@ -178,9 +285,11 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending> batch)
     if (!joined.ok()) {
       per_request = joined.status();
     } else {
+      phase = "running the model";
       auto out = runner.Run(*joined);
       const int64_t infer_end = clock_.NowNanos();
       t.compute_infer_ns = infer_end - infer_start;
+      phase = "splitting the outputs";
       per_request = out.ok() ? SplitBatch(*out, rows) : Expected<std::vector<std::vector<Tensor>>>(out.status());
       t.compute_output_ns = clock_.NowNanos() - infer_end;
     }
@@ -191,20 +300,15 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending> batch)
     stats_.RecordExecution(total_rows, t);
     if (observer_) observer_->OnBatch(options_.model_name, options_.model_version, total_rows, t);
   }
+  phase = "building the responses";
   for (size_t i = 0; i < batch.size(); ++i) {
     Pending& p = batch[i];
     const int64_t request_ns = end - p.enqueue_ns;
-    if (per_request.ok()) {
-      stats_.RecordSuccess(request_ns, start - p.enqueue_ns, t, now_ms);
-      if (observer_) {
-        observer_->OnSuccess(options_.model_name, options_.model_version, p.rows, request_ns, start - p.enqueue_ns, t);
-      }
-      p.item.done(BuildResponse(p.item.request, std::move((*per_request)[i])));
-    } else {
-      stats_.RecordFailure(request_ns, now_ms);
-      if (observer_) observer_->OnFailure(options_.model_name, options_.model_version, per_request.status().code());
-      p.item.done(per_request.status());
-    }
+    Expected<InferResponse> result = per_request.ok()
+                                         ? Expected<InferResponse>(
+                                               BuildResponse(p.item.request, std::move((*per_request)[i])))
+                                         : Expected<InferResponse>(per_request.status());
+    Answer(p, std::move(result), request_ns, start - p.enqueue_ns, t, now_ms);
   }
 }
 

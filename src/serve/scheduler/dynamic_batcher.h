@@ -8,10 +8,19 @@
 // waited max_queue_delay; runs them as one batch; and splits the outputs back.
 // With max_batch_size 0 every request runs alone.
 //
+// The queue is always bounded (BatcherOptions::max_queue_size). A request
+// whose InferRequest::deadline_ns passes while it waits is answered
+// DeadlineExceeded and never runs. An exception thrown while a batch executes
+// (std::bad_alloc joining inputs, a runner that throws) fails that batch's
+// unanswered requests (ResourceExhausted for bad_alloc, otherwise Internal);
+// the worker keeps serving.
+//
 // Threads: Enqueue from any thread; the queue is guarded by mu_ and owned by
 // the batcher; runners are owned one each by the worker threads. Callbacks
-// run on worker threads with no lock held. The destructor (or Stop) finishes
-// every queued request, then joins the workers.
+// run on worker threads with no lock held. The observer's OnQueued runs under
+// mu_ (so it precedes the request's OnSuccess/OnFailure); its other methods
+// run with no lock held. The destructor (or Stop) finishes every queued
+// request, then joins the workers.
 #pragma once
 
 #include <condition_variable>
@@ -31,6 +40,11 @@
 
 namespace ortgpu::serve {
 
+// The queue bound when the model's config gives none (Triton's
+// max_queue_size 0, or no dynamic_batching at all): an overloaded model
+// refuses requests with ResourceExhausted rather than queueing without limit.
+inline constexpr size_t kDefaultMaxQueueSize = 1024;
+
 struct BatcherOptions {
   std::string model_name;
   std::string model_version;
@@ -42,9 +56,11 @@ struct BatcherOptions {
   // How long the oldest request may wait for others to join it; 0 runs
   // whatever is queued at once.
   int64_t max_queue_delay_ns = 0;
-  // Requests waiting at most; 0 is unbounded. A request beyond it gets
-  // ResourceExhausted.
-  size_t max_queue_size = 0;
+  // Requests waiting at most (not counting those executing); a request beyond
+  // it gets ResourceExhausted. 0, what config.pbtxt gives when it sets no
+  // dynamic_batching.default_queue_policy.max_queue_size, means
+  // kDefaultMaxQueueSize: the queue is never unbounded.
+  size_t max_queue_size = kDefaultMaxQueueSize;
 };
 
 struct QueuedRequest {
@@ -63,8 +79,9 @@ class DynamicBatcher {
   DynamicBatcher& operator=(const DynamicBatcher&) = delete;
 
   // Queues a validated request. On failure (queue full: ResourceExhausted;
-  // stopping: Unavailable) `item.done` is NOT called and the request is
-  // handed back through `item`; the caller answers it.
+  // stopping: Unavailable; request.deadline_ns already passed on the clock:
+  // DeadlineExceeded) `item.done` is NOT called and the request is handed
+  // back through `item`; the caller answers it.
   // REQUIRES: with max_batch_size > 0 every input has rank >= 1 and the same
   // first dimension, at most max_batch_size.
   Status Enqueue(QueuedRequest& item);
@@ -87,7 +104,20 @@ class DynamicBatcher {
   // Rows queued that could join the front request. REQUIRES: mu_ held.
   int64_t JoinableRows() const;
   int64_t BatchLimit() const;
-  void Execute(InstanceRunner& runner, std::vector<Pending> batch);
+  size_t QueueLimit() const;
+  // Removes the queued requests whose deadline has passed. REQUIRES: mu_ held.
+  std::vector<Pending> TakeExpired();
+  // Answers each of `expired` DeadlineExceeded. REQUIRES: mu_ not held.
+  void AnswerExpired(std::vector<Pending> expired);
+  // Runs `batch` and answers every request of it, exceptions included.
+  void ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch);
+  // Runs `batch`; answers each request (and clears its `done`) as it goes.
+  // May throw; `phase` then says what it was doing.
+  void Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase);
+  // Answers `p` with `result` (unless answered already) and records it; a
+  // callback that throws is logged, not propagated.
+  void Answer(Pending& p, Expected<InferResponse> result, int64_t request_ns, int64_t queue_ns,
+              const ExecutionTimes& t, int64_t now_ms);
 
   const BatcherOptions options_;
   const Clock& clock_;

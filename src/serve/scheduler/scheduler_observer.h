@@ -4,8 +4,11 @@
 // statistics endpoint are kept by ModelStats, not here.
 //
 // Implementations must be thread-safe: every method is called from request
-// threads (OnQueued, OnRejected) and from worker threads (the rest), never
-// under a scheduler lock. Methods must not block.
+// threads (OnQueued, OnRejected) and from worker threads (the rest). OnQueued
+// runs under the batcher's queue lock, before any worker can take the
+// request, so a request's OnQueued always precedes its OnSuccess/OnFailure;
+// the others run with no scheduler lock held. Methods must not block and must
+// not call back into the scheduler.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,8 @@ class SchedulerObserver {
   // `queue_ns` of it waiting; `compute` the times of the execution it was part of.
   virtual void OnSuccess(const std::string& model, const std::string& version, int64_t rows, int64_t request_ns,
                          int64_t queue_ns, const ExecutionTimes& compute) {}
+  // A queued request failed: its run failed, its batch threw, or its
+  // deadline passed in the queue (kDeadlineExceeded).
   virtual void OnFailure(const std::string& model, const std::string& version, Code code) {}
 };
 

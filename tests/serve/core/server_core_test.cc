@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <new>
 #include <thread>
 
 #include "ort/session.h"
@@ -38,6 +43,78 @@ const ModelVersionStatus* Find(const std::vector<ModelVersionStatus>& index, con
   }
   return nullptr;
 }
+
+const ModelVersionStatus* Find(const std::vector<ModelVersionStatus>& index, const std::string& name,
+                               const std::string& version) {
+  for (const auto& s : index) {
+    if (s.name == name && s.version == version) return &s;
+  }
+  return nullptr;
+}
+
+// One thread stops at Enter() until the test calls Release(); the test
+// learns it got there with WaitEntered(). Used once.
+class Gate {
+ public:
+  void Enter() {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+  }
+  void WaitEntered() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;
+  bool released_ = false;
+};
+
+// The real clock, except that one NowNanos call stops at a Gate: the first
+// one made on `thread` (HoldNextCallOn), or on any thread but `thread`
+// (HoldNextCallOffThread). The scheduler reads the clock at known points
+// (DynamicBatcher::Enqueue before it checks for a stop, Execute before a
+// run), so a test can hold a request exactly there.
+class GateClock : public Clock {
+ public:
+  int64_t NowNanos() const override {
+    bool hold = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (armed_ && (std::this_thread::get_id() == thread_) == on_thread_) {
+        armed_ = false;
+        hold = true;
+      }
+    }
+    if (hold) gate_.Enter();
+    return RealClock().NowNanos();
+  }
+  void HoldNextCallOn(std::thread::id thread) { Arm(thread, true); }
+  void HoldNextCallOffThread(std::thread::id thread) { Arm(thread, false); }
+  Gate& gate() const { return gate_; }
+
+ private:
+  void Arm(std::thread::id thread, bool on_thread) {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = true;
+    thread_ = thread;
+    on_thread_ = on_thread;
+  }
+  mutable std::mutex mu_;
+  mutable bool armed_ = false;
+  std::thread::id thread_;
+  bool on_thread_ = true;
+  mutable Gate gate_;
+};
 
 TEST(ServerCoreTest, ACorruptModelIsUnavailableWithTheReasonWhileAGoodOneServes) {
   TempRepository repo;
@@ -326,6 +403,259 @@ TEST(ServerCoreTest, ShutdownFinishesAndThenRefuses) {
   core->Shutdown();
   EXPECT_FALSE(core->IsLive());
   EXPECT_EQ(InferSync(*core, Request("m", {Input({1, 2, 3, 4})})).status().code(), Code::kUnavailable);
+}
+
+// Regression: a poll that landed between `mkdir m/2` and the copy of
+// model.onnx made version 2 UNAVAILABLE for good and unloaded version 1 (the
+// latest-1 policy no longer wanted it): the model answered 503 until someone
+// edited config.pbtxt.
+TEST(ServerCoreTest, PollRetriesANewVersionCaughtHalfCopiedAndKeepsTheOldOneServingMeanwhile) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  auto core = Start(CpuOptions(repo, ModelControlMode::kPoll));
+  ASSERT_NE(core, nullptr);
+  auto expect_served_by = [&](const std::string& version, float first, const std::string& step) {
+    auto r = InferSync(*core, Request("m", {Input({1, 2, 3, 4})}));
+    ASSERT_TRUE(r.ok()) << step << ": " << r.status().ToString();
+    EXPECT_EQ(r->model_version, version) << step;
+    EXPECT_EQ(Floats(r->outputs[0])[0], first) << step;
+  };
+
+  std::filesystem::create_directories(repo.root() + "/m/2");  // mkdir m/2, not copied yet
+  EXPECT_TRUE(core->Rescan().ok());
+  auto index = core->RepositoryIndex(false);
+  ASSERT_NE(Find(index, "m", "1"), nullptr);
+  EXPECT_EQ(Find(index, "m", "1")->state, ModelState::kReady);
+  ASSERT_NE(Find(index, "m", "2"), nullptr);
+  EXPECT_EQ(Find(index, "m", "2")->state, ModelState::kUnavailable);
+  EXPECT_NE(Find(index, "m", "2")->reason.find("has no model file"), std::string::npos) << Find(index, "m", "2")->reason;
+  expect_served_by("1", 2.0f, "empty version folder");
+
+  const std::string v2 = ScaleModel(3);
+  repo.WriteFile("m/2/model.onnx", v2.substr(0, v2.size() / 2));  // half copied
+  EXPECT_TRUE(core->Rescan().ok());
+  index = core->RepositoryIndex(false);
+  ASSERT_NE(Find(index, "m", "2"), nullptr);
+  EXPECT_EQ(Find(index, "m", "2")->state, ModelState::kUnavailable);
+  EXPECT_EQ(Find(index, "m", "1")->state, ModelState::kReady);
+  expect_served_by("1", 2.0f, "half-copied model file");
+
+  repo.AddModel("m", 2, v2);  // the copy finished: the next poll loads it, then version 1 leaves
+  EXPECT_TRUE(core->Rescan().ok());
+  index = core->RepositoryIndex(false);
+  ASSERT_EQ(index.size(), 1u);
+  EXPECT_EQ(index[0].version, "2");
+  EXPECT_EQ(index[0].state, ModelState::kReady);
+  EXPECT_EQ(index[0].reason, "");
+  expect_served_by("2", 3.0f, "complete copy");
+  EXPECT_TRUE(core->IsReady());
+}
+
+// Regression: a reload that failed stopped the version that was serving.
+TEST(ServerCoreTest, AFailedReloadKeepsThePreviousLoadServingAndTheIndexSaysWhy) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", "max_batch_size: 4\n");
+  auto core = Start(CpuOptions(repo, ModelControlMode::kPoll));
+  ASSERT_NE(core, nullptr);
+
+  // An edit whose warm-up cannot run: the reload of version 1 fails.
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 4
+    model_warmup [ { name: "bad" batch_size: 1
+      inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 5 ] zero_data: true } } } ]
+  )pb");
+  EXPECT_TRUE(core->Rescan().ok());
+  for (int poll = 0; poll < 2; ++poll) {  // the retry on the next poll fails the same way
+    auto index = core->RepositoryIndex(false);
+    ASSERT_EQ(index.size(), 1u);
+    EXPECT_EQ(index[0].version, "1");
+    EXPECT_EQ(index[0].state, ModelState::kReady);
+    EXPECT_NE(index[0].reason.find("reloading failed"), std::string::npos) << index[0].reason;
+    EXPECT_NE(index[0].reason.find("warm-up"), std::string::npos) << index[0].reason;
+    EXPECT_TRUE(core->IsModelReady("m", "1").value_or(false));
+    auto r = InferSync(*core, Request("m", {Input({1, 2, 3, 4})}, "1"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Floats(r->outputs[0]), (std::vector<float>{2, 4, 6, 8}));
+    EXPECT_TRUE(core->Rescan().ok());
+  }
+
+  // Fixed config and a new model file: the reload succeeds and the reason goes.
+  repo.AddModel("m", 1, ScaleModel(3));
+  repo.WriteConfig("m", "max_batch_size: 4\n# fixed\n");
+  EXPECT_TRUE(core->Rescan().ok());
+  auto index = core->RepositoryIndex(false);
+  ASSERT_EQ(index.size(), 1u);
+  EXPECT_EQ(index[0].state, ModelState::kReady);
+  EXPECT_EQ(index[0].reason, "");
+  auto r = InferSync(*core, Request("m", {Input({1, 2, 3, 4})}, "1"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Floats(r->outputs[0]), (std::vector<float>{3, 6, 9, 12}));
+}
+
+// Regression: a request for an explicit version that resolved the old load
+// just before a reload swapped it got "is unloading" (503) although the new
+// load of the same version was READY.
+TEST(ServerCoreTest, ARequestForAnExplicitVersionRacingItsReloadRunsOnTheNewLoad) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", "max_batch_size: 4\n");
+  GateClock clock;
+  ServerDeps deps;
+  deps.clock = &clock;
+  auto core = Start(CpuOptions(repo, ModelControlMode::kPoll), deps);
+  ASSERT_NE(core, nullptr);
+  const auto old_load = core->FindLoaded("m", "1");
+  std::promise<Expected<InferResponse>> answer;
+  std::thread client([&] {
+    clock.HoldNextCallOn(std::this_thread::get_id());
+    core->Infer(Request("m", {Input({1, 2, 3, 4})}, "1"),
+                [&](Expected<InferResponse> r) { answer.set_value(std::move(r)); });
+  });
+  clock.gate().WaitEntered();  // resolved the old version 1, stopped inside Enqueue
+
+  repo.WriteConfig("m", "max_batch_size: 4\n# edited\n");
+  EXPECT_TRUE(core->Rescan().ok());  // reloads version 1 and stops the old load
+  EXPECT_NE(core->FindLoaded("m", "1"), old_load);
+  clock.gate().Release();
+  client.join();
+  auto r = answer.get_future().get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->model_version, "1");
+  EXPECT_EQ(Floats(r->outputs[0]), (std::vector<float>{2, 4, 6, 8}));
+}
+
+// Regression: an exception thrown while loading (std::bad_alloc) escaped the
+// start-up or poll thread and aborted the server.
+TEST(ServerCoreTest, ALoadThatThrowsMakesOnlyItsVersionUnavailable) {
+  TempRepository repo;
+  repo.AddModel("good", 1, ScaleModel(2));
+  repo.AddModel("greedy", 1, ScaleModel(2));
+  std::atomic<int> greedy_attempts{0};
+  ServerDeps deps;
+  deps.session_factory = [&](const std::string& path, const SessionOptions& o) -> Expected<std::unique_ptr<Session>> {
+    if (o.log_id == "greedy") {
+      ++greedy_attempts;
+      throw std::bad_alloc();
+    }
+    return Session::Load(path, o);
+  };
+  auto core = Start(CpuOptions(repo, ModelControlMode::kPoll), deps);
+  ASSERT_NE(core, nullptr);
+  for (int poll = 0; poll < 2; ++poll) {
+    auto index = core->RepositoryIndex(false);
+    ASSERT_NE(Find(index, "greedy"), nullptr);
+    EXPECT_EQ(Find(index, "greedy")->state, ModelState::kUnavailable);
+    EXPECT_NE(Find(index, "greedy")->reason.find("bad_alloc"), std::string::npos) << Find(index, "greedy")->reason;
+    EXPECT_EQ(Find(index, "good")->state, ModelState::kReady);
+    EXPECT_TRUE(InferSync(*core, Request("good", {Input({1, 2, 3, 4})})).ok());
+    EXPECT_EQ(InferSync(*core, Request("greedy", {Input({1, 2, 3, 4})})).status().code(), Code::kUnavailable);
+    EXPECT_TRUE(core->Rescan().ok());  // retried on the poll, and caught again
+  }
+  EXPECT_EQ(greedy_attempts, 3);
+  EXPECT_TRUE(core->IsLive());
+}
+
+// Regression: fixed config dims or a model_warmup count large enough to
+// exhaust memory threw from Tensor::Zeros on the loading thread.
+TEST(ServerCoreTest, AbsurdWarmupSizesAreAConfigErrorNotACrash) {
+  TempRepository repo;
+  repo.AddModel("good", 1, ScaleModel(2));
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1}, {"n"});
+  b.AddOutput("y", DataType::kFloat, {-1}, {"n"});
+  b.AddNode("Identity", {"x"}, {"y"});
+  repo.AddModel("huge_dims", 1, b.Serialize());
+  repo.WriteConfig("huge_dims", R"pb(
+    max_batch_size: 0
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 100000000000 ] } ]
+  )pb");
+  repo.AddModel("huge_count", 1, ScaleModel(2));
+  repo.WriteConfig("huge_count", R"pb(
+    max_batch_size: 4
+    model_warmup [ { name: "many" batch_size: 1 count: 2000000000
+      inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]
+  )pb");
+  auto core = Start(CpuOptions(repo));
+  ASSERT_NE(core, nullptr);
+  auto index = core->RepositoryIndex(false);
+  ASSERT_NE(Find(index, "huge_dims"), nullptr);
+  EXPECT_EQ(Find(index, "huge_dims")->state, ModelState::kUnavailable);
+  EXPECT_NE(Find(index, "huge_dims")->reason.find("warm-up sample of input 'x' has shape 100000000000"),
+            std::string::npos)
+      << Find(index, "huge_dims")->reason;
+  EXPECT_NE(Find(index, "huge_dims")->reason.find("GiB"), std::string::npos) << Find(index, "huge_dims")->reason;
+  ASSERT_NE(Find(index, "huge_count"), nullptr);
+  EXPECT_EQ(Find(index, "huge_count")->state, ModelState::kUnavailable);
+  EXPECT_NE(Find(index, "huge_count")->reason.find("count 2000000000"), std::string::npos)
+      << Find(index, "huge_count")->reason;
+  EXPECT_EQ(Find(index, "good")->state, ModelState::kReady);
+}
+
+// Regression: a Shutdown() racing the first one returned at once, before the
+// models were unloaded (the destructor could then free them under the first).
+TEST(ServerCoreTest, ASecondShutdownReturnsOnlyOnceTheFirstHasFinished) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  GateClock clock;
+  ServerDeps deps;
+  deps.clock = &clock;
+  auto core = Start(CpuOptions(repo), deps);
+  ASSERT_NE(core, nullptr);
+  std::atomic<bool> answered{false};
+  clock.HoldNextCallOffThread(std::this_thread::get_id());  // the worker, as it starts the run
+  core->Infer(Request("m", {Input({1, 2, 3, 4})}), [&](Expected<InferResponse> r) {
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    answered = true;
+  });
+  clock.gate().WaitEntered();
+
+  std::thread first([&] { core->Shutdown(); });  // drains: waits for the held request
+  while (core->IsLive()) std::this_thread::yield();
+  auto second = std::async(std::launch::async, [&] {
+    core->Shutdown();
+    return answered.load();
+  });
+  // Not a synchronisation: a second Shutdown that does not wait would return
+  // within this bound, with the request still held; one that waits cannot.
+  EXPECT_EQ(second.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  clock.gate().Release();
+  first.join();
+  EXPECT_TRUE(second.get()) << "the second Shutdown returned before the queued request was answered";
+  EXPECT_TRUE(answered);
+}
+
+// Regression: LoadModel checked for a shutdown before waiting for the
+// control lock, so a load queued behind another ran after Shutdown had
+// unloaded everything and left a model loaded in a stopped server.
+TEST(ServerCoreTest, ALoadWaitingForTheControlLockIsRefusedOnceShutdownBegan) {
+  TempRepository repo;
+  repo.AddModel("a", 1, ScaleModel(2));
+  repo.AddModel("b", 1, ScaleModel(2));
+  Gate loading_a;
+  std::atomic<bool> held{false};
+  ServerDeps deps;
+  deps.session_factory = [&](const std::string& path, const SessionOptions& o) {
+    if (o.log_id == "a" && !held.exchange(true)) loading_a.Enter();
+    return Session::Load(path, o);
+  };
+  auto core = Start(CpuOptions(repo, ModelControlMode::kExplicit), deps);
+  ASSERT_NE(core, nullptr);
+  auto load_a = std::async(std::launch::async, [&] { return core->LoadModel("a"); });
+  loading_a.WaitEntered();  // holds the control lock
+  auto load_b = std::async(std::launch::async, [&] { return core->LoadModel("b"); });
+  // Not a synchronisation: gives load_b the time to queue on the control lock.
+  EXPECT_EQ(load_b.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  std::thread shutdown([&] { core->Shutdown(); });
+  while (core->IsLive()) std::this_thread::yield();
+  loading_a.Release();
+  EXPECT_TRUE(load_a.get().ok());  // began before the shutdown
+  Status b = load_b.get();
+  shutdown.join();
+  EXPECT_EQ(b.code(), Code::kUnavailable) << b.ToString();
+  EXPECT_EQ(core->FindLoaded("b", "1"), nullptr);
+  EXPECT_EQ(core->FindLoaded("a", "1"), nullptr);
+  EXPECT_EQ(core->Rescan().code(), Code::kUnavailable);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "serve/http/http_server.h"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 #include <spdlog/sinks/base_sink.h>
 
 #include "fakes/fake_model_server.h"
+#include "sys/clock.h"
 #include "serve/http/test_http_client.h"
 
 namespace ortgpu::serve {
@@ -54,6 +57,37 @@ class HttpServerTest : public ::testing::Test {
   }
   uint16_t port() const { return server_->port(); }
   nlohmann::json Json(const HttpResult& r) { return nlohmann::json::parse(r.body); }
+
+  // Bounded wait until at least `n` requests are in flight: the server has
+  // read their headers. Polls a counter; no sleep stands in for an event.
+  bool WaitForInFlight(int n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (server_->in_flight() < n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+
+  // On `c`, sends infer request "A" and reads its 504; A stays parked in the
+  // fake until ReleaseAll(), so its answer comes late. Returns once the 504
+  // has been written (nothing in flight), with the connection kept alive.
+  void TimeOutRequestA(TestHttpClient& c) {
+    fake_.HoldInfers(true);
+    HttpResult r = c.Post("/v2/models/echo/infer", InferBody("A"));
+    ASSERT_EQ(r.status, 504u) << r.body;
+    ASSERT_TRUE(r.keep_alive());
+    fake_.WaitForParked(1);
+    ASSERT_TRUE(server_->WaitIdle(std::chrono::seconds(10)));
+  }
+
+  static std::string InferBody(const std::string& id) {
+    return R"({"id":")" + id + R"(","inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[[1.5,2.5]]}]})";
+  }
+  static std::string InferHeader(size_t content_length, const std::string& extra_headers = "") {
+    return "POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\n" + extra_headers +
+           "Content-Length: " + std::to_string(content_length) + "\r\n\r\n";
+  }
 
   FakeModelServer fake_;
   std::unique_ptr<HttpServer> server_;
@@ -291,6 +325,68 @@ TEST_F(HttpServerTest, SlowInferenceIs504) {
   EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("request timeout of 100 ms"));
   fake_.ReleaseAll();  // the late completion is dropped
   EXPECT_EQ(c.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+}
+
+TEST_F(HttpServerTest, RequestTimeoutBecomesTheSchedulersDeadline) {
+  HttpOptions o;
+  o.request_timeout = std::chrono::milliseconds(5000);
+  StartServer(o);
+  TestHttpClient c(port());
+  const int64_t before = RealClock().NowNanos();
+  ASSERT_EQ(c.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+  const int64_t deadline = fake_.last_request().deadline_ns;
+  EXPECT_GE(deadline, before + 5'000'000'000LL);
+  EXPECT_LE(deadline, RealClock().NowNanos() + 5'000'000'000LL);
+}
+
+// Regression: the late answer of a request that got a 504 was written as the
+// response of the next request on the connection once that request's header
+// had arrived, while its body (or its 100 Continue) was still in transit: the
+// client got the wrong answer, and the server wrote while reading and freed
+// the parser of the pending body read.
+TEST_F(HttpServerTest, LateAnswerOfTimedOutRequestIsDroppedWhileNextAwaits100Continue) {
+  HttpOptions o;
+  o.request_timeout = std::chrono::milliseconds(100);
+  StartServer(o);
+  TestHttpClient c(port());
+  ASSERT_NO_FATAL_FAILURE(TimeOutRequestA(c));
+
+  std::string b = InferBody("B");
+  c.WriteRaw(InferHeader(b.size(), "Expect: 100-continue\r\n"));
+  ASSERT_EQ(c.Read().status, 100u);  // B's header is read; the server awaits its body
+  fake_.ReleaseAll();                // A's answer arrives now
+  c.WriteRaw(b);
+  HttpResult r = c.Read();
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["id"], "B");
+
+  // Nothing stray is left on the connection: the next answer is the next request's.
+  r = c.Post("/v2/models/echo/infer", InferBody("C"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["id"], "C");
+  EXPECT_TRUE(server_->WaitIdle(std::chrono::seconds(10)));
+}
+
+TEST_F(HttpServerTest, LateAnswerOfTimedOutRequestIsDroppedWhileNextBodyArrives) {
+  HttpOptions o;
+  o.request_timeout = std::chrono::milliseconds(100);
+  StartServer(o);
+  TestHttpClient c(port());
+  ASSERT_NO_FATAL_FAILURE(TimeOutRequestA(c));
+
+  std::string b = InferBody("B");
+  c.WriteRaw(InferHeader(b.size()) + b.substr(0, b.size() / 2));
+  ASSERT_TRUE(WaitForInFlight(1));  // B's header is read; the server reads its body
+  fake_.ReleaseAll();               // A's answer arrives now
+  c.WriteRaw(b.substr(b.size() / 2));
+  HttpResult r = c.Read();
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["id"], "B");
+
+  r = c.Post("/v2/models/echo/infer", InferBody("C"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["id"], "C");
+  EXPECT_TRUE(server_->WaitIdle(std::chrono::seconds(10)));
 }
 
 TEST_F(HttpServerTest, DrainFinishesInFlightAndRefusesNewWork) {

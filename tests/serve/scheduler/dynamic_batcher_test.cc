@@ -2,9 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <new>
+#include <stdexcept>
+#include <thread>
 
 #include "serve/scheduler/batching.h"
 
@@ -17,17 +23,28 @@ Tensor Rows(const std::string& name, std::vector<float> values, int64_t cols) {
   return t;
 }
 
+// A Clock the test moves by hand.
+class ManualClock : public Clock {
+ public:
+  int64_t NowNanos() const override { return now.load(); }
+  std::atomic<int64_t> now{1'000'000'000};
+};
+
 // y = 2 * x; records the batch sizes it ran and can be held at a gate.
 class DoublingRunner : public InstanceRunner {
  public:
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override {
+    std::function<void()> before;
     {
       std::unique_lock<std::mutex> lock(mu);
       ++entered;
       cv.notify_all();
       cv.wait(lock, [&] { return open; });
       batches.push_back(inputs[0].shape[0]);
+      before = throw_next;
+      throw_next = nullptr;
     }
+    if (before) before();  // throws
     if (fail_with.code() != Code::kOk) return fail_with;
     Tensor y = inputs[0];
     y.name = "y";
@@ -49,22 +66,34 @@ class DoublingRunner : public InstanceRunner {
   int entered = 0;
   std::vector<int64_t> batches;
   Status fail_with;
+  std::function<void()> throw_next;  // run (and cleared) by the next Run, after the gate
+};
+
+struct HarnessOptions {
+  bool gate_closed = false;
+  int instances = 1;
+  const Clock* clock = &RealClock();
 };
 
 struct Harness {
-  explicit Harness(BatcherOptions o, bool gate_closed = false) {
-    auto r = std::make_unique<DoublingRunner>();
-    r->open = !gate_closed;
-    runner = r.get();
+  explicit Harness(BatcherOptions o, bool gate_closed = false) : Harness(o, HarnessOptions{gate_closed}) {}
+  Harness(BatcherOptions o, HarnessOptions ho) {
     std::vector<std::unique_ptr<InstanceRunner>> runners;
-    runners.push_back(std::move(r));
-    batcher = std::make_unique<DynamicBatcher>(o, std::move(runners), RealClock(), stats, nullptr);
+    for (int i = 0; i < ho.instances; ++i) {
+      auto r = std::make_unique<DoublingRunner>();
+      r->open = !ho.gate_closed;
+      all_runners.push_back(r.get());
+      runners.push_back(std::move(r));
+    }
+    runner = all_runners[0];
+    batcher = std::make_unique<DynamicBatcher>(o, std::move(runners), *ho.clock, stats, nullptr);
   }
-  std::future<Expected<InferResponse>> Send(Tensor x, Status* refused = nullptr) {
+  std::future<Expected<InferResponse>> Send(Tensor x, Status* refused = nullptr, int64_t deadline_ns = 0) {
     auto promise = std::make_shared<std::promise<Expected<InferResponse>>>();
     auto fut = promise->get_future();
     QueuedRequest item;
     item.request.model_name = "m";
+    item.request.deadline_ns = deadline_ns;
     item.request.inputs.push_back(std::move(x));
     item.done = [promise](Expected<InferResponse> r) { promise->set_value(std::move(r)); };
     Status st = batcher->Enqueue(item);
@@ -74,6 +103,7 @@ struct Harness {
   }
   ModelStats stats;
   DoublingRunner* runner;
+  std::vector<DoublingRunner*> all_runners;
   std::unique_ptr<DynamicBatcher> batcher;
 };
 
@@ -173,6 +203,171 @@ TEST(DynamicBatcherTest, ARunFailureFailsEveryRequestOfTheBatchAndKeepsServing) 
   h.runner->fail_with = Status();
   EXPECT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
   EXPECT_EQ(h.stats.ToJson("m", "1")["inference_stats"]["fail"]["count"], 1);
+}
+
+// Regression (review item 1a): a model whose config sets no max_queue_size
+// used to queue without limit.
+TEST(DynamicBatcherTest, WithoutAConfiguredMaxQueueSizeTheQueueStopsAt1024) {
+  BatcherOptions o;
+  o.model_name = "m";
+  o.max_queue_size = 0;  // what config.pbtxt without default_queue_policy gives
+  Harness h(o, /*gate_closed=*/true);
+  std::vector<std::future<Expected<InferResponse>>> accepted;
+  accepted.push_back(h.Send(Rows("x", {1, 2}, 2)));
+  h.runner->WaitEntered(1);  // the worker holds the first; the rest queue up
+  for (size_t i = 0; i < kDefaultMaxQueueSize; ++i) {
+    Status st;
+    accepted.push_back(h.Send(Rows("x", {1, 2}, 2), &st));
+    ASSERT_TRUE(st.ok()) << "request " << i << ": " << st.message();
+  }
+  EXPECT_EQ(h.batcher->queue_size(), kDefaultMaxQueueSize);
+  Status refused;
+  auto rejected = h.Send(Rows("x", {1, 2}, 2), &refused);
+  EXPECT_EQ(refused.code(), Code::kResourceExhausted);
+  EXPECT_NE(refused.message().find("max_queue_size 1024 (the default)"), std::string::npos) << refused.message();
+  h.runner->Open();
+  for (auto& f : accepted) EXPECT_TRUE(f.get().ok());
+}
+
+TEST(DynamicBatcherTest, TheConfiguredMaxQueueSizeWinsOverTheDefault) {
+  BatcherOptions o;
+  o.max_queue_size = 2000;
+  Harness h(o, /*gate_closed=*/true);
+  std::vector<std::future<Expected<InferResponse>>> accepted;
+  accepted.push_back(h.Send(Rows("x", {1, 2}, 2)));
+  h.runner->WaitEntered(1);
+  for (size_t i = 0; i < kDefaultMaxQueueSize + 1; ++i) {
+    Status st;
+    accepted.push_back(h.Send(Rows("x", {1, 2}, 2), &st));
+    ASSERT_TRUE(st.ok()) << "request " << i << ": " << st.message();
+  }
+  h.runner->Open();
+  for (auto& f : accepted) EXPECT_TRUE(f.get().ok());
+}
+
+// Regression (review item 1b): a request whose client had given up (HTTP 504)
+// stayed queued and still ran.
+TEST(DynamicBatcherTest, ARequestPastItsDeadlineIsAnsweredDeadlineExceededWithoutRunning) {
+  ManualClock clock;
+  BatcherOptions o;
+  o.model_name = "m";
+  Harness h(o, HarnessOptions{.gate_closed = true, .clock = &clock});
+  auto running = h.Send(Rows("x", {1, 2}, 2));
+  h.runner->WaitEntered(1);
+  Status st;
+  auto late = h.Send(Rows("x", {3, 4}, 2), &st, clock.now + 5'000'000);
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto in_time = h.Send(Rows("x", {5, 6}, 2), &st, clock.now + 60'000'000'000);
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto no_deadline = h.Send(Rows("x", {7, 8}, 2));
+  clock.now += 10'000'000;  // 10 ms later: `late` is 5 ms past its deadline
+  h.runner->Open();
+
+  auto r = late.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(r.status().message().find("waited 10 ms in the queue"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("was not run"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(running.get().ok());
+  EXPECT_TRUE(in_time.get().ok());
+  EXPECT_TRUE(no_deadline.get().ok());
+  EXPECT_EQ(h.runner->batches.size(), 3u);  // `late` never reached the runner
+  auto json = h.stats.ToJson("m", "1");
+  EXPECT_EQ(json["inference_stats"]["fail"]["count"], 1);
+  EXPECT_EQ(json["inference_stats"]["success"]["count"], 3);
+}
+
+TEST(DynamicBatcherTest, ARequestAlreadyPastItsDeadlineIsRefusedAtTheDoor) {
+  ManualClock clock;
+  BatcherOptions o;
+  Harness h(o, HarnessOptions{.clock = &clock});
+  Status refused;
+  auto r = h.Send(Rows("x", {1, 2}, 2), &refused, clock.now - 1);
+  EXPECT_EQ(refused.code(), Code::kDeadlineExceeded);
+  EXPECT_FALSE(r.get().ok());
+  EXPECT_TRUE(h.runner->batches.empty());
+  EXPECT_EQ(h.batcher->queue_size(), 0u);
+}
+
+// Regression (review item 2): an exception inside Execute reached
+// std::terminate and every queued callback was lost.
+TEST(DynamicBatcherTest, ABatchThatThrowsBadAllocFailsItsRequestsAndTheWorkerKeepsServing) {
+  BatcherOptions o;
+  o.model_name = "m";
+  o.max_batch_size = 8;
+  o.preferred_batch_sizes = {2};
+  o.max_queue_delay_ns = 60'000'000'000;  // a failure guard only: the preferred size fires first
+  Harness h(o);
+  h.runner->throw_next = [] { throw std::bad_alloc(); };
+  auto a = h.Send(Rows("x", {1, 2}, 2));
+  auto b = h.Send(Rows("x", {3, 4}, 2));
+  for (auto* f : {&a, &b}) {
+    auto r = f->get();
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kResourceExhausted);
+    EXPECT_NE(r.status().message().find("ran out of host memory while running the model"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("batch of 2 requests"), std::string::npos) << r.status().message();
+  }
+  auto c = h.Send(Rows("x", {1, 2}, 2));
+  auto d = h.Send(Rows("x", {3, 4}, 2));
+  EXPECT_TRUE(c.get().ok());
+  EXPECT_TRUE(d.get().ok());
+  EXPECT_EQ(h.stats.ToJson("m", "1")["inference_stats"]["fail"]["count"], 2);
+}
+
+TEST(DynamicBatcherTest, ARunnerThatThrowsFailsTheRequestWithInternalNamingTheError) {
+  BatcherOptions o;
+  o.model_name = "m";
+  Harness h(o, /*gate_closed=*/true);
+  h.runner->throw_next = [] { throw std::runtime_error("vector::_M_range_check"); };
+  auto thrown = h.Send(Rows("x", {1, 2}, 2));
+  h.runner->WaitEntered(1);
+  auto queued = h.Send(Rows("x", {3, 4}, 2));  // waits behind the throwing run: must still be answered
+  h.runner->Open();
+  auto r = thrown.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInternal);
+  EXPECT_NE(r.status().message().find("vector::_M_range_check"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("model 'm'"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(queued.get().ok());
+}
+
+TEST(DynamicBatcherTest, ACallbackThatThrowsDoesNotStopTheWorker) {
+  BatcherOptions o;
+  Harness h(o);
+  QueuedRequest item;
+  item.request.model_name = "m";
+  item.request.inputs.push_back(Rows("x", {1, 2}, 2));
+  std::promise<void> called;
+  item.done = [&called](Expected<InferResponse>) {
+    called.set_value();
+    throw std::runtime_error("client callback");
+  };
+  ASSERT_TRUE(h.batcher->Enqueue(item).ok());
+  called.get_future().get();
+  EXPECT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
+}
+
+// Regression (review item 4): with several instances, a worker that computed
+// the queue-delay deadline from a front request another worker then took
+// dispatched the next request at that stale deadline, without its own wait.
+TEST(DynamicBatcherTest, WithTwoInstancesEveryRequestGetsItsOwnQueueDelay) {
+  constexpr auto kDelay = std::chrono::milliseconds(300);
+  BatcherOptions o;
+  o.max_batch_size = 8;
+  o.max_queue_delay_ns = std::chrono::nanoseconds(kDelay).count();
+  Harness h(o, HarnessOptions{.instances = 2});
+  // Different non-batch dims: the second request cannot ride in the first's batch.
+  auto first = h.Send(Rows("x", {1, 2}, 2));
+  // Ages the first request so the two deadlines differ (not synchronisation:
+  // the assertion below holds however long this takes).
+  std::this_thread::sleep_for(kDelay / 3);
+  const auto sent = std::chrono::steady_clock::now();
+  auto second = h.Send(Rows("x", {1, 2, 3}, 3));
+  ASSERT_TRUE(second.get().ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - sent, kDelay);
+  ASSERT_TRUE(first.get().ok());
 }
 
 TEST(DynamicBatcherTest, StopFinishesQueuedRequestsAndRefusesNewOnes) {
