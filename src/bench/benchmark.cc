@@ -217,7 +217,7 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   }
   for (const auto& r : report.results) {
     if (r.error.ok() && !r.stats.stable) {
-      report.notes.push_back(r.config.variant.name + " batch " + std::to_string(r.config.batch) + ": " + r.stats.stability_note);
+      report.notes.push_back(ConfigurationLabel(r.config) + ": " + r.stats.stability_note);
     }
   }
   if (o.sweep) report.recommendation = Recommend(report);

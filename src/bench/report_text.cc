@@ -40,8 +40,8 @@ std::string RenderTable(const BenchReport& report) {
   }
   for (const auto& r : report.results) {
     if (r.accuracy.checked && !r.accuracy.passed) {
-      out += fmt::format("ACCURACY FAILURE: {} batch {}: {} (max abs error {:.3g}, max rel error {:.3g})\n", r.config.variant.name,
-                         r.config.batch, r.accuracy.note, r.accuracy.max_abs_error, r.accuracy.max_rel_error);
+      out += fmt::format("ACCURACY FAILURE: {}: {} (max abs error {:.3g}, max rel error {:.3g})\n",
+                         ConfigurationLabel(r.config), r.accuracy.note, r.accuracy.max_abs_error, r.accuracy.max_rel_error);
     }
   }
   for (const auto& n : report.notes) out += "note: " + n + "\n";

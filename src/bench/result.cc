@@ -19,4 +19,10 @@ std::optional<BatchAndConcurrency> SmallestBatchAndConcurrency(
   return smallest;
 }
 
+std::string ConfigurationLabel(const Configuration& c) {
+  std::string label = c.variant.name + " batch " + std::to_string(c.batch);
+  if (c.concurrency > 1) label += " concurrency " + std::to_string(c.concurrency);
+  return label;
+}
+
 }  // namespace ortgpu::bench

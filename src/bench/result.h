@@ -97,4 +97,7 @@ struct BatchAndConcurrency {
 std::optional<BatchAndConcurrency> SmallestBatchAndConcurrency(
     const BenchReport& report, const std::function<bool(const ConfigResult&)>& include);
 
+// "io=bound batch 32 concurrency 2": how notes and errors name a configuration.
+std::string ConfigurationLabel(const Configuration& c);
+
 }  // namespace ortgpu::bench
