@@ -10,16 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "ort/random_inputs.h"
 #include "ort/session.h"
 #include "ort/tensor.h"
 #include "status/expected.h"
 
 namespace ortgpu::bench {
 
-struct IntRange {
-  int64_t lo = 0;  // inclusive
-  int64_t hi = 0;  // exclusive
-};
 
 struct InputSpec {
   // --shape NAME:DIMS. NAME is an input ("input_ids:1x128", the full shape)

@@ -1,0 +1,89 @@
+#include "ort/random_inputs.h"
+
+#include <algorithm>
+#include <random>
+
+namespace ortgpu {
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+template <typename T>
+void FillInts(Tensor& t, std::mt19937_64& rng, IntRange r) {
+  std::uniform_int_distribution<int64_t> dist(r.lo, std::max(r.lo, r.hi - 1));
+  T* p = t.data_as<T>();
+  for (int64_t i = 0; i < t.element_count(); ++i) p[i] = static_cast<T>(dist(rng));
+}
+
+template <typename T>
+void FillReals(Tensor& t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  T* p = t.data_as<T>();
+  // Complex types hold two reals per element.
+  const int64_t n = t.byte_size() / sizeof(T);
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(dist(rng));
+}
+
+}  // namespace
+
+IntRange DefaultIntRange(const std::string& name, DataType type) {
+  const std::string n = Lower(name);
+  if (n.find("mask") != std::string::npos) return {1, 2};
+  if (n.find("type_ids") != std::string::npos || n.find("segment") != std::string::npos) return {0, 1};
+  if (type == DataType::kInt8) return {-128, 128};
+  if (type == DataType::kUint8) return {0, 256};
+  return {0, 100};
+}
+
+void FillRandom(Tensor& t, uint64_t seed, IntRange r) {
+  std::mt19937_64 rng(seed);
+  switch (t.dtype) {
+    case DataType::kFloat: FillReals<float>(t, rng); break;
+    case DataType::kDouble: FillReals<double>(t, rng); break;
+    case DataType::kComplex64: FillReals<float>(t, rng); break;
+    case DataType::kComplex128: FillReals<double>(t, rng); break;
+    case DataType::kFloat16:
+    case DataType::kBfloat16: {
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      auto* p = t.data_as<uint16_t>();
+      for (int64_t i = 0; i < t.element_count(); ++i) {
+        p[i] = t.dtype == DataType::kFloat16 ? FloatToHalf(dist(rng)) : FloatToBfloat16(dist(rng));
+      }
+      break;
+    }
+    case DataType::kInt8: FillInts<int8_t>(t, rng, r); break;
+    case DataType::kUint8: FillInts<uint8_t>(t, rng, r); break;
+    case DataType::kInt16: FillInts<int16_t>(t, rng, r); break;
+    case DataType::kUint16: FillInts<uint16_t>(t, rng, r); break;
+    case DataType::kInt32: FillInts<int32_t>(t, rng, r); break;
+    case DataType::kUint32: FillInts<uint32_t>(t, rng, r); break;
+    case DataType::kInt64: FillInts<int64_t>(t, rng, r); break;
+    case DataType::kUint64: FillInts<uint64_t>(t, rng, r); break;
+    case DataType::kBool: FillInts<uint8_t>(t, rng, {0, 2}); break;
+    case DataType::kString:
+      for (size_t i = 0; i < t.strings.size(); ++i) t.strings[i] = "ortgpu " + std::to_string(rng() % 1000);
+      break;
+    default: break;
+  }
+}
+
+
+Status CheckShapeFits(const TensorInfo& input, const std::vector<int64_t>& shape, const std::string& source) {
+  if (shape.size() != input.shape.size()) {
+    return InvalidArgument(source + " gives input '" + input.name + "' shape " + ShapeToString(shape) + " but the model expects rank " +
+                           std::to_string(input.shape.size()) + " (" + ShapeToString(input.shape) + ")");
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (input.shape[d] >= 0 && input.shape[d] != shape[d]) {
+      return InvalidArgument(source + " gives input '" + input.name + "' shape " + ShapeToString(shape) + " but the model expects " +
+                             ShapeToString(input.shape) + " (dimension " + std::to_string(d) + " is fixed at " +
+                             std::to_string(input.shape[d]) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace ortgpu
