@@ -46,14 +46,8 @@ Tensor TileBatch(const Tensor& t, int64_t batch) {
 }  // namespace
 
 Status ParseShapeFlag(const std::string& text, InputSpec& spec) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return InvalidArgument("--shape '" + text + "' is not NAME:DIMS; e.g. --shape input_ids:1x128 or --shape sequence:128");
-  }
-  auto dims = ParseShape(text.substr(colon + 1));
-  if (!dims.ok()) return dims.status().WithContext("--shape " + text);
-  spec.shapes[text.substr(0, colon)] = *dims;
-  return Status::Ok();
+  // NAME is an input ("input_ids:1x128") or a symbolic dimension ("sequence:128").
+  return ortgpu::ParseShapeFlag(text, spec.shapes);
 }
 
 Status ParseIntRangeFlag(const std::string& text, InputSpec& spec) {

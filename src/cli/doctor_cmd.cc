@@ -32,18 +32,6 @@ struct DoctorFlags {
   std::string color = "auto";
 };
 
-// "input_ids:1x128" -> ("input_ids", {1,128}).
-Status ParseShapeFlag(const std::string& text, std::map<std::string, std::vector<int64_t>>& out) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return InvalidArgument("--shape '" + text + "' must be NAME:DIMS, e.g. input:1x3x224x224");
-  }
-  auto dims = ParseShape(text.substr(colon + 1));
-  if (!dims.ok()) return dims.status().WithContext("--shape " + text);
-  out[text.substr(0, colon)] = *dims;
-  return Status::Ok();
-}
-
 int RunDoctorCommand(const DoctorFlags& flags) {
   doctor::DoctorOptions options;
   options.require_gpu = flags.require == "gpu";

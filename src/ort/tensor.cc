@@ -128,6 +128,17 @@ Expected<std::vector<int64_t>> ParseShape(std::string_view text) {
   return dims;
 }
 
+Status ParseShapeFlag(const std::string& text, std::map<std::string, std::vector<int64_t>>& out) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return InvalidArgument("--shape '" + text + "' is not NAME:DIMS; e.g. --shape input_ids:1x128");
+  }
+  auto dims = ParseShape(text.substr(colon + 1));
+  if (!dims.ok()) return dims.status().WithContext("--shape " + text);
+  out[text.substr(0, colon)] = *dims;
+  return Status::Ok();
+}
+
 Tensor Tensor::Zeros(std::string name, DataType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.name = std::move(name);

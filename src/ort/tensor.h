@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,8 @@ std::optional<int64_t> ElementCount(const std::vector<int64_t>& shape);
 std::string ShapeToString(const std::vector<int64_t>& shape);
 // Parses "1x3x224x224" (also "1,3,224,224"); "" or "scalar" is a scalar.
 Expected<std::vector<int64_t>> ParseShape(std::string_view text);
+// Parses a --shape flag value "NAME:DIMS" ("input_ids:1x128") into `out`.
+Status ParseShapeFlag(const std::string& text, std::map<std::string, std::vector<int64_t>>& out);
 
 struct Tensor {
   std::string name;
