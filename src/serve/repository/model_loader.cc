@@ -336,8 +336,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                      source.name, policy.max_batch_size, kMaxWarmupEveryBatchSize, shapes.sizes.size());
       }
     }
-    auto runner = std::make_unique<SessionRunner>(std::move(session).value(), RulesFor(model->config));
-    if (i == 0) first_runner = runner.get();
+    auto session_runner = std::make_unique<SessionRunner>(std::move(session).value(), RulesFor(model->config));
+    if (i == 0) first_runner = session_runner.get();
+    std::unique_ptr<InstanceRunner> runner = std::move(session_runner);
+    if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
     const int64_t warm_start = deps.clock->NowNanos();
     // The config's model_warmup runs as given; the default sample (batch 1)
     // only when no batch size warm-up replaces it.

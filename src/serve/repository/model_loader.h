@@ -66,6 +66,9 @@ struct LoaderDeps {
   const PlacementChecker* placement = nullptr;  // null: require_gpu only forbids CPU instances
   const Clock* clock = nullptr;               // required
   SchedulerObserver* observer = nullptr;      // nullable
+  // Wraps each instance's runner before its warm-up, so a test can record
+  // what runs on it (warm-up and requests alike); null: no wrapper.
+  std::function<std::unique_ptr<InstanceRunner>(std::unique_ptr<InstanceRunner>)> wrap_runner;
 };
 
 // What the loader warmed up before the version became READY.
