@@ -41,12 +41,7 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   s.max_batch_size = config.max_batch_size();
   s.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
   s.padded = BatchPolicyFor(config).pad_to_preferred_batch_size;
-  const WarmupReport& w = loaded->warmup;
-  s.warmup = fmt::format("{:.1f} s", static_cast<double>(w.ns) / 1e9);
-  if (!w.batch_sizes.empty()) {
-    s.warmup += fmt::format(", {} size{}{}", w.batch_sizes.size(), w.batch_sizes.size() == 1 ? "" : "s",
-                            w.every_batch_size ? "" : " (subset)");
-  }
+  s.warmup = loaded->warmup.Brief();
   if (std::string cuda_graphs = CudaGraphWarning(config); !cuda_graphs.empty()) {
     s.warnings.push_back(std::move(cuda_graphs));
   }

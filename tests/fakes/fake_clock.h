@@ -68,10 +68,6 @@ class FakeClock final : public Clock {
     std::unique_lock<std::mutex> lock(mu_);
     waits_cv_.wait(lock, [&] { return waits_ >= n; });
   }
-  int waits() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return waits_;
-  }
 
  private:
   struct Waiter {

@@ -183,12 +183,22 @@ Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample,
   return Status::Ok();
 }
 
+std::string WarmupReport::Took() const {
+  if (ns < 1'000'000'000) return fmt::format("{} ms", ns / 1'000'000);
+  return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
+}
+
 std::string WarmupReport::Describe() const {
-  const std::string took = fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
-  if (batch_sizes.empty()) return "warm-up " + took;
+  if (batch_sizes.empty()) return "warm-up " + Took();
   return fmt::format("warmed {} batch size{}{} x {} instance{} in {}", batch_sizes.size(),
                      batch_sizes.size() == 1 ? "" : "s", every_batch_size ? "" : " (a bounded subset)", instances,
-                     instances == 1 ? "" : "s", took);
+                     instances == 1 ? "" : "s", Took());
+}
+
+std::string WarmupReport::Brief() const {
+  if (batch_sizes.empty()) return Took();
+  return fmt::format("{}, {} size{}{}", Took(), batch_sizes.size(), batch_sizes.size() == 1 ? "" : "s",
+                     every_batch_size ? "" : " (subset)");
 }
 
 SessionFactory RealSessionFactory() {

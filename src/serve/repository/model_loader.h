@@ -80,9 +80,13 @@ struct WarmupReport {
   int instances = 0;
   // Time of all warm-up runs (model_warmup and batch sizes), every instance.
   int64_t ns = 0;
-  // "warmed 16 batch sizes x 2 instances in 3.1 s" (or "warm-up 0.2 s"
-  // without batch sizes).
+  // "3.1 s" (or "250 ms" below a second).
+  std::string Took() const;
+  // For the log: "warmed 16 batch sizes x 2 instances in 3.1 s" ("warm-up
+  // 250 ms" without batch sizes).
   std::string Describe() const;
+  // For the summary's WARMUP column: "3.1 s, 16 sizes" ("250 ms").
+  std::string Brief() const;
 };
 
 struct LoadedModel {

@@ -218,5 +218,20 @@ TEST(ModelLoaderTest, EnableCudaGraphIsNotPassedToTheSessionsItWouldBreak) {
   EXPECT_EQ(asked[0].cuda_options.at("cudnn_conv_algo_search"), "HEURISTIC");
 }
 
+TEST(ModelLoaderTest, TheWarmupReportSaysHowLongAndHowManySizes) {
+  WarmupReport r;
+  r.ns = 4'240'000'000;
+  r.instances = 2;
+  r.batch_sizes = {1, 2, 3};
+  EXPECT_EQ(r.Brief(), "4.2 s, 3 sizes");
+  EXPECT_EQ(r.Describe(), "warmed 3 batch sizes x 2 instances in 4.2 s");
+  r.every_batch_size = false;
+  EXPECT_EQ(r.Brief(), "4.2 s, 3 sizes (subset)");
+  r.batch_sizes.clear();
+  r.ns = 250'000'000;
+  EXPECT_EQ(r.Brief(), "250 ms");
+  EXPECT_EQ(r.Describe(), "warm-up 250 ms");
+}
+
 }  // namespace
 }  // namespace ortgpu::serve
