@@ -122,6 +122,11 @@ json ChartConfig(const Chart& c) {
                         {"order", 0}});  // lower order: drawn over the series
   }
   json data = {{"datasets", std::move(datasets)}};
+  // Whole-number x values (batch sizes, concurrency) get whole-number ticks.
+  bool whole_x = !categorical && c.kind != ChartKind::kHistogram;
+  for (const auto& s : c.series) {
+    for (const auto& p : s.points) whole_x = whole_x && p.x == std::floor(p.x);
+  }
   if (categorical) {
     // The category axis lists every category once, in order of appearance.
     std::vector<std::string> labels;
@@ -143,6 +148,7 @@ json ChartConfig(const Chart& c) {
         {"legend", {{"display", c.series.size() > 1 || (c.highlight && highlightable)}, {"position", "bottom"},
                     {"labels", {{"usePointStyle", true}, {"boxWidth", 8}}}}}}},
       {"scales", {{"x", Axis(c.x_label, c.x_log && highlightable, categorical, false)}, {"y", Axis(c.y_label, c.y_log, false, true)}}}};
+  if (whole_x) options["scales"]["x"]["ticks"] = {{"precision", 0}};
   return {{"type", highlightable ? (c.kind == ChartKind::kScatter ? "scatter" : "line") : "bar"},
           {"data", std::move(data)},
           {"options", std::move(options)}};
@@ -167,7 +173,11 @@ Chart LatencyHistogram(std::string id, std::string title, const std::vector<doub
   const double tail = sorted[std::min(rank, sorted.size() - 1)];
   const bool overflow = tail > lo && max - tail > options.tail_stretch * (tail - lo);
   const double hi = overflow ? tail : max;
-  const int bins = std::max(1, options.bins);
+  // At most options.bins, fewer for few samples (the square-root rule) or
+  // few distinct values: 90 samples in 30 bins would draw a comb of gaps.
+  int distinct = 1;
+  for (size_t i = 1; i < sorted.size(); ++i) distinct += sorted[i] != sorted[i - 1] ? 1 : 0;
+  const int bins = std::max(1, std::min({options.bins, static_cast<int>(std::ceil(std::sqrt(static_cast<double>(sorted.size())))), distinct}));
   // All samples equal: one bin of an arbitrary small width around them.
   const double width = hi > lo ? (hi - lo) / bins : std::max(std::abs(lo) * 0.01, 1e-6);
   std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
@@ -191,10 +201,10 @@ Chart LatencyHistogram(std::string id, std::string title, const std::vector<doub
   }
   if (overflow) {
     // One bar right of the last bin, in its own series (colour, legend).
-    c.series.push_back({fmt::format("slowest {:g}%: {} run{} up to {:.{}f} ms", 100 - options.tail_percentile, above,
-                                    above == 1 ? "" : "s", max, decimals),
+    c.series.push_back({fmt::format("slowest {:g}%: {} run{} up to {:.4g} ms", 100 - options.tail_percentile, above,
+                                    above == 1 ? "" : "s", max),
                         {{hi + width / 2 + width, static_cast<double>(above),
-                          fmt::format("> {:.{}f} ms (max {:.{}f} ms)", hi, decimals, max, decimals)}}});
+                          fmt::format("> {:.{}f} ms (max {:.4g} ms)", hi, decimals, max)}}});
   }
   return c;
 }

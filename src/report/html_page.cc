@@ -23,8 +23,8 @@ constexpr const char* kStyle =
     ".note{color:#666;font-style:italic}"
     ".table{overflow-x:auto}"
     "table{border-collapse:collapse;font-size:13px;background:#fff}"
-    "th,td{border:1px solid #d8d8d8;padding:4px 8px;text-align:left;white-space:nowrap}th{background:#f0f0f0}"
-    "td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "th,td{border:1px solid #d8d8d8;padding:4px 8px;text-align:left}th{background:#f0f0f0;white-space:nowrap}"
+    "td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}"
     "pre{background:#f3f3f3;border:1px solid #ddd;border-radius:4px;padding:10px;overflow-x:auto}";
 
 // Runs before Chart.js loads, so an error while loading it is recorded too.
@@ -72,7 +72,9 @@ constexpr const char* kDrawScript = R"js((function () {
     try {
       var o = s.config.options;
       o.plugins.tooltip = tooltipFor(s.kind);
-      if (o.scales.x.type === 'linear') o.scales.x.ticks = {callback: function (v) { return num(v); }};
+      if (o.scales.x.type === 'linear') {
+        o.scales.x.ticks = Object.assign(o.scales.x.ticks || {}, {callback: function (v) { return num(v); }});
+      }
       new Chart(document.getElementById(s.canvas), s.config);
       drawn++;
     } catch (e) {

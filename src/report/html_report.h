@@ -81,18 +81,19 @@ size_t PointCount(const Chart& c);
 nlohmann::json ChartConfig(const Chart& c);
 
 // Samples of latency in milliseconds as a histogram chart that one outlier
-// cannot flatten: `bins` equal bins over [min, max], unless the samples above
-// the tail percentile (p99.5, a sample) would stretch that range by more than
-// `tail_stretch` of it; then the bins span [min, p99.5] and the samples above
-// it are gathered into one overflow bar right of the last bin, in a second
-// series whose name (the legend) gives their count and maximum. Series 0
-// ("runs") holds the bins; each point's x is its bin's centre, y its count,
-// label its range ("1.20-1.25 ms"). A log x axis was the alternative: it
-// keeps every sample in place but makes equal latency steps unequal bars,
-// which reads worse for the narrow spreads GPU runs have.
-// No points when `samples_ms` is empty.
+// cannot flatten. Equal bins over [min, max] (options.bins of them, fewer
+// for few samples: at most sqrt(count) and the number of distinct values),
+// unless the samples above the tail percentile (p99.5, a sample) would
+// stretch that range by more than `tail_stretch` of it: then the bins span
+// [min, p99.5] and the samples above it are gathered into one overflow bar
+// right of the last bin, in a second series whose name (the legend) gives
+// their count and maximum. Series 0 ("runs") holds the bins; each point's x
+// is its bin's centre, y its count, label its range ("1.20-1.25 ms").
+// A log x axis was the alternative: it keeps every sample in place but
+// makes equal latency steps unequal bars, which reads worse for the narrow
+// spreads GPU runs have. No points when `samples_ms` is empty.
 struct HistogramOptions {
-  int bins = 30;  // fewer than 1 counts as 1
+  int bins = 30;  // the most bins; fewer than 1 counts as 1
   double tail_percentile = 99.5;  // where the overflow bin starts, when there is one
   double tail_stretch = 0.25;     // overflow bin only when (max - tail) > this * (tail - min)
 };
