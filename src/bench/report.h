@@ -30,6 +30,8 @@ std::string RenderCsv(const BenchReport& report);
 std::vector<std::string> RecommendationLines(const BenchReport& report);
 
 // A page (report::HtmlPage) with, in this order:
+//  - with two variants or more, a bar per variant: p50 latency at the
+//    smallest batch and concurrency, throughput at the throughput pick's;
 //  - p50 latency and throughput against batch size and against concurrency,
 //    one line per variant, only where that dimension took >= 2 values:
 //    latency at the smallest other dimension, throughput through the
@@ -40,8 +42,9 @@ std::vector<std::string> RecommendationLines(const BenchReport& report);
 //  - the table of every configuration, the config.pbtxt fragment
 //    (<pre id="config-pbtxt">) and the notes.
 // Chart boxes are <div class="chart" data-chart="ID" data-kind="KIND">, ID
-// histogram-<result index>, latency-vs-batch, throughput-vs-batch,
-// latency-vs-concurrency or throughput-vs-concurrency.
+// histogram-<result index>, latency-by-variant, throughput-by-variant,
+// latency-vs-batch, throughput-vs-batch, latency-vs-concurrency or
+// throughput-vs-concurrency.
 std::string RenderHtml(const BenchReport& report);
 
 }  // namespace ortgpu::bench

@@ -138,6 +138,44 @@ void AddSlices(const BenchReport& report, Axis axis, report::HtmlPage& page) {
   for (auto& c : charts) page.AddChart(std::move(c));
 }
 
+// With a sweep: one bar per variant, p50 latency at the smallest batch and
+// concurrency and throughput at the throughput pick's, the picks in red.
+void AddVariantBars(const BenchReport& report, report::HtmlPage& page) {
+  std::set<std::string> variants;
+  for (const auto& r : report.results) {
+    if (Usable(r)) variants.insert(r.config.variant.name);
+  }
+  const std::optional<BatchAndConcurrency> smallest = SmallestBatchAndConcurrency(report, Usable);
+  if (variants.size() < 2 || !smallest) return;
+  page.AddHeading("By variant");
+  for (Metric metric : {Metric::kLatency, Metric::kThroughput}) {
+    const bool latency = metric == Metric::kLatency;
+    const std::optional<size_t> pick = PickIndex(report, latency);
+    BatchAndConcurrency at = *smallest;
+    if (!latency && pick) at = {report.results[*pick].config.batch, report.results[*pick].config.concurrency};
+    Chart c;
+    c.id = latency ? "latency-by-variant" : "throughput-by-variant";
+    c.kind = ChartKind::kBar;
+    c.title = fmt::format("{} by variant (batch {}, concurrency {})", latency ? "p50 latency" : "Throughput", at.batch,
+                          at.concurrency);
+    c.x_label = "variant";
+    c.y_label = latency ? "p50 latency (ms)" : "items/s";
+    c.series.push_back({latency ? "p50 latency" : "throughput", {}});
+    for (size_t i = 0; i < report.results.size(); ++i) {
+      const auto& r = report.results[i];
+      if (!Usable(r) || r.config.batch != at.batch || r.config.concurrency != at.concurrency) continue;
+      Point p{static_cast<double>(i), latency ? r.stats.p50_ms : r.stats.items_per_s, r.config.variant.name};
+      c.series[0].points.push_back(p);
+      if (pick == i) {
+        c.highlight = p;
+        c.highlight_label = fmt::format("recommended for {}", latency ? "latency" : "throughput");
+      }
+    }
+    report::AutoLogAxes(c);
+    page.AddChart(std::move(c));
+  }
+}
+
 void AddTable(const BenchReport& report, report::HtmlPage& page) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < report.results.size(); ++i) {
@@ -175,6 +213,7 @@ std::string RenderHtml(const BenchReport& report) {
 
   // The trends first (what a sweep is for), then the distributions behind
   // them, then every figure.
+  AddVariantBars(report, page);
   AddSlices(report, Axis::kBatch, page);
   AddSlices(report, Axis::kConcurrency, page);
   const std::vector<size_t> histograms = HistogramResults(report);

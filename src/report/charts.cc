@@ -17,6 +17,7 @@ using nlohmann::json;
 constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
                                    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr const char* kHighlightColor = "#d62728";
+constexpr size_t kMaxUprightBars = 8;
 
 bool IsCategorical(ChartKind kind) { return kind == ChartKind::kBar; }
 
@@ -78,6 +79,20 @@ void AutoLogAxes(Chart& c) {
 
 json ChartConfig(const Chart& c) {
   const bool categorical = IsCategorical(c.kind);
+  const bool highlightable = c.kind != ChartKind::kHistogram;
+  std::vector<std::string> categories;  // bar charts: each once, in order of appearance
+  for (const auto& s : c.series) {
+    for (const auto& p : s.points) {
+      std::string cat = CategoryOf(p);
+      if (categorical && std::find(categories.begin(), categories.end(), cat) == categories.end()) {
+        categories.push_back(std::move(cat));
+      }
+    }
+  }
+  // Many bars read best lying down, their names in a column (tall charts:
+  // html_page.cc sizes the box by the category count).
+  const bool horizontal = categorical && categories.size() > kMaxUprightBars;
+
   json datasets = json::array();
   for (size_t i = 0; i < c.series.size(); ++i) {
     const Series& s = c.series[i];
@@ -87,7 +102,16 @@ json ChartConfig(const Chart& c) {
       std::stable_sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
     }
     json data = json::array();
-    for (const auto& p : points) data.push_back(PointJson(p, categorical));
+    json bar_colors = json::array();  // a bar chart marks its highlighted bar by colour
+    bool marked = false;
+    for (const auto& p : points) {
+      json point = PointJson(p, categorical);
+      if (horizontal) std::swap(point["x"], point["y"]);
+      data.push_back(std::move(point));
+      const bool is_highlight = c.highlight && p.x == c.highlight->x && p.y == c.highlight->y;
+      bar_colors.push_back(is_highlight ? kHighlightColor : color);
+      marked = marked || is_highlight;
+    }
     json d = {{"label", s.name}, {"data", std::move(data)}, {"borderColor", color}, {"backgroundColor", color}};
     if (c.kind == ChartKind::kHistogram) {
       // Bins touch, as a histogram's do (a hairline keeps them apart), and
@@ -99,6 +123,8 @@ json ChartConfig(const Chart& c) {
       d["borderColor"] = "#ffffff";
     } else if (categorical) {
       d["borderWidth"] = 0;
+      d["skipNull"] = true;  // a series without a category takes no room in it
+      if (marked) d["backgroundColor"] = std::move(bar_colors);
     } else {
       d["pointRadius"] = 4;
       d["pointHoverRadius"] = 7;
@@ -108,35 +134,39 @@ json ChartConfig(const Chart& c) {
     }
     datasets.push_back(std::move(d));
   }
-  const bool highlightable = c.kind == ChartKind::kLine || c.kind == ChartKind::kScatter;
-  if (c.highlight && highlightable) {
-    datasets.push_back({{"label", c.highlight_label.empty() ? "highlighted" : c.highlight_label},
-                        {"data", json::array({PointJson(*c.highlight, false)})},
-                        {"pointStyle", "rectRot"},
-                        {"pointRadius", 9},
-                        {"pointHoverRadius", 11},
-                        {"borderWidth", 2},
-                        {"borderColor", "#7a1010"},
-                        {"backgroundColor", kHighlightColor},
-                        {"showLine", false},
-                        {"order", 0}});  // lower order: drawn over the series
+  const bool legend_for_highlight = c.highlight && highlightable;
+  if (legend_for_highlight) {
+    const std::string label = c.highlight_label.empty() ? "highlighted" : c.highlight_label;
+    if (categorical) {
+      // No points: only the legend entry for the bar coloured above.
+      datasets.push_back({{"label", label}, {"data", json::array()}, {"backgroundColor", kHighlightColor},
+                          {"borderColor", kHighlightColor}, {"skipNull", true}});
+    } else {
+      datasets.push_back({{"label", label},
+                          {"data", json::array({PointJson(*c.highlight, false)})},
+                          {"pointStyle", "rectRot"},
+                          {"pointRadius", 9},
+                          {"pointHoverRadius", 11},
+                          {"borderWidth", 2},
+                          {"borderColor", "#7a1010"},
+                          {"backgroundColor", kHighlightColor},
+                          {"showLine", false},
+                          {"order", 0}});  // lower order: drawn over the series
+    }
   }
   json data = {{"datasets", std::move(datasets)}};
-  // Whole-number x values (batch sizes, concurrency) get whole-number ticks.
-  bool whole_x = !categorical && c.kind != ChartKind::kHistogram;
-  for (const auto& s : c.series) {
-    for (const auto& p : s.points) whole_x = whole_x && p.x == std::floor(p.x);
-  }
-  if (categorical) {
-    // The category axis lists every category once, in order of appearance.
-    std::vector<std::string> labels;
+  if (categorical) data["labels"] = categories;
+
+  json category_axis = Axis(c.x_label, false, categorical, false);
+  json value_axis = Axis(c.y_label, c.y_log, false, true);
+  if (!categorical) {
+    category_axis = Axis(c.x_label, c.x_log && c.kind != ChartKind::kHistogram, false, false);
+    // Whole-number x values (batch sizes, concurrency) get whole-number ticks.
+    bool whole_x = c.kind != ChartKind::kHistogram;
     for (const auto& s : c.series) {
-      for (const auto& p : s.points) {
-        std::string cat = CategoryOf(p);
-        if (std::find(labels.begin(), labels.end(), cat) == labels.end()) labels.push_back(std::move(cat));
-      }
+      for (const auto& p : s.points) whole_x = whole_x && p.x == std::floor(p.x);
     }
-    data["labels"] = labels;
+    if (whole_x) category_axis["ticks"] = {{"precision", 0}};
   }
   json options = {
       {"animation", false},
@@ -145,13 +175,12 @@ json ChartConfig(const Chart& c) {
       {"interaction", {{"mode", categorical ? "index" : "nearest"}, {"intersect", false}}},
       {"plugins",
        {{"title", {{"display", !c.title.empty()}, {"text", c.title}, {"font", {{"size", 14}}}}},
-        {"legend", {{"display", c.series.size() > 1 || (c.highlight && highlightable)}, {"position", "bottom"},
+        {"legend", {{"display", c.series.size() > 1 || legend_for_highlight}, {"position", "bottom"},
                     {"labels", {{"usePointStyle", true}, {"boxWidth", 8}}}}}}},
-      {"scales", {{"x", Axis(c.x_label, c.x_log && highlightable, categorical, false)}, {"y", Axis(c.y_label, c.y_log, false, true)}}}};
-  if (whole_x) options["scales"]["x"]["ticks"] = {{"precision", 0}};
-  return {{"type", highlightable ? (c.kind == ChartKind::kScatter ? "scatter" : "line") : "bar"},
-          {"data", std::move(data)},
-          {"options", std::move(options)}};
+      {"scales", horizontal ? json{{"x", value_axis}, {"y", category_axis}} : json{{"x", category_axis}, {"y", value_axis}}}};
+  if (horizontal) options["indexAxis"] = "y";
+  const char* type = categorical || c.kind == ChartKind::kHistogram ? "bar" : c.kind == ChartKind::kScatter ? "scatter" : "line";
+  return {{"type", type}, {"data", std::move(data)}, {"options", std::move(options)}};
 }
 
 Chart LatencyHistogram(std::string id, std::string title, const std::vector<double>& samples_ms,

@@ -57,9 +57,12 @@ constexpr const char* kDrawScript = R"js((function () {
         return axisTitle(it.chart, 'x') + ' ' + num(it.parsed.x);
       },
       label: function (it) {
-        var y = axisTitle(it.chart, 'y');
-        if (kind === 'histogram') return num(it.parsed.y) + ' ' + y;
-        return (it.dataset.label ? it.dataset.label + ': ' : '') + (y ? y + ' ' : '') + num(it.parsed.y);
+        // The value axis is y, or x for bars lying down (indexAxis 'y').
+        var across = it.chart.options.indexAxis === 'y';
+        var y = axisTitle(it.chart, across ? 'x' : 'y');
+        var v = across ? it.parsed.x : it.parsed.y;
+        if (kind === 'histogram') return num(v) + ' ' + y;
+        return (it.dataset.label ? it.dataset.label + ': ' : '') + (y ? y + ' ' : '') + num(v);
       },
       afterLabel: function (it) {
         var r = it.raw;
@@ -67,11 +70,22 @@ constexpr const char* kDrawScript = R"js((function () {
       }
     }};
   }
+  // A bar series with one bar highlighted has a colour per bar: its legend
+  // swatch takes the series colour (borderColor), not the first bar's.
+  function legendLabels(chart) {
+    var items = Chart.defaults.plugins.legend.labels.generateLabels(chart);
+    items.forEach(function (item) {
+      var ds = chart.data.datasets[item.datasetIndex];
+      if (ds && Array.isArray(ds.backgroundColor)) item.fillStyle = item.strokeStyle = ds.borderColor;
+    });
+    return items;
+  }
   var drawn = 0;
   specs.forEach(function (s) {
     try {
       var o = s.config.options;
       o.plugins.tooltip = tooltipFor(s.kind);
+      o.plugins.legend.labels.generateLabels = legendLabels;
       if (o.scales.x.type === 'linear') {
         o.scales.x.ticks = Object.assign(o.scales.x.ticks || {}, {callback: function (v) { return num(v); }});
       }
@@ -221,9 +235,15 @@ std::string HtmlPage::Render() const {
       case Block::Kind::kChart: {
         const Chart& c = *b.chart;
         const std::string canvas = "chart-" + c.id;
-        h += fmt::format("<div class=\"chart\" data-chart=\"{}\" data-kind=\"{}\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n",
-                         EscapeHtml(c.id), ChartKindName(c.kind), EscapeHtml(canvas), EscapeHtml(c.title));
-        specs.push_back({{"canvas", canvas}, {"kind", ChartKindName(c.kind)}, {"config", ChartConfig(c)}});
+        nlohmann::json config = ChartConfig(c);
+        // Bars lying down need a row each: the box grows with them.
+        std::string style;
+        if (config["options"].contains("indexAxis")) {
+          style = fmt::format(" style=\"height:{}px\"", 110 + 22 * config["data"]["labels"].size());
+        }
+        h += fmt::format("<div class=\"chart\" data-chart=\"{}\" data-kind=\"{}\"{}><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n",
+                         EscapeHtml(c.id), ChartKindName(c.kind), style, EscapeHtml(canvas), EscapeHtml(c.title));
+        specs.push_back({{"canvas", canvas}, {"kind", ChartKindName(c.kind)}, {"config", std::move(config)}});
         break;
       }
     }

@@ -45,7 +45,8 @@ struct Series {
 enum class ChartKind {
   kLine,       // points joined in x order; x on a linear (or log) axis
   kScatter,    // points only
-  kBar,        // one bar per point on a category axis, series side by side
+  kBar,        // one bar per point on a category axis, series side by side;
+               // past 8 categories the bars lie down (names in a column)
   kHistogram,  // one bar per bin centred at x on a linear axis, bars touching
                // (bins equally wide; series overlaid, see LatencyHistogram)
 };
@@ -59,9 +60,9 @@ struct Chart {
   // Logarithmic axes; x_log is ignored for bar and histogram charts (a
   // category axis; equal-width bins). Set by hand or by AutoLogAxes.
   bool x_log = false, y_log = false;
-  // A point drawn with a distinct marker (a large red diamond) and its own
-  // legend entry `highlight_label` (e.g. bench's recommendation). Line and
-  // scatter charts only.
+  // A point drawn with a distinct marker (a large red diamond; in a bar
+  // chart, the bars with its x and y coloured red) and its own legend
+  // entry `highlight_label` (e.g. bench's recommendation). Not for histograms.
   std::optional<Point> highlight;
   std::string highlight_label;
 };

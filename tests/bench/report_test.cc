@@ -99,7 +99,8 @@ TEST(ReportTest, CsvHasAHeaderAndOneLinePerConfiguration) {
 
 TEST(ReportTest, HtmlIsSelfContainedWithEveryChart) {
   const std::string html = RenderHtml(Sample());
-  for (const char* id : {"latency-vs-batch", "throughput-vs-batch", "latency-vs-concurrency", "throughput-vs-concurrency"}) {
+  for (const char* id : {"latency-by-variant", "throughput-by-variant", "latency-vs-batch", "throughput-vs-batch",
+                         "latency-vs-concurrency", "throughput-vs-concurrency"}) {
     EXPECT_NE(html.find(std::string("data-chart=\"") + id + "\""), std::string::npos) << id;
   }
   // The picks, the two variants at the smallest point, then the rest up to 6.
@@ -126,6 +127,7 @@ TEST(ReportTest, HtmlLeavesOutDimensionsThatDidNotVary) {
   EXPECT_EQ(html.find("data-chart=\"latency-vs-batch\""), std::string::npos);
   EXPECT_EQ(html.find("data-chart=\"throughput-vs-concurrency\""), std::string::npos);
   EXPECT_EQ(Count(html, "data-kind=\"histogram\""), 2u);
+  EXPECT_NE(html.find("data-chart=\"throughput-by-variant\""), std::string::npos);  // two variants at one point
 }
 
 // Renders the page in headless Chromium: the page's script must have drawn
@@ -140,7 +142,7 @@ TEST(ReportTest, HtmlDrawsEveryChartInHeadlessChromium) {
   if (shot) std::ofstream(std::string(shot) + ".html") << html;  // the page itself, to open
   const testing::RenderedPage page = testing::RenderInChromium(html, shot ? shot : "");
   ASSERT_TRUE(page.ran) << page.command;
-  EXPECT_EQ(page.charts_expected, 10) << page.dom.substr(0, 400);
+  EXPECT_EQ(page.charts_expected, 12) << page.dom.substr(0, 400);
   EXPECT_EQ(page.charts_drawn, page.charts_expected) << page.chart_errors;
   EXPECT_EQ(page.chart_errors, "");
   EXPECT_NE(page.dom.find("data-chart=\"throughput-vs-concurrency\""), std::string::npos);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #include "support/headless_chromium.h"
@@ -43,6 +44,16 @@ HtmlPage SamplePage() {
   Chart bar = TwoPointLine("bar");
   bar.kind = ChartKind::kBar;
   page.AddChart(bar);
+  Chart variants;  // enough bars to lie down, one highlighted
+  variants.id = "variants";
+  variants.kind = ChartKind::kBar;
+  variants.title = "Throughput by variant";
+  variants.y_label = "items/s";
+  variants.series.push_back({"items/s", {}});
+  for (int i = 0; i < 12; ++i) variants.series[0].points.push_back({0, 1000.0 + 300 * i, "variant " + std::to_string(i)});
+  variants.highlight = variants.series[0].points.back();
+  variants.highlight_label = "recommended";
+  page.AddChart(variants);
   std::vector<double> samples(500, 2.0);
   for (size_t i = 0; i < samples.size(); ++i) samples[i] += 0.001 * static_cast<double>(i % 97);
   samples.push_back(250);  // one outlier
@@ -72,7 +83,7 @@ TEST(HtmlReportTest, PageLoadsNothingFromOutsideAndCarriesTheLicence) {
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_NE(html.find("Chart.js 4.5.1, inlined by ortgpu"), std::string::npos);
   EXPECT_NE(html.find("Permission is hereby granted, free of charge"), std::string::npos);
-  EXPECT_NE(html.find("data-charts-expected=\"4\""), std::string::npos);
+  EXPECT_NE(html.find("data-charts-expected=\"5\""), std::string::npos);
 }
 
 TEST(HtmlReportTest, AutoLogAxesOnlyWhereValuesSpanTwoDecades) {
@@ -175,7 +186,20 @@ TEST(HtmlReportTest, ChartConfigIsChartJsJson) {
   EXPECT_EQ(bar["type"], "bar");
   EXPECT_EQ(bar["options"]["scales"]["x"]["type"], "category");
   EXPECT_EQ(bar["data"]["labels"], (nlohmann::json{"8", "p99 1.9 ms"}));
-  EXPECT_EQ(bar["data"]["datasets"].size(), 1u);  // no highlight on a category axis
+  // The highlighted bar is red, with a legend entry of its own.
+  const auto& bars = bar["data"]["datasets"];
+  ASSERT_EQ(bars.size(), 2u);
+  EXPECT_EQ(bars[0]["backgroundColor"][1], "#d62728");
+  EXPECT_NE(bars[0]["backgroundColor"][0], "#d62728");
+  EXPECT_EQ(bars[1]["label"], "recommended");
+  EXPECT_TRUE(bars[1]["data"].empty());
+  EXPECT_FALSE(bar["options"].contains("indexAxis"));
+
+  for (int i = 0; i < 10; ++i) c.series[0].points.push_back({static_cast<double>(i + 10), 1, ""});
+  const nlohmann::json lying = ChartConfig(c);
+  EXPECT_EQ(lying["options"]["indexAxis"], "y");  // 12 bars lie down
+  EXPECT_EQ(lying["options"]["scales"]["y"]["type"], "category");
+  EXPECT_EQ(lying["data"]["datasets"][0]["data"][0], (nlohmann::json{{"x", 4.0}, {"y", "8"}}));
 }
 
 TEST(HtmlReportTest, ChartIdsStayUnique) {
@@ -191,10 +215,11 @@ TEST(HtmlReportTest, ChartIdsStayUnique) {
 // is recorded (the script sets data-charts-drawn / data-chart-errors).
 TEST(HtmlReportTest, EveryChartDrawsInHeadlessChromium) {
   if (!testing::HaveChromium()) GTEST_SKIP() << "chromium is not installed";
-  const testing::RenderedPage page = testing::RenderInChromium(SamplePage().Render());
+  const char* shot = std::getenv("ORTGPU_SCREENSHOT");  // also save what a reader sees
+  const testing::RenderedPage page = testing::RenderInChromium(SamplePage().Render(), shot ? shot : "");
   ASSERT_TRUE(page.ran) << page.command;
-  EXPECT_EQ(page.charts_expected, 4) << page.dom.substr(0, 400);
-  EXPECT_EQ(page.charts_drawn, 4) << page.chart_errors;
+  EXPECT_EQ(page.charts_expected, 5) << page.dom.substr(0, 400);
+  EXPECT_EQ(page.charts_drawn, 5) << page.chart_errors;
   EXPECT_EQ(page.chart_errors, "");
   EXPECT_EQ(page.dom.find("alert(1)</script>"), std::string::npos);
 }
