@@ -33,7 +33,8 @@ std::vector<std::string> RecommendationLines(const BenchReport& report);
 //  - with two variants or more, a bar per variant: p50 latency at the
 //    smallest batch and concurrency, throughput at the throughput pick's;
 //  - p50 latency and throughput against batch size and against concurrency,
-//    one line per variant, only where that dimension took >= 2 values:
+//    one line per variant (past 4 variants: the default and the picks'),
+//    only where that dimension took >= 2 values:
 //    latency at the smallest other dimension, throughput through the
 //    throughput pick's, the recommendation highlighted on its chart;
 //  - latency histograms (report::LatencyHistogram, so one outlier cannot

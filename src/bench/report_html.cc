@@ -59,6 +59,24 @@ std::vector<size_t> HistogramResults(const BenchReport& report) {
   return order;
 }
 
+// The variants the line charts draw: all of them up to kMaxLines; past it
+// the default and the recommended ones, since a dozen crossing lines show
+// nothing (the bars by variant and the table have every variant).
+constexpr size_t kMaxLines = 4;
+std::set<std::string> LineVariants(const BenchReport& report) {
+  std::set<std::string> all, kept;
+  for (const auto& r : report.results) {
+    if (!Usable(r)) continue;
+    all.insert(r.config.variant.name);
+    if (r.config.variant.is_default) kept.insert(r.config.variant.name);
+  }
+  if (all.size() <= kMaxLines) return all;
+  for (bool latency : {true, false}) {
+    if (auto i = PickIndex(report, latency)) kept.insert(report.results[*i].config.variant.name);
+  }
+  return kept;
+}
+
 enum class Axis { kBatch, kConcurrency };
 enum class Metric { kLatency, kThroughput };
 
@@ -76,9 +94,11 @@ Chart SliceChart(const BenchReport& report, Axis axis, Metric metric, int64_t fi
   c.y_label = latency ? "p50 latency (ms)" : "items/s";
   std::map<std::string, size_t> index;
   const std::optional<size_t> pick = PickIndex(report, latency);
+  const std::set<std::string> shown = LineVariants(report);
   for (size_t i = 0; i < report.results.size(); ++i) {
     const auto& r = report.results[i];
     if (!Usable(r) || (by_batch ? r.config.concurrency : r.config.batch) != fixed) continue;
+    if (!shown.count(r.config.variant.name)) continue;
     auto [it, added] = index.try_emplace(r.config.variant.name, c.series.size());
     if (added) c.series.push_back({r.config.variant.name, {}});
     const auto& s = r.stats;
@@ -176,6 +196,10 @@ void AddVariantBars(const BenchReport& report, report::HtmlPage& page) {
   }
 }
 
+// Four significant digits: 4.422 ms and 0.001282 ms alike (a fixed three
+// decimals would print the second as 0.001).
+std::string Ms(double ms) { return fmt::format("{:.4g}", ms); }
+
 void AddTable(const BenchReport& report, report::HtmlPage& page) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < report.results.size(); ++i) {
@@ -191,8 +215,7 @@ void AddTable(const BenchReport& report, report::HtmlPage& page) {
     }
     const auto& s = r.stats;
     rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), r.memory,
-                    fmt::format("{:.3f}", s.p50_ms), fmt::format("{:.3f}", s.p90_ms), fmt::format("{:.3f}", s.p99_ms),
-                    fmt::format("{:.3f}", s.mean_ms), fmt::format("{:.1f}", s.runs_per_s), fmt::format("{:.1f}", s.items_per_s),
+                    Ms(s.p50_ms), Ms(s.p90_ms), Ms(s.p99_ms), Ms(s.mean_ms), fmt::format("{:.1f}", s.runs_per_s), fmt::format("{:.1f}", s.items_per_s),
                     r.accuracy.checked ? fmt::format("{:.2g}", r.accuracy.max_abs_error) : "-",
                     r.gpu_memory_mb ? fmt::format("{:.0f}", *r.gpu_memory_mb) : "n/a", StatusText(r), pick});
   }

@@ -160,7 +160,8 @@ json ChartConfig(const Chart& c) {
   json category_axis = Axis(c.x_label, false, categorical, false);
   json value_axis = Axis(c.y_label, c.y_log, false, true);
   if (!categorical) {
-    category_axis = Axis(c.x_label, c.x_log && c.kind != ChartKind::kHistogram, false, false);
+    // A histogram's x is log only when its bins were made so (LatencyHistogram).
+    category_axis = Axis(c.x_label, c.x_log, false, false);
     // Whole-number x values (batch sizes, concurrency) get whole-number ticks.
     bool whole_x = c.kind != ChartKind::kHistogram;
     for (const auto& s : c.series) {
@@ -196,45 +197,69 @@ Chart LatencyHistogram(std::string id, std::string title, const std::vector<doub
   std::vector<double> sorted = samples_ms;
   std::sort(sorted.begin(), sorted.end());
   const double lo = sorted.front(), max = sorted.back();
-  // The tail edge is a sample (rank rounded down), so with an outlier above
-  // it the overflow bin holds at least that outlier.
-  const size_t rank = static_cast<size_t>(std::floor(options.tail_percentile / 100.0 * static_cast<double>(sorted.size() - 1)));
-  const double tail = sorted[std::min(rank, sorted.size() - 1)];
-  const bool overflow = tail > lo && max - tail > options.tail_stretch * (tail - lo);
-  const double hi = overflow ? tail : max;
+  // Where the far-out runs start (Tukey's outer fence, Q3 + 3 IQR); when
+  // the quartiles coincide (a coarse timer), the tail percentile instead.
+  auto at = [&](double q) { return sorted[static_cast<size_t>(std::floor(q * static_cast<double>(sorted.size() - 1)))]; };
+  const double iqr = at(0.75) - at(0.25);
+  const double cut = iqr > 0 ? at(0.75) + options.far_out_iqr * iqr : at(options.tail_percentile / 100.0);
+  // Only worth a bar of its own when the tail would stretch the x range.
+  const bool overflow = cut > lo && max > cut && max - cut > options.tail_stretch * (cut - lo);
+  const double hi = overflow ? cut : max;
   // At most options.bins, fewer for few samples (the square-root rule) or
   // few distinct values: 90 samples in 30 bins would draw a comb of gaps.
   int distinct = 1;
   for (size_t i = 1; i < sorted.size(); ++i) distinct += sorted[i] != sorted[i - 1] ? 1 : 0;
   const int bins = std::max(1, std::min({options.bins, static_cast<int>(std::ceil(std::sqrt(static_cast<double>(sorted.size())))), distinct}));
-  // All samples equal: one bin of an arbitrary small width around them.
-  const double width = hi > lo ? (hi - lo) / bins : std::max(std::abs(lo) * 0.01, 1e-6);
-  std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
+  // Bins are equal steps of u(v): v itself, or log(v) for a heavy tail.
+  bool log_bins = false;
+  auto u = [&](double v) { return log_bins ? std::log(v) : v; };
+  auto from_u = [&](double x) { return log_bins ? std::exp(x) : x; };
+  double step = 0;
+  auto edge = [&](double i) { return from_u(u(lo) + step * i); };
+  std::vector<int64_t> counts;
   int64_t above = 0;
-  for (double v : sorted) {
-    if (overflow && v > hi) {
-      ++above;
-      continue;
+  auto count = [&] {
+    // All samples equal: one bin of an arbitrary small width around them.
+    step = hi > lo ? (u(hi) - u(lo)) / bins : std::max(std::abs(lo) * 0.01, 1e-6);
+    counts.assign(static_cast<size_t>(bins), 0);
+    above = 0;
+    for (double v : sorted) {
+      if (overflow && v > hi) {
+        ++above;
+        continue;
+      }
+      const auto bin = static_cast<size_t>(hi > lo ? (u(v) - u(lo)) / step : 0);
+      ++counts[std::min(bin, counts.size() - 1)];
     }
-    const auto bin = static_cast<size_t>(hi > lo ? (v - lo) / width : 0);
-    ++counts[std::min(bin, counts.size() - 1)];
+  };
+  count();
+  // A heavy tail (not one outlier: those went to the overflow bar) still
+  // spanning a decade puts most runs into one equal-ms bin; equal steps of
+  // log(ms) give the bulk its shape back and keep the tail in place.
+  const int64_t fullest = *std::max_element(counts.begin(), counts.end());
+  if (lo > 0 && hi / lo >= options.log_ratio && fullest * 2 > static_cast<int64_t>(sorted.size())) {
+    log_bins = true;
+    count();
   }
-  // Digits enough to tell neighbouring bin edges apart.
-  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(width))) + 1, 0, 6);
+  // Digits enough to tell the closest bin edges apart.
+  const double narrowest = hi > lo ? edge(1) - lo : step;
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(narrowest))) + 1, 0, 6);
   auto& points = c.series.front().points;
   const int shown = hi > lo ? bins : 1;
   for (int i = 0; i < shown; ++i) {
-    const double a = lo + width * i, b = i + 1 == bins ? hi : lo + width * (i + 1);
-    points.push_back({a + width / 2, static_cast<double>(counts[static_cast<size_t>(i)]),
+    const double a = i == 0 ? lo : edge(i), b = hi > lo && i + 1 == bins ? hi : edge(i + 1);
+    points.push_back({edge(i + 0.5), static_cast<double>(counts[static_cast<size_t>(i)]),
                       fmt::format("{:.{}f}-{:.{}f} ms", a, decimals, b, decimals)});
   }
   if (overflow) {
-    // One bar right of the last bin, in its own series (colour, legend).
-    c.series.push_back({fmt::format("slowest {:g}%: {} run{} up to {:.4g} ms", 100 - options.tail_percentile, above,
-                                    above == 1 ? "" : "s", max),
-                        {{hi + width / 2 + width, static_cast<double>(above),
+    // One bar right of the last bin, a bin's gap between, in its own series
+    // (colour, legend).
+    c.series.push_back({fmt::format("{} run{} ({:.2g}%) above {:.4g} ms, up to {:.4g} ms", above, above == 1 ? "" : "s",
+                                    100.0 * static_cast<double>(above) / static_cast<double>(sorted.size()), hi, max),
+                        {{edge(shown + 1.5), static_cast<double>(above),
                           fmt::format("> {:.{}f} ms (max {:.4g} ms)", hi, decimals, max)}}});
   }
+  c.x_log = log_bins;
   return c;
 }
 

@@ -37,11 +37,17 @@ constexpr const char* kErrorScript =
 // (tooltips, tick formats) lives here, never in the per-chart JSON.
 constexpr const char* kDrawScript = R"js((function () {
   var specs = JSON.parse(document.getElementById('ortgpu-charts').textContent);
+  // Tooltips: 4 significant digits, thousands grouped ("13,576,000").
   function num(v) {
     if (typeof v !== 'number' || !isFinite(v)) return String(v);
-    var a = Math.abs(v);
-    if (a !== 0 && (a >= 1e7 || a < 1e-3)) return v.toExponential(2);
-    return Number(v.toPrecision(4)).toLocaleString('en-US', {maximumFractionDigits: 6});
+    if (v !== 0 && Math.abs(v) < 1e-4) return v.toPrecision(3);
+    return Number(v.toPrecision(4)).toLocaleString('en-US', {maximumFractionDigits: 8});
+  }
+  // Ticks: short ("13.6M", "0.0005").
+  function tick(v) {
+    if (typeof v !== 'number' || !isFinite(v)) return String(v);
+    if (Math.abs(v) >= 1e6) return v.toLocaleString('en-US', {notation: 'compact', maximumSignificantDigits: 3});
+    return num(v);
   }
   function axisTitle(chart, id) {
     var s = chart.options.scales[id];
@@ -86,9 +92,10 @@ constexpr const char* kDrawScript = R"js((function () {
       var o = s.config.options;
       o.plugins.tooltip = tooltipFor(s.kind);
       o.plugins.legend.labels.generateLabels = legendLabels;
-      if (o.scales.x.type === 'linear') {
-        o.scales.x.ticks = Object.assign(o.scales.x.ticks || {}, {callback: function (v) { return num(v); }});
-      }
+      ['x', 'y'].forEach(function (id) {
+        var axis = o.scales[id];
+        if (axis.type === 'linear') axis.ticks = Object.assign(axis.ticks || {}, {callback: tick});
+      });
       new Chart(document.getElementById(s.canvas), s.config);
       drawn++;
     } catch (e) {
@@ -98,22 +105,35 @@ constexpr const char* kDrawScript = R"js((function () {
   document.body.setAttribute('data-charts-drawn', String(drawn));
 })();)js";
 
+// Each character of `text` that `escape` maps to a non-null string is
+// replaced by it.
+template <typename Escape>
+std::string Replaced(std::string_view text, Escape escape) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const char* with = escape(c);
+    if (with) {
+      out += with;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // JSON inside <script type="application/json">: '<', '>' and '&' only occur
 // in strings there, and as \u escapes they cannot end the element ("</script")
 // or open a comment ("<!--"); JSON.parse reads them back unchanged.
 std::string JsonForScript(const nlohmann::json& j) {
-  const std::string dumped = j.dump();
-  std::string out;
-  out.reserve(dumped.size());
-  for (char c : dumped) {
+  return Replaced(j.dump(), [](char c) -> const char* {
     switch (c) {
-      case '<': out += "\\u003c"; break;
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      default: out += c;
+      case '<': return "\\u003c";
+      case '>': return "\\u003e";
+      case '&': return "\\u0026";
+      default: return nullptr;
     }
-  }
-  return out;
+  });
 }
 
 // The licence goes in a /* */ comment: keep it from closing the comment.
@@ -149,19 +169,16 @@ std::string TableHtml(const std::vector<std::string>& header, const std::vector<
 }  // namespace
 
 std::string EscapeHtml(std::string_view text) {
-  std::string o;
-  o.reserve(text.size());
-  for (char c : text) {
+  return Replaced(text, [](char c) -> const char* {
     switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+      case '<': return "&lt;";
+      case '>': return "&gt;";
+      case '&': return "&amp;";
+      case '"': return "&quot;";
+      case '\'': return "&#39;";
+      default: return nullptr;
     }
-  }
-  return o;
+  });
 }
 
 HtmlPage::HtmlPage(std::string title) : title_(std::move(title)) {}

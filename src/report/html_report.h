@@ -47,18 +47,21 @@ enum class ChartKind {
   kScatter,    // points only
   kBar,        // one bar per point on a category axis, series side by side;
                // past 8 categories the bars lie down (names in a column)
-  kHistogram,  // one bar per bin centred at x on a linear axis, bars touching
-               // (bins equally wide; series overlaid, see LatencyHistogram)
+  kHistogram,  // one bar per bin centred at x, bars touching (bins equally
+               // wide on the x axis; series overlaid, see LatencyHistogram)
 };
 std::string_view ChartKindName(ChartKind kind);  // "line", "scatter", "bar", "histogram"
 
 struct Chart {
-  std::string id;  // unique in its page; the canvas is id="chart-<id>", its box data-chart="<id>"
+  // Names the chart in its page: the canvas is id="chart-<id>", its box
+  // data-chart="<id>". AddChart makes an empty or repeated id unique ("<id>-2").
+  std::string id;
   ChartKind kind = ChartKind::kLine;
   std::string title, x_label, y_label;
   std::vector<Series> series;
-  // Logarithmic axes; x_log is ignored for bar and histogram charts (a
-  // category axis; equal-width bins). Set by hand or by AutoLogAxes.
+  // Logarithmic axes, set by hand or by AutoLogAxes. x_log is ignored for
+  // bar charts (a category axis); a histogram's needs bins equal on a log
+  // scale (LatencyHistogram sets it so).
   bool x_log = false, y_log = false;
   // A point drawn with a distinct marker (a large red diamond; in a bar
   // chart, the bars with its x and y coloured red) and its own legend
@@ -82,21 +85,28 @@ size_t PointCount(const Chart& c);
 nlohmann::json ChartConfig(const Chart& c);
 
 // Samples of latency in milliseconds as a histogram chart that one outlier
-// cannot flatten. Equal bins over [min, max] (options.bins of them, fewer
+// cannot flatten. Bins over [min, max], at most options.bins of them (fewer
 // for few samples: at most sqrt(count) and the number of distinct values),
-// unless the samples above the tail percentile (p99.5, a sample) would
-// stretch that range by more than `tail_stretch` of it: then the bins span
-// [min, p99.5] and the samples above it are gathered into one overflow bar
-// right of the last bin, in a second series whose name (the legend) gives
-// their count and maximum. Series 0 ("runs") holds the bins; each point's x
-// is its bin's centre, y its count, label its range ("1.20-1.25 ms").
-// A log x axis was the alternative: it keeps every sample in place but
-// makes equal latency steps unequal bars, which reads worse for the narrow
-// spreads GPU runs have. No points when `samples_ms` is empty.
+// except:
+//  - outliers: runs "far out" (above Q3 + 3 IQR, Tukey's outer fence; above
+//    p99.5 when the quartiles coincide) that would stretch the range by more
+//    than `tail_stretch` of it form one overflow bar right of the last bin,
+//    the bins spanning [min, fence]; the bar is a second series whose name
+//    (the legend) gives their count, share and maximum. One 40 ms stall or a
+//    2% cluster of slow runs then leaves the bulk's shape visible;
+//  - a heavy tail: when the binned range still spans `log_ratio` (10x) or
+//    more and one bin would hold over half the runs, bins are equal on a log
+//    scale and the chart's x_log is set, so the bulk keeps its shape and the
+//    tail its place.
+// Series 0 ("runs") holds the bins; each point's x is its bin's centre, y its
+// count, label its range ("1.20-1.25 ms"). No points when `samples_ms` is
+// empty.
 struct HistogramOptions {
   int bins = 30;  // the most bins; fewer than 1 counts as 1
-  double tail_percentile = 99.5;  // where the overflow bin starts, when there is one
-  double tail_stretch = 0.25;     // overflow bin only when (max - tail) > this * (tail - min)
+  double far_out_iqr = 3.0;       // the overflow bar starts at Q3 + this * IQR
+  double tail_percentile = 99.5;  // ... or at this percentile when IQR is 0
+  double tail_stretch = 0.25;     // overflow bar only when (max - fence) > this * (fence - min)
+  double log_ratio = 10;          // log-scale bins only when the binned max / min >= this
 };
 Chart LatencyHistogram(std::string id, std::string title, const std::vector<double>& samples_ms,
                        const HistogramOptions& options = {});

@@ -14,11 +14,7 @@
 namespace ortgpu::bench {
 namespace {
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
-  return n;
-}
+using testing::CountOf;
 
 BenchReport Sample() {
   BenchReport report;
@@ -104,7 +100,7 @@ TEST(ReportTest, HtmlIsSelfContainedWithEveryChart) {
     EXPECT_NE(html.find(std::string("data-chart=\"") + id + "\""), std::string::npos) << id;
   }
   // The picks, the two variants at the smallest point, then the rest up to 6.
-  EXPECT_EQ(Count(html, "data-kind=\"histogram\""), 6u);
+  EXPECT_EQ(CountOf(html, "data-kind=\"histogram\""), 6u);
   EXPECT_NE(html.find("6 more configurations have no histogram here"), std::string::npos);
   // Nothing is loaded from outside (Chart.js's own comments name its site).
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
@@ -126,7 +122,7 @@ TEST(ReportTest, HtmlLeavesOutDimensionsThatDidNotVary) {
   const std::string html = RenderHtml(report);
   EXPECT_EQ(html.find("data-chart=\"latency-vs-batch\""), std::string::npos);
   EXPECT_EQ(html.find("data-chart=\"throughput-vs-concurrency\""), std::string::npos);
-  EXPECT_EQ(Count(html, "data-kind=\"histogram\""), 2u);
+  EXPECT_EQ(CountOf(html, "data-kind=\"histogram\""), 2u);
   EXPECT_NE(html.find("data-chart=\"throughput-by-variant\""), std::string::npos);  // two variants at one point
 }
 

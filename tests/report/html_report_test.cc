@@ -11,11 +11,7 @@
 namespace ortgpu::report {
 namespace {
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
-  return n;
-}
+using testing::CountOf;
 
 Chart TwoPointLine(std::string id) {
   Chart c;
@@ -25,6 +21,14 @@ Chart TwoPointLine(std::string id) {
   c.y_label = "p50 latency (ms)";
   c.series.push_back({"default", {{1, 1.5, "p99 1.9 ms"}, {8, 4.0, ""}}});
   return c;
+}
+
+// 1000 runs in two modes a decade apart: 60% in 1.0-1.5 ms, 40% in 20-30 ms.
+std::vector<double> TwoModes() {
+  std::vector<double> samples;
+  for (int i = 0; i < 600; ++i) samples.push_back(1.0 + 0.01 * (i % 50));
+  for (int i = 0; i < 400; ++i) samples.push_back(20.0 + 0.2 * (i % 50));
+  return samples;
 }
 
 // The page the Chromium tests draw: every kind of chart, a log axis, a
@@ -58,6 +62,7 @@ HtmlPage SamplePage() {
   for (size_t i = 0; i < samples.size(); ++i) samples[i] += 0.001 * static_cast<double>(i % 97);
   samples.push_back(250);  // one outlier
   page.AddChart(LatencyHistogram("histogram", "Latency", samples));
+  page.AddChart(LatencyHistogram("two-modes", "Latency in two modes", TwoModes()));
   page.AddTable({"variant", "p50 ms"}, {{"default", "1.500"}, {"a&b"}});
   page.AddPre("config-pbtxt", "instance_group [ { count: 2 } ]");
   return page;
@@ -66,7 +71,7 @@ HtmlPage SamplePage() {
 TEST(HtmlReportTest, TextIsEscapedAndAScriptInASeriesNameStaysInert) {
   const std::string html = SamplePage().Render();
   // Our four script elements close; the series name's "</script>" does not.
-  EXPECT_EQ(Count(html, "</script"), 4u);
+  EXPECT_EQ(CountOf(html, "</script"), 4u);
   EXPECT_EQ(html.find("alert(1)</script>"), std::string::npos);
   EXPECT_NE(html.find("\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"), std::string::npos);
   EXPECT_NE(html.find("<title>report &lt;demo&gt;</title>"), std::string::npos);
@@ -83,7 +88,7 @@ TEST(HtmlReportTest, PageLoadsNothingFromOutsideAndCarriesTheLicence) {
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_NE(html.find("Chart.js 4.5.1, inlined by ortgpu"), std::string::npos);
   EXPECT_NE(html.find("Permission is hereby granted, free of charge"), std::string::npos);
-  EXPECT_NE(html.find("data-charts-expected=\"5\""), std::string::npos);
+  EXPECT_NE(html.find("data-charts-expected=\"6\""), std::string::npos);
 }
 
 TEST(HtmlReportTest, AutoLogAxesOnlyWhereValuesSpanTwoDecades) {
@@ -131,18 +136,41 @@ TEST(HtmlReportTest, OneOutlierGoesToALabelledOverflowBin) {
   EXPECT_EQ(c.kind, ChartKind::kHistogram);
   ASSERT_EQ(c.series.size(), 2u);
   const auto& bins = c.series[0].points;
-  ASSERT_EQ(bins.size(), 30u);  // over [min, p99.5]
+  ASSERT_EQ(bins.size(), 30u);  // over [min, Q3 + 3 IQR] = [1.0, 1.224]
   double total = 0;
   for (const auto& b : bins) total += b.y;
   EXPECT_EQ(total, 999);
-  EXPECT_LT(bins.back().x, 1.1);  // the bins span the bulk, not the outlier
-  EXPECT_EQ(bins.front().label, "1.0000-1.0033 ms");
+  EXPECT_LT(bins.back().x, 1.25);  // the bins span the bulk, not the outlier
+  EXPECT_EQ(bins.front().label, "1.0000-1.0075 ms");
   const Series& tail = c.series[1];
-  EXPECT_EQ(tail.name, "slowest 0.5%: 1 run up to 500 ms");
+  EXPECT_EQ(tail.name, "1 run (0.1%) above 1.224 ms, up to 500 ms");
   ASSERT_EQ(tail.points.size(), 1u);
   EXPECT_EQ(tail.points[0].y, 1);
-  EXPECT_EQ(tail.points[0].label, "> 1.0990 ms (max 500 ms)");
+  EXPECT_EQ(tail.points[0].label, "> 1.2240 ms (max 500 ms)");
   EXPECT_GT(tail.points[0].x, bins.back().x);  // right of the last bin, not at 500
+  EXPECT_FALSE(c.x_log);
+
+  // A cluster of slow runs, more than p99.5 holds, goes to the bar as well.
+  samples.resize(980);
+  samples.insert(samples.end(), 20, 2.5);
+  const Chart cluster = LatencyHistogram("c", "latency", samples);
+  ASSERT_EQ(cluster.series.size(), 2u);
+  EXPECT_EQ(cluster.series[1].points.at(0).y, 20);
+}
+
+TEST(HtmlReportTest, ModesADecadeApartGetLogScaleBins) {
+  const Chart c = LatencyHistogram("h", "latency", TwoModes());
+  EXPECT_TRUE(c.x_log);
+  ASSERT_EQ(c.series.size(), 1u);  // no outliers: the quartiles span both modes
+  const auto& bins = c.series[0].points;
+  ASSERT_EQ(bins.size(), 30u);
+  EXPECT_NEAR(bins[1].x / bins[0].x, bins[20].x / bins[19].x, 1e-9);  // equal steps of log(ms)
+  double total = 0;
+  for (const auto& b : bins) total += b.y;
+  EXPECT_EQ(total, 1000);
+  // In equal-ms bins (0.96 ms wide) the first mode would be one bar; here it spans 4.
+  for (int i = 0; i < 4; ++i) EXPECT_GT(bins[i].y, 50) << i;
+  EXPECT_EQ(ChartConfig(c)["options"]["scales"]["x"]["type"], "logarithmic");
 }
 
 TEST(HtmlReportTest, ASpreadWithoutOutliersHasNoOverflowBin) {
@@ -154,6 +182,7 @@ TEST(HtmlReportTest, ASpreadWithoutOutliersHasNoOverflowBin) {
   ASSERT_EQ(bins.size(), 10u);
   EXPECT_EQ(bins.back().label, "100-110 ms");
   EXPECT_EQ(bins.back().x, 105);
+  EXPECT_FALSE(c.x_log);
   EXPECT_EQ(bins.back().y, 11);  // the maximum lands in the last bin
   EXPECT_TRUE(LatencyHistogram("e", "empty", {}).series.at(0).points.empty());
 }
@@ -218,8 +247,8 @@ TEST(HtmlReportTest, EveryChartDrawsInHeadlessChromium) {
   const char* shot = std::getenv("ORTGPU_SCREENSHOT");  // also save what a reader sees
   const testing::RenderedPage page = testing::RenderInChromium(SamplePage().Render(), shot ? shot : "");
   ASSERT_TRUE(page.ran) << page.command;
-  EXPECT_EQ(page.charts_expected, 5) << page.dom.substr(0, 400);
-  EXPECT_EQ(page.charts_drawn, 5) << page.chart_errors;
+  EXPECT_EQ(page.charts_expected, 6) << page.dom.substr(0, 400);
+  EXPECT_EQ(page.charts_drawn, 6) << page.chart_errors;
   EXPECT_EQ(page.chart_errors, "");
   EXPECT_EQ(page.dom.find("alert(1)</script>"), std::string::npos);
 }

@@ -18,6 +18,13 @@ namespace ortgpu::testing {
 
 inline constexpr const char* kChromium = "/usr/bin/chromium";
 
+// How many times `what` occurs in `text` (charts in a page, script tags).
+inline size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
 // False when Chromium is not installed: tests then GTEST_SKIP.
 inline bool HaveChromium() { return access(kChromium, X_OK) == 0; }
 
