@@ -4,18 +4,9 @@
 #   ortgpu_embed_chartjs(target)
 # which compiles the library and its MIT licence into `target` as byte arrays
 # (report/chartjs.h), generated at build time by cmake/EmbedFiles.cmake.
-if(NOT CHARTJS_ROOT AND DEFINED ENV{CHARTJS_ROOT})
-  set(CHARTJS_ROOT $ENV{CHARTJS_ROOT})
-endif()
-if(NOT CHARTJS_ROOT)
-  execute_process(COMMAND ${CMAKE_SOURCE_DIR}/scripts/fetch_chartjs.sh
-    OUTPUT_VARIABLE CHARTJS_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "scripts/fetch_chartjs.sh failed; set CHARTJS_ROOT to a folder holding "
-      "Chart.js's dist/chart.umd.min.js and LICENSE.md")
-  endif()
-endif()
-set(CHARTJS_ROOT ${CHARTJS_ROOT} CACHE PATH "Chart.js folder (chart.umd.min.js, LICENSE.md)")
+include(FetchedRoot)
+ortgpu_fetched_root(CHARTJS_ROOT fetch_chartjs.sh "Chart.js folder (chart.umd.min.js, LICENSE.md)"
+  "set CHARTJS_ROOT to a folder holding Chart.js's dist/chart.umd.min.js and LICENSE.md")
 foreach(f chart.umd.min.js LICENSE.md)
   if(NOT EXISTS ${CHARTJS_ROOT}/${f})
     message(FATAL_ERROR "CHARTJS_ROOT=${CHARTJS_ROOT} has no ${f}; run scripts/fetch_chartjs.sh")

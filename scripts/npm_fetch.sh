@@ -24,7 +24,9 @@ fi
 check=$file; [ -f "$file.check" ] && check=$file.check
 got="sha512-$(openssl dgst -sha512 -binary "$check" | base64 -w0)"
 if [ "$got" != "$want" ]; then
-  rm -f "$check"; say "integrity mismatch for $spec: got $got, pinned $want"; exit 1
+  rm -f "$check"
+  say "integrity mismatch for $spec: got $got, pinned $want; the tarball was deleted, so a second run downloads it afresh; if it differs again, the registry (npm config get registry) is not serving the published package"
+  exit 1
 fi
 [ "$check" = "$file" ] || mv "$check" "$file"
 echo "$file"
