@@ -253,5 +253,22 @@ TEST(HtmlReportTest, EveryChartDrawsInHeadlessChromium) {
   EXPECT_EQ(page.dom.find("alert(1)</script>"), std::string::npos);
 }
 
+// The check above can fail: a chart whose creation throws is counted out
+// and its error recorded on <body>.
+TEST(HtmlReportTest, AChartThatFailsToDrawIsRecordedAsAnError) {
+  if (!testing::HaveChromium()) GTEST_SKIP() << "chromium is not installed";
+  HtmlPage page("broken");
+  page.AddChart(TwoPointLine("broken"));
+  std::string html = page.Render();
+  const size_t at = html.find("new Chart(");
+  ASSERT_NE(at, std::string::npos);
+  html.replace(at, 10, "new NoSuchChart(");
+  const testing::RenderedPage rendered = testing::RenderInChromium(html);
+  ASSERT_TRUE(rendered.ran) << rendered.command;
+  EXPECT_EQ(rendered.charts_expected, 1);
+  EXPECT_EQ(rendered.charts_drawn, 0);
+  EXPECT_NE(rendered.chart_errors.find("chart-broken: NoSuchChart is not defined"), std::string::npos) << rendered.chart_errors;
+}
+
 }  // namespace
 }  // namespace ortgpu::report
