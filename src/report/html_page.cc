@@ -212,11 +212,8 @@ void HtmlPage::AddChart(Chart chart) {
   for (const auto& b : blocks_) {
     if (b.chart) used.insert(b.chart->id);
   }
-  if (chart.id.empty() || used.count(chart.id)) {
-    const std::string base = chart.id.empty() ? "chart" : chart.id;
-    for (int n = 2; used.count(chart.id = fmt::format("{}-{}", base, n)); ++n) {
-    }
-  }
+  const std::string base = chart.id.empty() ? "chart" : chart.id;
+  for (int n = 2; chart.id.empty() || used.count(chart.id); ++n) chart.id = fmt::format("{}-{}", base, n);
   blocks_.push_back({Block::Kind::kChart, "", chart.id, {}, {}, std::move(chart)});
 }
 
