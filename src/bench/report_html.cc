@@ -210,18 +210,21 @@ void AddTable(const BenchReport& report, report::HtmlPage& page) {
     if (PickIndex(report, false) == i) pick += pick.empty() ? "best throughput" : ", best throughput";
     if (!r.error.ok()) {
       rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), "", "", "", "", "", "", "", "", "",
-                      StatusText(r), pick});
+                      StatusText(r)});
+      if (report.recommendation) rows.back().push_back(pick);
       continue;
     }
     const auto& s = r.stats;
     rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), r.memory,
                     Ms(s.p50_ms), Ms(s.p90_ms), Ms(s.p99_ms), Ms(s.mean_ms), fmt::format("{:.1f}", s.runs_per_s), fmt::format("{:.1f}", s.items_per_s),
                     r.accuracy.checked ? fmt::format("{:.2g}", r.accuracy.max_abs_error) : "-",
-                    r.gpu_memory_mb ? fmt::format("{:.0f}", *r.gpu_memory_mb) : "n/a", StatusText(r), pick});
+                    r.gpu_memory_mb ? fmt::format("{:.0f}", *r.gpu_memory_mb) : "n/a", StatusText(r)});
+    if (report.recommendation) rows.back().push_back(pick);
   }
-  page.AddTable({"variant", "batch", "conc.", "memory", "p50 ms", "p90 ms", "p99 ms", "mean ms", "runs/s", "items/s",
-                 "max abs err", "GPU MB", "status", "pick"},
-                std::move(rows));
+  std::vector<std::string> header = {"variant", "batch",   "conc.",       "memory", "p50 ms", "p90 ms", "p99 ms",
+                                     "mean ms", "runs/s", "items/s", "max abs err", "GPU MB", "status"};
+  if (report.recommendation) header.push_back("pick");  // only a sweep recommends
+  page.AddTable(std::move(header), std::move(rows));
 }
 
 }  // namespace

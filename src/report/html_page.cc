@@ -43,10 +43,12 @@ constexpr const char* kDrawScript = R"js((function () {
     if (v !== 0 && Math.abs(v) < 1e-4) return v.toPrecision(3);
     return Number(v.toPrecision(4)).toLocaleString('en-US', {maximumFractionDigits: 8});
   }
-  // Ticks: short ("13.6M", "0.0005").
-  function tick(v) {
+  // Ticks: short ("13.6M", "800K", "0.0005"), one style per axis.
+  function tick(v, index, ticks) {
     if (typeof v !== 'number' || !isFinite(v)) return String(v);
-    if (Math.abs(v) >= 1e6) return v.toLocaleString('en-US', {notation: 'compact', maximumSignificantDigits: 3});
+    var top = 0;
+    (ticks || []).forEach(function (t) { top = Math.max(top, Math.abs(t.value)); });
+    if (Math.max(top, Math.abs(v)) >= 1e4) return v.toLocaleString('en-US', {notation: 'compact', maximumSignificantDigits: 3});
     return num(v);
   }
   function axisTitle(chart, id) {
