@@ -253,6 +253,26 @@ TEST(HtmlReportTest, EveryChartDrawsInHeadlessChromium) {
   EXPECT_EQ(page.dom.find("alert(1)</script>"), std::string::npos);
 }
 
+// The tooltip of a point names its x, its series and value, and its label.
+TEST(HtmlReportTest, ATooltipShowsThePointsLabel) {
+  if (!testing::HaveChromium()) GTEST_SKIP() << "chromium is not installed";
+  HtmlPage page("tooltip");
+  page.AddChart(TwoPointLine("line"));
+  std::string html = page.Render();
+  // Opens the first point's tooltip and writes its text onto <body>.
+  const std::string probe =
+      "<script>var c = Chart.getChart('chart-line');"
+      "c.tooltip.setActiveElements([{datasetIndex: 0, index: 0}], {x: 0, y: 0}); c.update();"
+      "var b = c.tooltip.body[0];"
+      "document.body.setAttribute('data-tooltip', c.tooltip.title.concat(b.lines, b.after).join(' | '));</script>";
+  html.insert(html.rfind("</body>"), probe);
+  const testing::RenderedPage rendered = testing::RenderInChromium(html);
+  ASSERT_TRUE(rendered.ran) << rendered.command;
+  EXPECT_EQ(rendered.chart_errors, "");
+  EXPECT_NE(rendered.dom.find("data-tooltip=\"batch size 1 | default: p50 latency (ms) 1.5 | p99 1.9 ms\""), std::string::npos)
+      << rendered.dom.substr(0, rendered.dom.find("<h1>"));
+}
+
 // The check above can fail: a chart whose creation throws is counted out
 // and its error recorded on <body>.
 TEST(HtmlReportTest, AChartThatFailsToDrawIsRecordedAsAnError) {
