@@ -79,9 +79,18 @@ void AutoLogAxes(Chart& c);
 // Points of all series (the highlight not counted).
 size_t PointCount(const Chart& c);
 
-// The Chart.js configuration of `c` ({"type", "data", "options"}). Points
-// are {"x", "y", "label"} objects; tooltips and number formats are added by
-// the page's script, which owns everything that must be a function.
+// The Chart.js configuration of `c`:
+//   {"type": "line" | "scatter" | "bar",
+//    "data": {"labels": [category...] (bar charts),
+//             "datasets": [{"label": series name, "data": [{"x", "y", "label"?}],
+//                           colours, bar or point style}, ..., the highlight's]},
+//    "options": {"animation": false, "plugins": {"title", "legend"},
+//                "scales": {"x", "y"} (type linear / logarithmic / category,
+//                title), "indexAxis": "y" (bars lying down)}}
+// Tooltips and number formats are added by the page's script, which owns
+// everything that must be a function. The page embeds one array of
+// {"canvas": "chart-<id>", "kind": ChartKindName, "config": ...} in
+// <script type="application/json" id="ortgpu-charts">.
 nlohmann::json ChartConfig(const Chart& c);
 
 // Samples of latency in milliseconds as a histogram chart that one outlier
