@@ -126,6 +126,16 @@ TEST(ReportTest, HtmlLeavesOutDimensionsThatDidNotVary) {
   EXPECT_NE(html.find("data-chart=\"throughput-by-variant\""), std::string::npos);  // two variants at one point
 }
 
+// Nothing measured: the table says why, and no chart (nor Chart.js) is sent.
+TEST(ReportTest, HtmlOfAFailedRunHasTheTableAndNoCharts) {
+  BenchReport report = Sample();
+  report.results.erase(report.results.begin(), report.results.end() - 1);  // only the failure
+  report.recommendation.reset();
+  const std::string html = RenderHtml(report);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("<td>error: CUDA graph capture failed</td>"), std::string::npos);
+}
+
 // Renders the page in headless Chromium: the page's script must have drawn
 // every chart and recorded no error. ORTGPU_SCREENSHOT=/path.png also saves
 // what a reader sees (and the page as /path.png.html).
