@@ -15,5 +15,6 @@ struct CommandResult {
 void AddDoctorCommand(CLI::App& app, CommandResult& result);
 void AddBenchCommand(CLI::App& app, CommandResult& result);
 void AddServeCommand(CLI::App& app, CommandResult& result);
+void AddPerfCommand(CLI::App& app, CommandResult& result);
 
 }  // namespace ortgpu::cli
