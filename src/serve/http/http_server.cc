@@ -4,6 +4,8 @@
 #include "sys/clock.h"
 
 #include <algorithm>
+#include <cstring>
+#include <new>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -13,6 +15,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -34,6 +37,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 class HttpSession;
+
+constexpr size_t kReadChunk = 16 * 1024;
 
 struct HttpServer::State {
   State(ModelServer& s, HttpOptions o) : server(s), options(std::move(o)), acceptor(asio::make_strand(ioc)) {}
@@ -79,6 +84,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     beast::error_code ec;
     auto ep = stream_.socket().remote_endpoint(ec);
     remote_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+    // Responses go out whole in one gather write: nothing to coalesce, and
+    // Nagle would hold the last segment of a large one for the client's ACK.
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    // Room for a whole small request (header, JSON, a few KB of tensors) in
+    // one read; Beast's reads are sized from the buffer's free capacity.
+    buffer_.reserve(kReadChunk);
   }
 
   ~HttpSession() {
@@ -110,11 +121,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  private:
   void ReadHeader() {
     if (state_->stopping) return;
-    parser_.emplace();
-    parser_->body_limit(state_->options.max_body_bytes);
-    parser_->header_limit(64 * 1024);
+    body_parser_.reset();
+    body_.clear();
+    header_parser_.emplace();
+    header_parser_->body_limit(state_->options.max_body_bytes);
+    header_parser_->header_limit(64 * 1024);
     stream_.expires_after(state_->options.idle_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
+    http::async_read_header(stream_, buffer_, *header_parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
@@ -125,7 +138,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     if (ec) return MaybeReplyMalformed(ec);  // EOF, timeout and resets just close
     BeginRequest();
-    const auto& req = parser_->get();
+    const auto& req = header_parser_->get();
     method_ = std::string(req.method_string());
     target_ = std::string(req.target());
     version_ = req.version();
@@ -134,7 +147,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       close_after_ = true;
       return Write(ErrorReply(Unavailable("server is shutting down; retry on another instance")));
     }
-    if (auto len = parser_->content_length(); len && *len > state_->options.max_body_bytes) {
+    if (auto len = header_parser_->content_length(); len && *len > state_->options.max_body_bytes) {
       return ReplyTooLarge();
     }
     if (beast::iequals(req[http::field::expect], "100-continue")) {
@@ -149,18 +162,72 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     ReadBody();
   }
 
+  // A body with a Content-Length (every KServe client sends one) is read
+  // straight into body_, sized once, in reads as large as the socket gives,
+  // under one timer for the whole body: Beast's parser would read it 512
+  // bytes at a time, each read re-arming the stream's timer. A chunked body
+  // goes through Beast's parser (rare: no KServe client sends one).
   void ReadBody() {
-    stream_.expires_after(state_->options.read_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+    if (header_parser_->is_done()) return OnRequest();  // no body
+    if (header_parser_->chunked() || !header_parser_->content_length()) {
+      body_parser_.emplace(std::move(*header_parser_));
+      header_parser_.reset();
+      body_parser_->body_limit(state_->options.max_body_bytes);
+      stream_.expires_after(state_->options.read_timeout);
+      http::async_read(stream_, buffer_, *body_parser_,
+                       [self = shared_from_this()](beast::error_code ec, size_t) { self->OnChunkedBody(ec); });
+      return;
+    }
+    const size_t length = static_cast<size_t>(*header_parser_->content_length());
+    stream_.expires_never();
+    try {
+      body_.resize(length);
+    } catch (const std::bad_alloc&) {
+      close_after_ = true;
+      return Write(ErrorReply(ResourceExhausted(fmt::format(
+          "the server has no memory for a request body of {} bytes; retry later or send a smaller batch", length))));
+    }
+    // Bytes the header read took in beyond the header belong to the body
+    // (and, past it, to a pipelined next request: those stay in buffer_).
+    const size_t have = std::min(buffer_.size(), length);
+    if (have > 0) std::memcpy(body_.data(), buffer_.data().data(), have);
+    buffer_.consume(have);
+    if (have == length) return OnRequest();
+    reading_body_ = true;
+    timer_.expires_after(state_->options.read_timeout);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->reading_body_) return;  // the body arrived (or the wait was re-armed)
+      beast::error_code ignored;
+      self->stream_.socket().close(ignored);  // the pending read completes with an error
+    });
+    // Asio's transfer_all caps every read at 64 KiB; ask for all that is left.
+    const size_t wanted = length - have;
+    auto all_left = [wanted](const beast::error_code& ec, size_t done) -> size_t { return ec ? 0 : wanted - done; };
+    asio::async_read(stream_.socket(), asio::buffer(body_.data() + have, wanted), all_left,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->reading_body_ = false;
+                       self->timer_.cancel();
+                       if (ec) return;  // timeout, reset or EOF mid-body: the connection just closes
+                       self->OnRequest();
+                     });
   }
 
-  void OnBody(beast::error_code ec) {
+  void OnChunkedBody(beast::error_code ec) {
     if (ec == http::error::body_limit) return ReplyTooLarge();
     if (ec) return MaybeReplyMalformed(ec);
     stream_.expires_never();
-    http::request<http::string_body> req = parser_->release();
-    parser_.reset();
+    body_ = std::move(body_parser_->get().body());
+    OnRequest();
+  }
+
+  // The request is fully read: its header is in whichever parser read it,
+  // its body in body_.
+  void OnRequest() {
+    body_read_ = std::chrono::steady_clock::now();
+    request_bytes_ = body_.size();
+    const http::request_header<>& req =
+        body_parser_ ? static_cast<const http::request_header<>&>(body_parser_->get())
+                     : static_cast<const http::request_header<>&>(header_parser_->get());
     auto route = protocol::MatchRoute(req.target());
     if (!route) return Write(ErrorReply(route.status()));
     if (req.method_string() != route->method) {
@@ -172,12 +239,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     EndpointRequest er;
     er.route = std::move(route).value();
-    er.body = std::move(req.body());
+    er.body = std::move(body_);
     if (auto it = req.find(protocol::kInferenceHeaderContentLength); it != req.end()) {
       er.inference_header_length = std::string(it->value());
     }
     er.content_encoding = std::string(req[http::field::content_encoding]);
     er.draining = state_->draining;
+    header_parser_.reset();
+    body_parser_.reset();
     bool is_infer = er.route.endpoint == protocol::Endpoint::kInfer;
     uint64_t seq = seq_;
     awaiting_reply_ = seq;
@@ -290,6 +359,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     allow_.clear();
     model_.clear();
     started_ = std::chrono::steady_clock::now();
+    body_read_ = {};
+    request_bytes_ = 0;
     state_->RequestStarted();
   }
 
@@ -302,15 +373,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void LogAccess(size_t bytes) {
     AccessLogFormat format = state_->options.access_log;
     if (format == AccessLogFormat::kNone || !response_) return;
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    using Ms = std::chrono::duration<double, std::milli>;
+    double ms = Ms(std::chrono::steady_clock::now() - started_).count();
+    // From the header read to the last body byte: how long the body took to
+    // arrive (0 for requests answered before their body was read).
+    double read_ms = body_read_ > started_ ? Ms(body_read_ - started_).count() : 0.0;
     unsigned status = response_->result_int();
     std::string line;
     if (format == AccessLogFormat::kPlain) {
-      line = fmt::format("{} \"{} {} HTTP/{}.{}\" {} {} {:.3f}ms", remote_, method_, target_, version_ / 10,
-                         version_ % 10, status, bytes, ms);
+      line = fmt::format("{} \"{} {} HTTP/{}.{}\" {} {} {:.3f}ms in={} read={:.3f}ms", remote_, method_, target_,
+                         version_ / 10, version_ % 10, status, bytes, ms, request_bytes_, read_ms);
     } else {
       nlohmann::json j = {{"remote", remote_}, {"method", method_}, {"target", target_}, {"status", status},
-                          {"bytes", bytes},   {"duration_ms", ms}};
+                          {"bytes", bytes},   {"duration_ms", ms}, {"request_bytes", request_bytes_},
+                          {"read_ms", read_ms}};
       if (!model_.empty()) j["model"] = model_;
       line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
@@ -323,7 +399,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   beast::tcp_stream stream_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<http::empty_body>> header_parser_;
+  std::optional<http::request_parser<http::string_body>> body_parser_;  // chunked bodies only
+  std::string body_;          // the request body being read (Content-Length)
+  bool reading_body_ = false;  // a body read is pending; timer_ guards it
   std::optional<http::response<http::string_body>> response_;
   std::array<char, 4096> discard_{};
   std::string remote_;
@@ -344,7 +423,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // written while the next header or body is read or a 100 Continue written.
   uint64_t seq_ = 0;
   uint64_t awaiting_reply_ = 0;  // 0: none
-  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point started_;    // the request's header was read
+  std::chrono::steady_clock::time_point body_read_;  // its body was complete; {} until then
+  size_t request_bytes_ = 0;                         // its body's size
 };
 
 namespace {

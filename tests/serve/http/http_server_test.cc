@@ -6,6 +6,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/base_sink.h>
 
@@ -261,6 +262,58 @@ TEST_F(HttpServerTest, PipelinedRequestsAnsweredInOrder) {
   EXPECT_EQ(c.Read().status, 200u);
 }
 
+// Issue 8: bodies are read straight into their buffer in large reads. A
+// multi-megabyte binary request sent in pieces, with a pipelined request
+// right behind its last byte, arrives byte for byte, and the next request
+// is still answered.
+TEST_F(HttpServerTest, LargeBinaryBodyInPiecesArrivesIntactWithPipelinedNext) {
+  StartServer();
+  TestHttpClient c(port());
+  constexpr size_t kBytes = 3u << 20;
+  const std::string json = R"({"inputs":[{"name":"x","datatype":"UINT8","shape":[)" + std::to_string(kBytes) +
+                           R"(],"parameters":{"binary_data_size":)" + std::to_string(kBytes) +
+                           R"(}}],"outputs":[{"name":"x","parameters":{"binary_data":true}}]})";
+  std::string tensor(kBytes, '\0');
+  for (size_t i = 0; i < kBytes; ++i) tensor[i] = static_cast<char>((i * 131 + 7) & 0xff);
+  const std::string body = json + tensor;
+  const std::string header = "POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: " +
+                             std::to_string(json.size()) + "\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\n\r\n";
+  c.WriteRaw(header + body.substr(0, 100));          // header and the start of the JSON together
+  c.WriteRaw(body.substr(100, kBytes / 2));            // the middle
+  c.WriteRaw(body.substr(100 + kBytes / 2) + "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n");
+  HttpResult r = c.Read();
+  ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  const size_t jl = std::stoul(r.header("Inference-Header-Content-Length"));
+  ASSERT_EQ(r.body.size(), jl + kBytes);
+  EXPECT_TRUE(r.body.compare(jl, kBytes, tensor) == 0) << "the tensor bytes changed on the way";
+  EXPECT_EQ(c.Read().status, 200u);  // the pipelined request behind the body
+}
+
+TEST_F(HttpServerTest, ChunkedBodyIsRead) {
+  StartServer();
+  TestHttpClient c(port());
+  const std::string first = kEchoBody.substr(0, 10), rest = kEchoBody.substr(10);
+  c.WriteRaw(fmt::format("POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "{:x}\r\n{}\r\n{:x}\r\n{}\r\n0\r\n\r\n",
+                         first.size(), first, rest.size(), rest));
+  HttpResult r = c.Read();
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["id"], "r1");
+}
+
+TEST_F(HttpServerTest, BodyThatStopsArrivingIsCutOffAtTheReadTimeout) {
+  HttpOptions o;
+  o.read_timeout = std::chrono::milliseconds(200);
+  StartServer(o);
+  TestHttpClient c(port());
+  c.WriteRaw(InferHeader(100000) + std::string(5000, ' '));  // and the rest never comes
+  EXPECT_TRUE(c.ServerClosed());
+  ASSERT_TRUE(server_->WaitIdle(std::chrono::seconds(10)));
+  TestHttpClient c2(port());
+  EXPECT_EQ(c2.Get("/v2/health/live").status, 200u);
+}
+
 TEST_F(HttpServerTest, OversizeBodyIs413AndCloses) {
   HttpOptions o;
   o.max_body_bytes = 1024;
@@ -446,6 +499,9 @@ TEST_F(HttpServerTest, AccessLogJson) {
   EXPECT_EQ(j["target"], "/v2/models/echo/infer");
   EXPECT_EQ(j["status"], 200);
   EXPECT_EQ(j["model"], "echo");
+  EXPECT_EQ(j["request_bytes"], kEchoBody.size());
+  EXPECT_GE(j["read_ms"].get<double>(), 0.0);
+  EXPECT_LE(j["read_ms"].get<double>(), j["duration_ms"].get<double>());
 }
 
 TEST(HttpServerStartTest, BadHostAndBusyPort) {
