@@ -245,8 +245,8 @@ struct LoadClient::Worker {
   void Complete(Connection& c) {
     Record(c, c.status);
     if (c.close_after) {
-      Close(c);
-      c.retry_at_ns = 0;  // reconnect at the next tick
+      Close(c);  // the server ends the connection after this answer: open a new one now
+      if (!stopping) Connect(c);
       return;
     }
     OnReady(c);

@@ -184,10 +184,10 @@ Expected<StepResult> RunStep(const StepContext& ctx, double load) {
     ++window;
     if (w.ok() && ctx.hooks.progress) {
       const WindowSummary s = Summarize(*w, o.measure.percentile);
-      ctx.hooks.progress(fmt::format("{}: window {}/{}: {:.1f} infer/s, p{:g} {:.3f} ms{}", label, window,
-                                     o.request_count > 0 ? 0 : o.measure.max_trials,
-                                     s.throughput, o.measure.percentile, s.latency_ms,
-                                     s.errors ? fmt::format(", {} errors", s.errors) : ""));
+      const std::string of = o.request_count > 0 ? fmt::format("{}/{} requests", client->completed(), o.request_count)
+                                                 : fmt::format("window {}/{}", window, o.measure.max_trials);
+      ctx.hooks.progress(fmt::format("{}: {}: {:.1f} infer/s, p{:g} {:.3f} ms{}", label, of, s.throughput, o.measure.percentile,
+                                     s.latency_ms, s.errors ? fmt::format(", {} errors", s.errors) : ""));
     }
     return w;
   };

@@ -156,6 +156,25 @@ TEST_F(PerfAgainstServe, FixedRequestCountSendsExactlyThatMany) {
   EXPECT_EQ(j["steps"][0]["requests"], 50);
 }
 
+TEST_F(PerfAgainstServe, CompareInProcessPutsServedNextToBench) {
+  const std::string model = kExamples + "/add_sub/1/model.onnx";
+  const RunResult r = RunPerf(With(Target("add_sub"), {"--concurrency", "2", "--measurement-interval", "200",
+                                                       "--compare-in-process", model, "--provider", "cpu", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  const auto& c = j["in_process"];
+  EXPECT_EQ(c["provider"], "cpu");
+  // --batch 1 and the served max_batch_size 8.
+  ASSERT_EQ(c["rows"].size(), 2u) << c.dump();
+  EXPECT_EQ(c["rows"][0]["batch"], 1);
+  EXPECT_EQ(c["rows"][1]["batch"], 8);
+  EXPECT_GT(c["rows"][1]["items_per_s"].get<double>(), 0);
+  EXPECT_GT(c["ratio"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(c["ratio"].get<double>(),
+                   c["served_items_per_s"].get<double>() / c["best_in_process_items_per_s"].get<double>());
+}
+
 TEST_F(PerfAgainstServe, UnknownModelIsAClearError) {
   const RunResult r = RunPerf(With(Target("no_such_model"), {"--measurement-interval", "200"}));
   EXPECT_EQ(r.exit_code, 1) << r.output;
