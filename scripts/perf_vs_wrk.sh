@@ -32,13 +32,19 @@ wrk.headers["Content-Type"] = "application/octet-stream"
 wrk.headers["Inference-Header-Content-Length"] = "${#HEADER}"
 LUA
 
-wrk_rps() {  # CONNECTIONS THREADS
-  wrk -t"$2" -c"$1" -d"${SECONDS_EACH}s" -s "$WORK/post.lua" "http://127.0.0.1:$PORT/v2/models/fixed/infer" |
-    awk '/Requests\/sec/ {print $2}'
+# Each run prints "REQUESTS_PER_S CPU_SECONDS" (the client's user + sys time,
+# from /usr/bin/time), so its cost per request is known even when neighbours
+# on a shared machine take CPU from it.
+wrk_run() {  # CONNECTIONS THREADS
+  /usr/bin/time -f "cpu %U %S" -o "$WORK/time" \
+    wrk -t"$2" -c"$1" -d"${SECONDS_EACH}s" -s "$WORK/post.lua" "http://127.0.0.1:$PORT/v2/models/fixed/infer" > "$WORK/wrk.out"
+  echo "$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.out") $(awk '{print $2 + $3}' "$WORK/time")"
 }
-perf_json() {  # CONNECTIONS: three windows over the same time as wrk
-  "$BUILD/ortgpu" perf --url "http://127.0.0.1:$PORT" --model fixed --concurrency "$1" --metrics-url off \
-    --measurement-interval $((SECONDS_EACH * 1000 / 3)) --max-trials 3 --no-progress --json
+perf_run() {  # CONNECTIONS THREADS: three windows over the same time as wrk
+  /usr/bin/time -f "cpu %U %S" -o "$WORK/time" \
+    "$BUILD/ortgpu" perf --url "http://127.0.0.1:$PORT" --model fixed --concurrency "$1" --threads "$2" --metrics-url off \
+    --measurement-interval $((SECONDS_EACH * 1000 / 3)) --max-trials 3 --no-progress --json > "$WORK/perf.json"
+  echo "$(field "s['throughput']['infer_per_s']" < "$WORK/perf.json") $(awk '{print $2 + $3}' "$WORK/time")"
 }
 field() { python3 -c "import json,sys; s=json.load(sys.stdin)['steps'][0]; print($1)"; }
 
@@ -47,22 +53,21 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 # wrk and perf alternate, so a neighbour's load on a shared machine hits both alike.
 ROWS=()
 for round in $(seq "$ROUNDS"); do
-  W64=$(wrk_rps 64 4)
-  P64=$(perf_json 64 | field "s['throughput']['infer_per_s']")
-  W1=$(wrk_rps 1 1)
-  P1_JSON=$(perf_json 1)
-  P1=$(echo "$P1_JSON" | field "s['throughput']['infer_per_s']")
-  P1_P50=$(echo "$P1_JSON" | field "s['latency_ms']['p50']")
-  ROWS+=("$W64 $P64 $W1 $P1 $P1_P50")
+  ROWS+=("$(wrk_run 64 4) $(perf_run 64 1) $(perf_run 64 4) $(wrk_run 1 1) $(perf_run 1 1)")
 done
-python3 - "${ROWS[@]}" <<'PY'
+python3 - "$SECONDS_EACH" "${ROWS[@]}" <<'PY'
 import statistics, sys
-rows = [list(map(float, r.split())) for r in sys.argv[1:]]
-print("round | wrk -t4 -c64 req/s | perf -c64 req/s | perf/wrk | wrk -t1 -c1 req/s | perf -c1 req/s | perf/wrk | perf -c1 p50 us")
-for i, (w64, p64, w1, p1, p50) in enumerate(rows):
-    print(f"{i:5} | {w64:18.0f} | {p64:15.0f} | {p64 / w64:8.3f} | {w1:17.0f} | {p1:14.0f} | {p1 / w1:8.3f} | {p50 * 1000:.1f}")
-r64 = statistics.median(p64 / w64 for w64, p64, *_ in rows)
-r1 = statistics.median(p1 / w1 for _, _, w1, p1, _ in rows)
-over = statistics.median(1e6 / p1 - 1e6 / w1 for _, _, w1, p1, _ in rows)
-print(f"median perf/wrk: 64 connections {r64:.3f}, 1 connection {r1:.3f}; perf's own cost over wrk's at 1 connection: {over:+.1f} us per request")
+seconds = float(sys.argv[1])
+rows = [list(map(float, r.split())) for r in sys.argv[2:]]
+names = ["wrk -t4 -c64", "perf -c64", "perf -c64 --threads 4", "wrk -t1 -c1", "perf -c1"]
+def cost(rps, cpu):  # client CPU microseconds per request
+    return cpu / (rps * seconds) * 1e6 if rps > 0 else float("nan")
+print("round | " + " | ".join(f"{n} req/s (CPU us/req)" for n in names))
+for i, r in enumerate(rows):
+    print(f"{i:5} | " + " | ".join(f"{r[2 * k]:8.0f} ({cost(r[2 * k], r[2 * k + 1]):.2f})" for k in range(5)))
+med = lambda f: statistics.median(f(r) for r in rows)
+print(f"median perf/wrk, 64 connections: {med(lambda r: r[2] / r[0]):.3f} (1 thread), {med(lambda r: r[4] / r[0]):.3f} (4 threads, as wrk -t4)")
+print(f"median perf/wrk, 1 connection:   {med(lambda r: r[8] / r[6]):.3f}")
+print(f"median client CPU per request, 64 connections: wrk {med(lambda r: cost(r[0], r[1])):.2f} us, perf {med(lambda r: cost(r[2], r[3])):.2f} us; "
+      f"1 connection: wrk {med(lambda r: cost(r[6], r[7])):.2f} us, perf {med(lambda r: cost(r[8], r[9])):.2f} us")
 PY
