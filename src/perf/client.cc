@@ -1,6 +1,7 @@
 #include "perf/client.h"
 
 #include <array>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -212,7 +213,8 @@ struct LoadClient::Worker {
         const std::string_view line = head.substr(pos, eol - pos);
         pos = eol + 2;
         if (StartsWithNoCase(line, "content-length:")) {
-          content_length = static_cast<size_t>(std::strtoull(std::string(TrimValue(line.substr(15))).c_str(), nullptr, 10));
+          const std::string_view v = TrimValue(line.substr(15));
+          std::from_chars(v.data(), v.data() + v.size(), content_length);
         } else if (StartsWithNoCase(line, "connection:")) {
           c.close_after = StartsWithNoCase(TrimValue(line.substr(11)), "close");
         } else if (StartsWithNoCase(line, "transfer-encoding:")) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/report.h"
 #include "perf/report.h"
 
 namespace ortgpu::perf {
@@ -40,13 +41,6 @@ json StepJson(const StepResult& s) {
   j["windows"] = windows;
   if (!s.note.empty()) j["note"] = s.note;
   return j;
-}
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 std::string Opt(const std::optional<ServerSplit>& s, double ServerSplit::*f) {
@@ -112,7 +106,7 @@ std::string RenderCsv(const PerfReport& r) {
                        Opt(s.server, &ServerSplit::average_batch),
                        s.outside_server_us ? fmt::format("{:.3f}", *s.outside_server_us) : "",
                        s.gpu ? fmt::format("{:.4f}", s.gpu->utilization) : "",
-                       s.gpu ? fmt::format("{:.0f}", s.gpu->memory_used_bytes) : "", CsvField(s.note));
+                       s.gpu ? fmt::format("{:.0f}", s.gpu->memory_used_bytes) : "", bench::CsvField(s.note));
   }
   return out;
 }
