@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,14 +145,6 @@ Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
   return o;
 }
 
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Unavailable("cannot write the HTML report to " + path + "; check the folder exists and is writable");
-  return Status::Ok();
-}
-
 int RunPerfCommand(const PerfFlags& flags) {
   auto options = ToOptions(flags);
   if (!options.ok()) {
@@ -182,7 +173,7 @@ int RunPerfCommand(const PerfFlags& flags) {
     std::fputs(perf::RenderTable(*report).c_str(), stdout);
   }
   if (!flags.html.empty()) {
-    if (Status st = WriteFile(flags.html, perf::RenderHtml(*report)); !st.ok()) {
+    if (Status st = WriteOutputFile(flags.html, perf::RenderHtml(*report), "HTML report"); !st.ok()) {
       std::fprintf(stderr, "ortgpu perf: %s\n", st.message().c_str());
       return 1;
     }
