@@ -1,96 +1,17 @@
 #include "ort/io_binding.h"
 
-#include <dlfcn.h>
-
 #include <cstring>
 
 #include <onnxruntime_cxx_api.h>
 
 #include "ort/ort_status.h"
+#include "ort/ort_values.h"
 #include "ort/runtime.h"
 
 namespace ortgpu {
-namespace {
-
-// cudaMemcpy from the CUDA runtime the CUDA EP already loaded. ORT's own
-// Env::CopyTensors only knows data transfers of EPs registered as plugin
-// libraries, not the classic CUDA EP ortgpu appends, so it is the fallback.
-using CudaMemcpyFn = int (*)(void* dst, const void* src, size_t count, int kind);
-constexpr int kCudaMemcpyHostToDevice = 1;
-constexpr int kCudaMemcpyDeviceToHost = 2;
-
-CudaMemcpyFn FindCudaMemcpy() {
-  static CudaMemcpyFn fn = [] {
-    for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
-      void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-      if (h == nullptr) h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-      if (h != nullptr) {
-        if (void* sym = dlsym(h, "cudaMemcpy")) return reinterpret_cast<CudaMemcpyFn>(sym);
-      }
-    }
-    return static_cast<CudaMemcpyFn>(nullptr);
-  }();
-  return fn;
-}
-
-Ort::Env& Env() { return *static_cast<Ort::Env*>(Runtime::Get().env_handle()); }
-
-// Copies `bytes` between host and device memory with cudart, else with
-// ORT's CopyTensors on tensor views of the two buffers.
-Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value) {
-  if (bytes == 0) return Status::Ok();
-  if (CudaMemcpyFn memcpy_fn = FindCudaMemcpy()) {
-    const int rc = memcpy_fn(dst, src, bytes, kind);
-    if (rc != 0) return Internal("cudaMemcpy of " + std::to_string(bytes) + " bytes failed with CUDA error " + std::to_string(rc));
-    return Status::Ok();
-  }
-  try {
-    auto info = device_value.GetTensorTypeAndShapeInfo();
-    const auto shape = info.GetShape();
-    Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
-    void* host = kind == kCudaMemcpyHostToDevice ? const_cast<void*>(src) : dst;
-    Ort::Value host_value = Ort::Value::CreateTensor(cpu, host, bytes, shape.data(), shape.size(), info.GetElementType());
-    Ort::Value device_view = Ort::Value::CreateTensor(device_value.GetTensorMemoryInfo(),
-                                                      kind == kCudaMemcpyHostToDevice ? dst : const_cast<void*>(src), bytes,
-                                                      shape.data(), shape.size(), info.GetElementType());
-    Ort::Status st = kind == kCudaMemcpyHostToDevice ? Env().CopyTensor(host_value, device_view, nullptr)
-                                                     : Env().CopyTensor(device_view, host_value, nullptr);
-    if (!st.IsOK()) {
-      return Unavailable("copying a tensor between host and GPU failed: libcudart is not loaded and ORT's CopyTensors said: " +
-                         st.GetErrorMessage());
-    }
-  } catch (const Ort::Exception& e) {
-    return StatusFromOrt(e, "copying a tensor between host and GPU");
-  }
-  return Status::Ok();
-}
-
-bool OnCpu(const Ort::ConstMemoryInfo& info) { return info.GetDeviceType() == OrtMemoryInfoDeviceType_CPU; }
-
-Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v) {
-  if (!v.IsTensor()) return Unimplemented("output '" + name + "' is not a tensor; ortgpu returns tensors only");
-  auto info = v.GetTensorTypeAndShapeInfo();
-  Tensor t;
-  t.name = name;
-  t.dtype = static_cast<DataType>(info.GetElementType());
-  t.shape = info.GetShape();
-  const size_t n = info.GetElementCount();
-  if (t.dtype == DataType::kString) {
-    t.strings.resize(n);
-    for (size_t k = 0; k < n; ++k) t.strings[k] = v.GetStringTensorElement(k);
-    return t;
-  }
-  t.data.resize(n * ElementSize(t.dtype));
-  const void* src = v.GetTensorRawData();
-  if (OnCpu(v.GetTensorMemoryInfo())) {
-    if (!t.data.empty()) std::memcpy(t.data.data(), src, t.data.size());
-    return t;
-  }
-  ORTGPU_RETURN_IF_ERROR(CopyBytes(t.data.data(), src, t.data.size(), kCudaMemcpyDeviceToHost, v));
-  return t;
-}
-
-}  // namespace
+using ort_internal::CopyBytes;
+using ort_internal::kCudaMemcpyHostToDevice;
+using ort_internal::ToHost;
 
 struct BoundRunner::Impl {
   Ort::MemoryInfo memory{nullptr};

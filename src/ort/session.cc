@@ -8,6 +8,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include "ort/ort_status.h"
+#include "ort/ort_values.h"
 #include "ort/runtime.h"
 #include "sys/file_system.h"
 
@@ -237,21 +238,7 @@ Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs
     std::vector<Tensor> out;
     out.reserve(results.size());
     for (size_t i = 0; i < results.size(); ++i) {
-      Tensor t;
-      t.name = names[i];
-      if (!results[i].IsTensor()) return Unimplemented("output '" + t.name + "' is not a tensor; ortgpu returns tensors only");
-      auto info = results[i].GetTensorTypeAndShapeInfo();
-      t.dtype = static_cast<DataType>(info.GetElementType());
-      t.shape = info.GetShape();
-      const size_t n = info.GetElementCount();
-      if (t.dtype == DataType::kString) {
-        t.strings.resize(n);
-        for (size_t k = 0; k < n; ++k) t.strings[k] = results[i].GetStringTensorElement(k);
-      } else {
-        const size_t bytes = n * ElementSize(t.dtype);
-        t.data.resize(bytes);
-        if (bytes) std::memcpy(t.data.data(), results[i].GetTensorRawData(), bytes);
-      }
+      ORTGPU_ASSIGN_OR_RETURN(Tensor t, ort_internal::ToHost(names[i], results[i]));
       out.push_back(std::move(t));
     }
     return out;

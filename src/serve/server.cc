@@ -40,6 +40,11 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   const auto& config = loaded->config;
   s.max_batch_size = config.max_batch_size();
   s.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
+  s.padded = BatchPolicyFor(config).pad_to_preferred_batch_size;
+  s.warmup = loaded->warmup.Brief();
+  if (std::string cuda_graphs = CudaGraphWarning(config); !cuda_graphs.empty()) {
+    s.warnings.push_back(std::move(cuda_graphs));
+  }
   // The same expansion as the loader: KIND_AUTO/KIND_MODEL take the default kind.
   for (const auto& g : config.instance_group()) {
     bool gpu = default_kind == InstanceKind::kGpu;
@@ -191,12 +196,13 @@ bool Server::Shutdown() {
 std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const std::vector<std::string>& gpu_names,
                                  const std::string& host, uint16_t http_port, std::optional<uint16_t> metrics_port) {
   std::vector<std::vector<std::string>> rows = {
-      {"MODEL", "VERSION", "STATE", "DEVICE", "INSTANCES", "MAX_BATCH_SIZE", "DYNAMIC_BATCHING"}};
+      {"MODEL", "VERSION", "STATE", "DEVICE", "INSTANCES", "MAX_BATCH_SIZE", "DYNAMIC_BATCHING", "WARMUP"}};
   for (const auto& m : models) {
     const bool ready = m.state == ModelState::kReady;
     rows.push_back({m.name, m.version, std::string(ModelStateName(m.state)), ready ? DeviceText(m, gpu_names) : "-",
                     ready ? std::to_string(m.instances) : "-", ready ? std::to_string(m.max_batch_size) : "-",
-                    ready ? (m.dynamic_batching ? "on" : "off") : "-"});
+                    ready ? (m.dynamic_batching ? (m.padded ? "on, padded" : "on") : "off") : "-",
+                    ready && !m.warmup.empty() ? m.warmup : "-"});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows) {
@@ -212,6 +218,9 @@ std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const 
     out += line + "\n";
     if (r > 0 && !models[r - 1].reason.empty() && models[r - 1].state != ModelState::kReady) {
       out += "    reason: " + models[r - 1].reason + "\n";
+    }
+    if (r > 0 && models[r - 1].state == ModelState::kReady) {
+      for (const auto& w : models[r - 1].warnings) out += "    warning: " + w + "\n";
     }
   }
   const std::string shown_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;

@@ -71,6 +71,11 @@ struct ModelSummary {
   int instances = 0;
   int max_batch_size = 0;
   bool dynamic_batching = false;
+  bool padded = false;       // pad_to_preferred_batch_size
+  std::string warmup;        // WARMUP column: "4.2 s, 32 sizes", "0.1 s"
+  // Printed under the model's line as "    warning: ..." (CUDA graphs asked
+  // for but not honoured).
+  std::vector<std::string> warnings;
 };
 
 class Server {
@@ -121,7 +126,8 @@ class Server {
 };
 
 // The start-up summary: one line per model version (state, device,
-// instances, max_batch_size, dynamic batching; the reason when UNAVAILABLE),
+// instances, max_batch_size, dynamic batching, warm-up time and batch sizes;
+// the reason when UNAVAILABLE, warnings when READY),
 // then "HTTP: http://HOST:PORT" and "metrics: http://HOST:PORT/metrics" (or
 // "metrics: off"). `gpu_names[i]` names CUDA device i ("NVIDIA H200").
 std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const std::vector<std::string>& gpu_names,

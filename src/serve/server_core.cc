@@ -268,7 +268,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     }
     if (old) old->batcher->Stop();
     if (loaded.ok()) {
-      spdlog::info("model '{}' version {} is READY", name, v);
+      spdlog::info("model '{}' version {} is READY ({})", name, v, (*loaded)->warmup.Describe());
       continue;
     }
     if (first_error.ok()) first_error = loaded.status();

@@ -280,13 +280,18 @@ TEST(StartupSummaryTest, ShowsStateDeviceBatchingReasonAndAddresses) {
   gpu_model.instances = 2;
   gpu_model.max_batch_size = 16;
   gpu_model.dynamic_batching = true;
+  gpu_model.padded = true;
+  gpu_model.warmup = "4.2 s, 3 sizes";
+  gpu_model.warnings = {"CUDA graphs are not yet honoured by `ortgpu serve`"};
   ModelSummary broken;
   broken.name = "broken";
   broken.version = "1";
   broken.state = ModelState::kUnavailable;
   broken.reason = "config.pbtxt:3:1: syntax error";
   const std::string text = FormatStartupSummary({gpu_model, broken}, {"NVIDIA H200"}, "127.0.0.1", 8000, 8002);
-  EXPECT_THAT(text, HasSubstr("resnet  3        READY        GPU 0 (NVIDIA H200)  2          16              on"));
+  EXPECT_THAT(text, HasSubstr("resnet  3        READY        GPU 0 (NVIDIA H200)  2          16              on, padded  "
+                              "      4.2 s, 3 sizes\n"
+                              "    warning: CUDA graphs are not yet honoured by `ortgpu serve`\n"));
   EXPECT_THAT(text, HasSubstr("broken  1        UNAVAILABLE"));
   EXPECT_THAT(text, HasSubstr("    reason: config.pbtxt:3:1: syntax error\n"));
   EXPECT_THAT(text, HasSubstr("HTTP: http://127.0.0.1:8000\n"));

@@ -5,7 +5,11 @@
 #include <filesystem>
 #include <random>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include "doctor/placement.h"
+#include "serve/scheduler/batching.h"
 
 #include "sys/file_system.h"
 
@@ -44,6 +48,9 @@ Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config
     if (a.name() != "cuda") continue;
     for (const auto& [k, v] : a.parameters()) so.cuda_options[k] = v;
   }
+  // Not honoured yet (CudaGraphWarning says so): serve's host-tensor run
+  // path cannot replay a captured graph.
+  so.cuda_options.erase("enable_cuda_graph");
   const auto params = ConfigParameters(config);
   auto int_param = [&](const std::string& key, int& out) -> Status {
     auto it = params.find(key);
@@ -125,7 +132,74 @@ Status AddWarmupBytes(const std::string& what, DataType dtype, const std::vector
   return Status::Ok();
 }
 
+// The first row of every tensor of `sample`.
+Expected<std::vector<Tensor>> FirstRow(const std::vector<Tensor>& sample) {
+  if (sample.empty() || sample[0].shape.empty()) return sample;
+  const int64_t rows = sample[0].shape[0];
+  ORTGPU_ASSIGN_OR_RETURN(auto split, SplitBatch(sample, {1}, rows - 1));
+  return std::move(split[0]);
+}
+
 }  // namespace
+
+BatchPolicy BatchPolicyFor(const inference::ModelConfig& config) {
+  BatchPolicy p;
+  p.max_batch_size = config.max_batch_size();
+  p.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
+  if (config.has_dynamic_batching()) {
+    const auto& db = config.dynamic_batching();
+    p.preferred_batch_sizes.assign(db.preferred_batch_size().begin(), db.preferred_batch_size().end());
+    p.max_queue_delay_ns = static_cast<int64_t>(db.max_queue_delay_microseconds()) * 1000;
+  }
+  p.pad_to_preferred_batch_size =
+      p.dynamic_batching && ParameterIsTrue(ConfigParameters(config)["pad_to_preferred_batch_size"]);
+  return p.Normalized();
+}
+
+Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
+                      const std::string& instance) {
+  if (sizes.empty()) return Status::Ok();
+  ORTGPU_ASSIGN_OR_RETURN(const std::vector<Tensor> row, FirstRow(sample));
+  for (int64_t n : sizes) {
+    int64_t bytes = 0;
+    for (const Tensor& t : row) {
+      std::vector<int64_t> shape = t.shape;
+      if (!shape.empty()) shape[0] = n;
+      ORTGPU_RETURN_IF_ERROR(AddWarmupBytes("the batch " + std::to_string(n) + " warm-up of input '" + t.name + "'",
+                                            t.dtype, shape, 1, bytes));
+    }
+    // One batch in memory at a time; each is the sample's first row repeated.
+    const std::vector<const std::vector<Tensor>*> repeated(static_cast<size_t>(n), &row);
+    ORTGPU_ASSIGN_OR_RETURN(auto batch, ConcatBatch(repeated));
+    auto warm = runner.Run(batch);
+    if (!warm.ok()) {
+      return Status(warm.status().code(),
+                    "warm-up of " + instance + " at batch size " + std::to_string(n) + " (a size the dynamic batcher "
+                    "can form) failed: " + warm.status().message() +
+                    "; the model stays unavailable. Lower max_batch_size (or the preferred_batch_size list with "
+                    "pad_to_preferred_batch_size) to what the model and the device can run");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string WarmupReport::Took() const {
+  if (ns < 1'000'000'000) return fmt::format("{} ms", ns / 1'000'000);
+  return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
+}
+
+std::string WarmupReport::Describe() const {
+  if (batch_sizes.empty()) return "warm-up " + Took();
+  return fmt::format("warmed {} batch size{}{} x {} instance{} in {}", batch_sizes.size(),
+                     batch_sizes.size() == 1 ? "" : "s", every_batch_size ? "" : " (a bounded subset)", instances,
+                     instances == 1 ? "" : "s", Took());
+}
+
+std::string WarmupReport::Brief() const {
+  if (batch_sizes.empty()) return Took();
+  return fmt::format("{}, {} size{}{}", Took(), batch_sizes.size(), batch_sizes.size() == 1 ? "" : "s",
+                     every_batch_size ? "" : " (subset)");
+}
 
 SessionFactory RealSessionFactory() {
   return [](const std::string& path, const SessionOptions& options) { return Session::Load(path, options); };
@@ -225,6 +299,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                     "; put the ONNX file there (named model.onnx unless default_model_filename says otherwise)");
   }
   ORTGPU_ASSIGN_OR_RETURN(SessionOptions base, BaseSessionOptions(model->config));
+  if (const std::string w = CudaGraphWarning(config); !w.empty()) spdlog::warn("model '{}': {}", source.name, w);
   const bool require_gpu = options.require_gpu || ParameterIsTrue(ConfigParameters(config)["require_gpu"]);
   const auto instances = ExpandInstances(config, options.default_instance_kind);
   if (require_gpu) {
@@ -239,6 +314,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   const SessionRunner* first_runner = nullptr;  // the placement check profiles its session
   std::vector<SessionOptions> instance_options;
   std::vector<std::vector<Tensor>> samples;
+  BatchPolicy policy;
+  WarmupSizes shapes;
+  int64_t warmup_ns = 0;
   for (size_t i = 0; i < instances.size(); ++i) {
     SessionOptions so = base;
     if (instances[i].kind == InstanceKind::kGpu) {
@@ -259,10 +337,25 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                             options.completion, model->config)
                                  .WithContext("config of model '" + source.name + "'"));
       ORTGPU_ASSIGN_OR_RETURN(samples, WarmupSamples(model->config, source.dir));
+      policy = BatchPolicyFor(model->config);
+      shapes = WarmupBatchSizes(policy);
+      if (!shapes.every_size) {
+        spdlog::info("model '{}': max_batch_size {} is above {}, so warm-up runs only the preferred batch sizes, "
+                     "the powers of two and max_batch_size ({} sizes); other sizes pay their first-run cost when "
+                     "they first run (pad_to_preferred_batch_size avoids them)",
+                     source.name, policy.max_batch_size, kMaxWarmupEveryBatchSize, shapes.sizes.size());
+      }
     }
-    auto runner = std::make_unique<SessionRunner>(std::move(session).value(), RulesFor(model->config));
-    if (i == 0) first_runner = runner.get();
+    auto session_runner = std::make_unique<SessionRunner>(std::move(session).value(), RulesFor(model->config));
+    if (i == 0) first_runner = session_runner.get();
+    std::unique_ptr<InstanceRunner> runner = std::move(session_runner);
+    if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
+    const int64_t warm_start = deps.clock->NowNanos();
+    // The config's model_warmup runs as given; the default sample (batch 1)
+    // only when no batch size warm-up replaces it.
+    const bool default_sample = model->config.model_warmup().empty();
     for (const auto& sample : samples) {
+      if (default_sample && !shapes.sizes.empty()) break;
       auto warm = runner->Run(sample);
       if (!warm.ok()) {
         return Status(warm.status().code(), "warm-up of " + instances[i].Describe(i) + " failed: " +
@@ -271,6 +364,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                                 "is not valid for it, add model_warmup to config.pbtxt");
       }
     }
+    if (!samples.empty()) {
+      ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], shapes.sizes, instances[i].Describe(i)));
+    }
+    warmup_ns += deps.clock->NowNanos() - warm_start;
     instance_options.push_back(so);
     runners.push_back(std::move(runner));
   }
@@ -281,16 +378,17 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   const int mbs = model->config.max_batch_size();
   model->inputs = Describe(model->config.input(), mbs);
   model->outputs = Describe(model->config.output(), mbs);
+  model->warmup.batch_sizes = shapes.sizes;
+  model->warmup.every_batch_size = shapes.every_size;
+  model->warmup.instances = static_cast<int>(instances.size());
+  model->warmup.ns = warmup_ns;
   BatcherOptions bo;
   bo.model_name = source.name;
   bo.model_version = std::to_string(version);
-  if (model->config.has_dynamic_batching()) {
-    const auto& db = model->config.dynamic_batching();
-    bo.max_batch_size = mbs;
-    bo.preferred_batch_sizes.assign(db.preferred_batch_size().begin(), db.preferred_batch_size().end());
-    bo.max_queue_delay_ns = static_cast<int64_t>(db.max_queue_delay_microseconds()) * 1000;
-    bo.max_queue_size = db.default_queue_policy().max_queue_size();
-  }
+  // Always the model's max_batch_size, with or without dynamic batching:
+  // a request's rows are what its execution is filed under.
+  bo.batching = policy;
+  bo.max_queue_size = model->config.dynamic_batching().default_queue_policy().max_queue_size();
   model->stats = std::make_unique<ModelStats>();
   model->batcher = std::make_unique<DynamicBatcher>(bo, std::move(runners), *deps.clock, *model->stats, deps.observer);
   return model;

@@ -66,6 +66,27 @@ struct LoaderDeps {
   const PlacementChecker* placement = nullptr;  // null: require_gpu only forbids CPU instances
   const Clock* clock = nullptr;               // required
   SchedulerObserver* observer = nullptr;      // nullable
+  // Wraps each instance's runner before its warm-up, so a test can record
+  // what runs on it (warm-up and requests alike); null: no wrapper.
+  std::function<std::unique_ptr<InstanceRunner>(std::unique_ptr<InstanceRunner>)> wrap_runner;
+};
+
+// What the loader warmed up before the version became READY.
+struct WarmupReport {
+  // Batch sizes run on every instance (WarmupBatchSizes): every size the
+  // batcher can execute, or with every_batch_size false a bounded subset.
+  std::vector<int64_t> batch_sizes;
+  bool every_batch_size = true;
+  int instances = 0;
+  // Time of all warm-up runs (model_warmup and batch sizes), every instance.
+  int64_t ns = 0;
+  // "3.1 s" (or "250 ms" below a second).
+  std::string Took() const;
+  // For the log: "warmed 16 batch sizes x 2 instances in 3.1 s" ("warm-up
+  // 250 ms" without batch sizes).
+  std::string Describe() const;
+  // For the summary's WARMUP column: "3.1 s, 16 sizes" ("250 ms").
+  std::string Brief() const;
 };
 
 struct LoadedModel {
@@ -75,6 +96,7 @@ struct LoadedModel {
   std::vector<TensorMetadata> inputs;   // as clients see them (batch dim -1 first when batching)
   std::vector<TensorMetadata> outputs;
   std::unique_ptr<ModelStats> stats;
+  WarmupReport warmup;
   // Declared last: stopped (and joined) first on destruction.
   std::unique_ptr<DynamicBatcher> batcher;
 };
@@ -91,6 +113,17 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
 // included) and the runs of one model_warmup entry.
 inline constexpr int64_t kMaxWarmupBytes = int64_t{4} << 30;  // 4 GiB
 inline constexpr int64_t kMaxWarmupCount = 10000;
+
+// The batcher's policy for a completed config: max_batch_size,
+// dynamic_batching (preferred sizes, queue delay) and the ortgpu parameter
+// pad_to_preferred_batch_size.
+BatchPolicy BatchPolicyFor(const inference::ModelConfig& config);
+
+// Runs `runner` once at each of `sizes` rows, each batch the first row of
+// `sample` repeated (one batch in memory at a time, within kMaxWarmupBytes).
+// `instance` names the instance in the error ("instance 0 (GPU 0)").
+Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
+                      const std::string& instance);
 
 // The warm-up requests of a completed config: its model_warmup samples, or
 // one zero-filled request (batch 1, variable dims 1) when it has none.

@@ -18,7 +18,8 @@ std::string BatchKey(const std::vector<Tensor>& inputs) {
   return key;
 }
 
-Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Tensor>*>& requests) {
+Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Tensor>*>& requests,
+                                          int64_t padding_rows) {
   if (requests.empty()) return InvalidArgument("an empty batch has nothing to concatenate");
   std::vector<Tensor> out;
   for (const Tensor& first : *requests.front()) {
@@ -27,6 +28,18 @@ Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Te
     joined.dtype = first.dtype;
     joined.shape = first.shape;
     joined.shape[0] = 0;
+    // Sized once: the copy below moves each byte once, padding included.
+    size_t bytes = 0;
+    for (const auto* req : requests) {
+      auto it = std::find_if(req->begin(), req->end(), [&](const Tensor& t) { return t.name == first.name; });
+      if (it != req->end()) bytes += it->data.size();
+    }
+    const int64_t row_elements =
+        ElementCount(std::vector<int64_t>(first.shape.begin() + (first.shape.empty() ? 0 : 1), first.shape.end()))
+            .value_or(0);
+    const size_t padding_bytes =
+        first.dtype == DataType::kString ? 0 : static_cast<size_t>(padding_rows * row_elements) * ElementSize(first.dtype);
+    joined.data.reserve(bytes + padding_bytes);
     for (const auto* req : requests) {
       auto it = std::find_if(req->begin(), req->end(), [&](const Tensor& t) { return t.name == first.name; });
       if (it == req->end() || it->shape.empty()) {
@@ -39,20 +52,29 @@ Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Te
         joined.data.insert(joined.data.end(), it->data.begin(), it->data.end());
       }
     }
+    if (padding_rows > 0) {
+      joined.shape[0] += padding_rows;
+      if (first.dtype == DataType::kString) {
+        joined.strings.resize(joined.strings.size() + static_cast<size_t>(padding_rows * row_elements));
+      } else {
+        joined.data.resize(joined.data.size() + padding_bytes, 0);
+      }
+    }
     out.push_back(std::move(joined));
   }
   return out;
 }
 
 Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>& outputs,
-                                                      const std::vector<int64_t>& rows) {
-  int64_t total = 0;
+                                                      const std::vector<int64_t>& rows, int64_t padding_rows) {
+  int64_t total = padding_rows;
   for (int64_t r : rows) total += r;
   std::vector<std::vector<Tensor>> out(rows.size());
   for (const Tensor& t : outputs) {
     if (t.shape.empty() || t.shape[0] != total) {
       return InvalidArgument("output '" + t.name + "' has shape " + ShapeToString(t.shape) + " but the batch had " +
-                             std::to_string(total) + " rows; the model does not batch along its first dimension, "
+                             std::to_string(total) + " rows" +
+                             (padding_rows > 0 ? " (" + std::to_string(padding_rows) + " of them padding)" : "") + "; the model does not batch along its first dimension, "
                              "so set max_batch_size: 0 in its config.pbtxt");
     }
     const int64_t per_row = total == 0 ? 0 : t.element_count() / total;

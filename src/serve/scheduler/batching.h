@@ -16,14 +16,18 @@ namespace ortgpu::serve {
 // input names, types and non-batch dimensions.
 std::string BatchKey(const std::vector<Tensor>& inputs);
 
-// Concatenates each input across `requests` along dimension 0.
+// Concatenates each input across `requests` along dimension 0, then appends
+// `padding_rows` rows of zeros (empty strings) to each: the padding that
+// makes a batch a preferred size.
 // REQUIRES: every element has the same BatchKey and every input has rank >= 1.
-Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Tensor>*>& requests);
+Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Tensor>*>& requests,
+                                          int64_t padding_rows = 0);
 
-// Splits every output along dimension 0 into pieces of `rows[i]` rows.
+// Splits every output along dimension 0 into pieces of `rows[i]` rows; the
+// last `padding_rows` rows (ConcatBatch's padding) are dropped.
 // InvalidArgument when an output's first dimension is not the sum of rows
-// (a model that does not batch along dimension 0).
+// and padding (a model that does not batch along dimension 0).
 Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>& outputs,
-                                                      const std::vector<int64_t>& rows);
+                                                      const std::vector<int64_t>& rows, int64_t padding_rows = 0);
 
 }  // namespace ortgpu::serve

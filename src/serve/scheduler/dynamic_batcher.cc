@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <new>
 #include <utility>
@@ -46,7 +47,12 @@ InferResponse BuildResponse(const InferRequest& req, std::vector<Tensor> outputs
 
 DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_ptr<InstanceRunner>> runners,
                                const Clock& clock, ModelStats& stats, SchedulerObserver* observer)
-    : options_(std::move(options)), clock_(clock), stats_(stats), observer_(observer), runners_(std::move(runners)) {
+    : options_(std::move(options)),
+      policy_(options_.batching.Normalized()),
+      clock_(clock),
+      stats_(stats),
+      observer_(observer),
+      runners_(std::move(runners)) {
   for (auto& r : runners_) workers_.emplace_back([this, runner = r.get()] { WorkerLoop(runner); });
 }
 
@@ -76,9 +82,8 @@ size_t DynamicBatcher::QueueLimit() const {
 Status DynamicBatcher::Enqueue(QueuedRequest& item) {
   Pending p;
   p.key = BatchKey(item.request.inputs);
-  if (options_.max_batch_size > 0 && !item.request.inputs.empty()) p.rows = item.request.inputs[0].shape[0];
+  if (policy_.max_batch_size > 0 && !item.request.inputs.empty()) p.rows = item.request.inputs[0].shape[0];
   p.enqueue_ns = clock_.NowNanos();
-  p.enqueued = std::chrono::steady_clock::now();
   Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -114,22 +119,31 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
   return Status::Ok();
 }
 
-int64_t DynamicBatcher::BatchLimit() const {
-  if (options_.max_batch_size <= 0) return 1;
-  if (!options_.preferred_batch_sizes.empty()) {
-    const int p = *std::max_element(options_.preferred_batch_sizes.begin(), options_.preferred_batch_sizes.end());
-    return std::min<int64_t>(p, options_.max_batch_size);
+BatchPlan DynamicBatcher::Plan(std::vector<size_t>& joinable) const {
+  joinable.clear();
+  std::vector<int64_t> rows;
+  const Pending& front = queue_.front();
+  int64_t sum = 0;
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    const Pending& p = queue_[i];
+    if (i > 0 && p.key != front.key) continue;
+    joinable.push_back(i);
+    rows.push_back(p.rows);
+    sum += p.rows;
+    // One request past max_batch_size is all PlanBatch needs to see.
+    if (!policy_.dynamic_batching || policy_.max_batch_size <= 0 || sum > policy_.max_batch_size) break;
   }
-  return options_.max_batch_size;
+  return PlanBatch(policy_, rows, front.enqueue_ns, clock_.NowNanos(),
+                   stopping_ ? PlanMode::kDraining : PlanMode::kServing);
 }
 
-int64_t DynamicBatcher::JoinableRows() const {
-  if (queue_.empty()) return 0;
-  int64_t rows = 0;
+int64_t DynamicBatcher::EarliestDeadline() const {
+  int64_t earliest = 0;
   for (const auto& p : queue_) {
-    if (p.key == queue_.front().key) rows += p.rows;
+    const int64_t d = p.item.request.deadline_ns;
+    if (d > 0 && (earliest == 0 || d < earliest)) earliest = d;
   }
-  return rows;
+  return earliest;
 }
 
 std::vector<DynamicBatcher::Pending> DynamicBatcher::TakeExpired() {
@@ -161,8 +175,8 @@ void DynamicBatcher::AnswerExpired(std::vector<Pending> expired) {
 }
 
 void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
-  const bool delays = options_.max_batch_size > 0 && options_.max_queue_delay_ns > 0;
   std::unique_lock<std::mutex> lock(mu_);
+  std::vector<size_t> joinable;
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping and drained
@@ -172,33 +186,28 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
       lock.lock();
       continue;
     }
-    const int64_t limit = BatchLimit();
-    if (delays && !stopping_ && JoinableRows() < limit) {
-      // The front request may wait max_queue_delay for others to join it.
-      // Its deadline is taken afresh every time round: while this worker
-      // slept another may have taken the front it woke for, and the new
-      // front is owed its own full delay.
-      const auto deadline = queue_.front().enqueued + std::chrono::nanoseconds(options_.max_queue_delay_ns);
-      if (std::chrono::steady_clock::now() < deadline) {
-        cv_.wait_until(lock, deadline);
-        continue;
-      }
+    // Planned afresh every time round: while this worker waited another may
+    // have taken the front it woke for, and the new front is owed its own
+    // full delay.
+    const BatchPlan plan = Plan(joinable);
+    if (plan.requests == 0) {
+      // Woken by a new request, by Stop, or when the delay (or the earliest
+      // request deadline, so that request is answered on time) passes.
+      int64_t wake = plan.wait_until_ns;
+      const int64_t deadline = EarliestDeadline();
+      if (deadline > 0) wake = std::min(wake, deadline);
+      clock_.WaitUntil(cv_, lock, wake);
+      continue;
     }
-    // Take the front request and, in order, those that can join it.
+    // Take the planned requests, in queue order.
     std::vector<Pending> batch;
-    int64_t rows = 0;
-    const std::string key = queue_.front().key;
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      const bool first = batch.empty();
-      if (!first && (options_.max_batch_size <= 0 || it->key != key || rows + it->rows > limit)) {
-        ++it;
-        continue;
-      }
-      rows += it->rows;
+    batch.reserve(plan.requests);
+    for (size_t k = plan.requests; k-- > 0;) {
+      auto it = queue_.begin() + static_cast<std::ptrdiff_t>(joinable[k]);
       batch.push_back(std::move(*it));
-      it = queue_.erase(it);
-      if (rows >= limit) break;
+      queue_.erase(it);
     }
+    std::reverse(batch.begin(), batch.end());
     if (!queue_.empty()) cv_.notify_one();
     lock.unlock();
     ExecuteGuarded(*runner, batch);
@@ -263,8 +272,11 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
     rows.push_back(p.rows);
     total_rows += p.rows;
   }
+  const int64_t executed_rows = ExecutedBatchSize(policy_, total_rows);
+  const int64_t padding_rows = executed_rows - total_rows;
   Expected<std::vector<std::vector<Tensor>>> per_request = Status(Internal("not run"));
-  if (batch.size() == 1) {
+  if (batch.size() == 1 && padding_rows == 0) {
+    // Runs on the request's own tensors: no copy.
     const int64_t infer_start = clock_.NowNanos();
     t.compute_input_ns = infer_start - start;
     phase = "running the model";
@@ -279,7 +291,7 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
     phase = "joining the requests' inputs";
     std::vector<const std::vector<Tensor>*> inputs;
     for (const auto& p : batch) inputs.push_back(&p.item.request.inputs);
-    auto joined = ConcatBatch(inputs);
+    auto joined = ConcatBatch(inputs, padding_rows);
     const int64_t infer_start = clock_.NowNanos();
     t.compute_input_ns = infer_start - start;
     if (!joined.ok()) {
@@ -290,15 +302,16 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
       const int64_t infer_end = clock_.NowNanos();
       t.compute_infer_ns = infer_end - infer_start;
       phase = "splitting the outputs";
-      per_request = out.ok() ? SplitBatch(*out, rows) : Expected<std::vector<std::vector<Tensor>>>(out.status());
+      per_request = out.ok() ? SplitBatch(*out, rows, padding_rows)
+                             : Expected<std::vector<std::vector<Tensor>>>(out.status());
       t.compute_output_ns = clock_.NowNanos() - infer_end;
     }
   }
   const int64_t end = clock_.NowNanos();
   const int64_t now_ms = WallMillis();
   if (per_request.ok()) {
-    stats_.RecordExecution(total_rows, t);
-    if (observer_) observer_->OnBatch(options_.model_name, options_.model_version, total_rows, t);
+    stats_.RecordExecution(executed_rows, total_rows, t);
+    if (observer_) observer_->OnBatch(options_.model_name, options_.model_version, executed_rows, t);
   }
   phase = "building the responses";
   for (size_t i = 0; i < batch.size(); ++i) {

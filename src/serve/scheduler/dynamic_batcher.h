@@ -1,12 +1,25 @@
 // DynamicBatcher: the request queue of one model version and its worker
 // threads, one per model instance (InstanceRunner), as Triton's
-// dynamic_batch_scheduler.
+// dynamic_batch_scheduler. There is no separate batcher thread: a worker that
+// is free takes its next batch from the queue itself.
 //
-// With max_batch_size > 0 a worker joins queued requests whose non-batch
-// dimensions match (BatchKey), oldest first, until the batch reaches the
-// largest preferred batch size (or max_batch_size) or the oldest request has
-// waited max_queue_delay; runs them as one batch; and splits the outputs back.
-// With max_batch_size 0 every request runs alone.
+// With dynamic batching a free worker decides with PlanBatch
+// (batch_policy.h, Triton's preferred batch size rule): it runs at once the
+// largest prefix of the requests that can join the oldest one (same
+// BatchKey) whose rows are a preferred batch size; otherwise it waits until
+// the oldest request has waited max_queue_delay, and then runs what it can
+// gather within max_batch_size. With pad_to_preferred_batch_size the joined
+// inputs get zero rows up to the next preferred size (ExecutedBatchSize),
+// which are cut off the outputs before they are split back, so only the
+// preferred sizes ever run. Without dynamic batching (or with
+// max_batch_size 0) every request runs alone.
+//
+// The queue delay is measured on the injected Clock and waited for with
+// Clock::WaitUntil, so a test moves a FakeClock instead of sleeping.
+//
+// Statistics (ModelStats, the observer's OnBatch) file an execution under the
+// rows it ran, padding included, as Triton's batch_stats do; inference_count
+// counts the requests' own rows.
 //
 // The queue is always bounded (BatcherOptions::max_queue_size). A request
 // whose InferRequest::deadline_ns passes while it waits is answered
@@ -33,6 +46,7 @@
 #include <vector>
 
 #include "serve/inference.h"
+#include "serve/scheduler/batch_policy.h"
 #include "serve/scheduler/instance_runner.h"
 #include "serve/scheduler/model_stats.h"
 #include "serve/scheduler/scheduler_observer.h"
@@ -48,14 +62,9 @@ inline constexpr size_t kDefaultMaxQueueSize = 1024;
 struct BatcherOptions {
   std::string model_name;
   std::string model_version;
-  // 0: no batching; requests run one by one.
-  int max_batch_size = 0;
-  // A batch runs as soon as it reaches the largest of these (rows); empty:
-  // max_batch_size.
-  std::vector<int> preferred_batch_sizes;
-  // How long the oldest request may wait for others to join it; 0 runs
-  // whatever is queued at once.
-  int64_t max_queue_delay_ns = 0;
+  // max_batch_size (0: requests have no batch dimension), dynamic batching,
+  // preferred sizes, queue delay, padding. Normalized by the batcher.
+  BatchPolicy batching;
   // Requests waiting at most (not counting those executing); a request beyond
   // it gets ResourceExhausted. 0, what config.pbtxt gives when it sets no
   // dynamic_batching.default_queue_policy.max_queue_size, means
@@ -96,14 +105,16 @@ class DynamicBatcher {
     QueuedRequest item;
     std::string key;   // BatchKey of the inputs
     int64_t rows = 1;  // first dimension when batching
-    int64_t enqueue_ns = 0;
-    std::chrono::steady_clock::time_point enqueued;
+    int64_t enqueue_ns = 0;  // on clock_
   };
 
   void WorkerLoop(InstanceRunner* runner);
-  // Rows queued that could join the front request. REQUIRES: mu_ held.
-  int64_t JoinableRows() const;
-  int64_t BatchLimit() const;
+  // The plan for the front request and those that can join it, with their
+  // queue positions in `joinable`. REQUIRES: mu_ held, queue_ non-empty.
+  BatchPlan Plan(std::vector<size_t>& joinable) const;
+  // The earliest deadline_ns of a queued request, 0 when none has one.
+  // REQUIRES: mu_ held.
+  int64_t EarliestDeadline() const;
   size_t QueueLimit() const;
   // Removes the queued requests whose deadline has passed. REQUIRES: mu_ held.
   std::vector<Pending> TakeExpired();
@@ -120,6 +131,7 @@ class DynamicBatcher {
               const ExecutionTimes& t, int64_t now_ms);
 
   const BatcherOptions options_;
+  const BatchPolicy policy_;  // options_.batching, normalized
   const Clock& clock_;
   ModelStats& stats_;
   SchedulerObserver* observer_;

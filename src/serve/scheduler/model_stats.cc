@@ -24,11 +24,11 @@ void ModelStats::RecordFailure(int64_t request_ns, int64_t now_ms_since_epoch) {
   last_inference_ms_ = now_ms_since_epoch;
 }
 
-void ModelStats::RecordExecution(int64_t batch_size, const ExecutionTimes& t) {
+void ModelStats::RecordExecution(int64_t executed_rows, int64_t request_rows, const ExecutionTimes& t) {
   std::lock_guard<std::mutex> lock(mu_);
   ++execution_count_;
-  inference_count_ += static_cast<uint64_t>(batch_size);
-  auto& b = batches_[batch_size];
+  inference_count_ += static_cast<uint64_t>(request_rows);
+  auto& b = batches_[executed_rows];
   b.compute_input.Add(t.compute_input_ns);
   b.compute_infer.Add(t.compute_infer_ns);
   b.compute_output.Add(t.compute_output_ns);

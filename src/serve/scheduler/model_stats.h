@@ -31,14 +31,18 @@ class ModelStats {
   // One request finished successfully.
   void RecordSuccess(int64_t request_ns, int64_t queue_ns, const ExecutionTimes& t, int64_t now_ms_since_epoch);
   void RecordFailure(int64_t request_ns, int64_t now_ms_since_epoch);
-  // One execution of `batch_size` rows.
-  void RecordExecution(int64_t batch_size, const ExecutionTimes& t);
+  // One execution that ran `executed_rows` rows (padding included; the key
+  // of its batch_stats entry, as Triton's batch_size is the executed batch
+  // size) for requests holding `request_rows` of them (added to
+  // inference_count: each row is one inference, as Triton counts them).
+  void RecordExecution(int64_t executed_rows, int64_t request_rows, const ExecutionTimes& t);
 
   // {"name", "version", "last_inference", "inference_count",
   //  "execution_count", "inference_stats": {...}, "batch_stats": [...]}.
   nlohmann::json ToJson(const std::string& name, const std::string& version) const;
 
-  // Batch sizes executed, size -> number of executions (for tests and logs).
+  // Batch sizes executed (rows, padding included), size -> number of
+  // executions (for tests and logs).
   std::map<int64_t, uint64_t> BatchSizes() const;
   uint64_t execution_count() const;
 

@@ -245,6 +245,43 @@ TEST(ServerCoreTest, ConcurrentRequestsAreBatchedAndGiveTheSameOutputsAsSingleRu
   EXPECT_EQ((*stats)["model_stats"][0]["batch_stats"][0]["batch_size"], 4);
 }
 
+TEST(ServerCoreTest, StatisticsFileBatchesUnderTheRowsTheyRanPaddingIncluded) {
+  TempRepository repo;
+  repo.AddModel("padded", 1, ScaleModel(2));
+  repo.WriteConfig("padded", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 4, 8 ] }
+    parameters { key: "pad_to_preferred_batch_size" value { string_value: "true" } }
+  )pb");
+  // Regression (issue 8): without dynamic_batching a request of 8 rows was
+  // filed under batch_size 1.
+  repo.AddModel("plain", 1, ScaleModel(2));
+  repo.WriteConfig("plain", "max_batch_size: 8\n");
+  auto core = Start(CpuOptions(repo));
+  ASSERT_NE(core, nullptr);
+  auto three = InferSync(*core, Request("padded", {Input({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})}));
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(three->outputs[0].shape, (std::vector<int64_t>{3, 4}));  // the padding row is not returned
+  EXPECT_EQ(Floats(three->outputs[0]), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24}));
+  ASSERT_TRUE(InferSync(*core, Request("plain", {Input(std::vector<float>(32, 1.0f))})).ok());
+
+  auto stats = core->Statistics("padded", "1");
+  ASSERT_TRUE(stats.ok());
+  const auto& padded = (*stats)["model_stats"][0];
+  EXPECT_EQ(padded["inference_count"], 3);
+  ASSERT_EQ(padded["batch_stats"].size(), 1u);
+  EXPECT_EQ(padded["batch_stats"][0]["batch_size"], 4);
+  stats = core->Statistics("plain", "1");
+  ASSERT_TRUE(stats.ok());
+  const auto& plain = (*stats)["model_stats"][0];
+  EXPECT_EQ(plain["inference_count"], 8);
+  ASSERT_EQ(plain["batch_stats"].size(), 1u);
+  EXPECT_EQ(plain["batch_stats"][0]["batch_size"], 8);
+  // Warm-up ran every size each batcher can execute.
+  EXPECT_EQ(core->FindLoaded("padded", "1")->warmup.batch_sizes, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(core->FindLoaded("plain", "1")->warmup.batch_sizes.size(), 8u);
+}
+
 TEST(ServerCoreTest, ExplicitModeLoadsAndUnloadsOnRequest) {
   TempRepository repo;
   repo.AddModel("a", 1, ScaleModel(2));

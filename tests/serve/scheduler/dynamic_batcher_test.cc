@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -11,7 +10,9 @@
 #include <new>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
+#include "fakes/fake_clock.h"
 #include "serve/scheduler/batching.h"
 
 namespace ortgpu::serve {
@@ -22,13 +23,6 @@ Tensor Rows(const std::string& name, std::vector<float> values, int64_t cols) {
   for (size_t i = 0; i < values.size(); ++i) t.data_as<float>()[i] = values[i];
   return t;
 }
-
-// A Clock the test moves by hand.
-class ManualClock : public Clock {
- public:
-  int64_t NowNanos() const override { return now.load(); }
-  std::atomic<int64_t> now{1'000'000'000};
-};
 
 // y = 2 * x; records the batch sizes it ran and can be held at a gate.
 class DoublingRunner : public InstanceRunner {
@@ -69,12 +63,23 @@ class DoublingRunner : public InstanceRunner {
   std::function<void()> throw_next;  // run (and cleared) by the next Run, after the gate
 };
 
+// Dynamic batching with these sizes and delay.
+BatchPolicy Batching(int max_batch_size, std::vector<int> preferred, int64_t delay_ns) {
+  BatchPolicy p;
+  p.max_batch_size = max_batch_size;
+  p.dynamic_batching = true;
+  p.preferred_batch_sizes = std::move(preferred);
+  p.max_queue_delay_ns = delay_ns;
+  return p;
+}
+
 struct HarnessOptions {
   bool gate_closed = false;
   int instances = 1;
-  const Clock* clock = &RealClock();
 };
 
+// A batcher over DoublingRunners on a FakeClock: time moves only when the
+// test advances `clock`.
 struct Harness {
   explicit Harness(BatcherOptions o, bool gate_closed = false) : Harness(o, HarnessOptions{gate_closed}) {}
   Harness(BatcherOptions o, HarnessOptions ho) {
@@ -86,8 +91,9 @@ struct Harness {
       runners.push_back(std::move(r));
     }
     runner = all_runners[0];
-    batcher = std::make_unique<DynamicBatcher>(o, std::move(runners), *ho.clock, stats, nullptr);
+    batcher = std::make_unique<DynamicBatcher>(o, std::move(runners), clock, stats, nullptr);
   }
+  // Sends one request; `refused` receives Enqueue's status.
   std::future<Expected<InferResponse>> Send(Tensor x, Status* refused = nullptr, int64_t deadline_ns = 0) {
     auto promise = std::make_shared<std::promise<Expected<InferResponse>>>();
     auto fut = promise->get_future();
@@ -101,6 +107,7 @@ struct Harness {
     if (!st.ok()) item.done(st);
     return fut;
   }
+  testing::FakeClock clock;
   ModelStats stats;
   DoublingRunner* runner;
   std::vector<DoublingRunner*> all_runners;
@@ -128,9 +135,7 @@ TEST(BatchingTest, SplitRejectsAnOutputThatIsNotBatched) {
 
 TEST(DynamicBatcherTest, JoinsConcurrentRequestsIntoThePreferredBatchAndSplitsOutputs) {
   BatcherOptions o;
-  o.max_batch_size = 8;
-  o.preferred_batch_sizes = {4};
-  o.max_queue_delay_ns = 60'000'000'000;  // a failure guard only: the preferred size fires first
+  o.batching = Batching(8, {4}, 60'000'000'000);  // the fake clock never reaches the delay
   Harness h(o);
   std::vector<std::future<Expected<InferResponse>>> futures;
   for (int i = 0; i < 4; ++i) futures.push_back(h.Send(Rows("x", {float(i), float(i) + 0.5f}, 2)));
@@ -152,7 +157,7 @@ TEST(DynamicBatcherTest, JoinsConcurrentRequestsIntoThePreferredBatchAndSplitsOu
 
 TEST(DynamicBatcherTest, RequestsWithDifferentShapesAreNotJoined) {
   BatcherOptions o;
-  o.max_batch_size = 8;
+  o.batching = Batching(8, {}, 0);
   Harness h(o, /*gate_closed=*/true);
   auto first = h.Send(Rows("x", {1, 2}, 2));
   h.runner->WaitEntered(1);  // the worker holds the first; the next two queue up
@@ -165,14 +170,104 @@ TEST(DynamicBatcherTest, RequestsWithDifferentShapesAreNotJoined) {
   EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{1, 1, 1}));
 }
 
-TEST(DynamicBatcherTest, QueueDelayRunsAnIncompleteBatch) {
+TEST(DynamicBatcherTest, QueueDelayRunsAnIncompleteBatchOnlyOnceTheClockReachesIt) {
   BatcherOptions o;
-  o.max_batch_size = 8;
-  o.max_queue_delay_ns = 1'000'000;  // 1 ms: one request must not wait for seven more
+  o.batching = Batching(8, {4}, 1'000'000);  // 1 ms
   Harness h(o);
-  auto r = h.Send(Rows("x", {3, 4}, 2)).get();
-  ASSERT_TRUE(r.ok());
+  auto r = h.Send(Rows("x", {3, 4}, 2));
+  h.clock.AwaitWaits(1);  // the worker waits for the delay
+  h.clock.Advance(999'999);
+  h.clock.AwaitWaits(2);  // woke, found the delay not over, waits again
+  EXPECT_TRUE(h.runner->batches.empty());
+  h.clock.Advance(1);
+  ASSERT_TRUE(r.get().ok());
   EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{1}));
+}
+
+TEST(DynamicBatcherTest, ASmallerPreferredSizeRunsAtOnceWithoutWaitingForTheLargest) {
+  BatcherOptions o;
+  o.batching = Batching(8, {2, 4}, 60'000'000'000);  // the fake clock never reaches the delay
+  Harness h(o);
+  auto a = h.Send(Rows("x", {1, 2}, 2));
+  h.clock.AwaitWaits(1);  // one row: not a preferred size, the worker waits
+  auto b = h.Send(Rows("x", {3, 4}, 2));  // two rows: preferred, runs now
+  ASSERT_TRUE(a.get().ok());
+  ASSERT_TRUE(b.get().ok());
+  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{2}));
+}
+
+// The worker is busy while rows pile up past their delay: it takes the
+// largest prefix that is a preferred size, then the rest.
+TEST(DynamicBatcherTest, AfterTheDelayTheLargestPreferredSizeThatFitsRunsFirst) {
+  BatcherOptions o;
+  o.batching = Batching(8, {2, 4}, 1'000'000);
+  Harness h(o, /*gate_closed=*/true);
+  auto busy = h.Send(Rows("x", {0, 0, 0, 0, 0, 0, 0, 0}, 2));  // 4 rows: preferred, taken at once
+  h.runner->WaitEntered(1);
+  std::vector<std::future<Expected<InferResponse>>> queued;
+  for (int i = 0; i < 3; ++i) queued.push_back(h.Send(Rows("x", {float(i), 0}, 2)));
+  h.clock.Advance(5'000'000);  // every queued request is past its delay
+  h.runner->Open();
+  ASSERT_TRUE(busy.get().ok());
+  for (int i = 0; i < 3; ++i) {
+    auto r = queued[i].get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_FLOAT_EQ(r->outputs[0].data_as<float>()[0], 2.0f * i);
+  }
+  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4, 2, 1}));
+  EXPECT_EQ(h.stats.BatchSizes(), (std::map<int64_t, uint64_t>{{1, 1}, {2, 1}, {4, 1}}));
+}
+
+TEST(DynamicBatcherTest, PaddingRunsOnlyPreferredSizesAndGivesBackExactlyEachRequestsRows) {
+  BatcherOptions o;
+  o.model_name = "m";
+  o.batching = Batching(8, {4}, 0);
+  o.batching.pad_to_preferred_batch_size = true;
+  Harness h(o, /*gate_closed=*/true);
+  auto busy = h.Send(Rows("x", {1, 2, 3, 4, 5, 6}, 2));  // 3 rows, padded to 4
+  h.runner->WaitEntered(1);
+  auto a = h.Send(Rows("x", {7, 8}, 2));
+  auto b = h.Send(Rows("x", {9, 10, 11, 12}, 2));
+  auto c = h.Send(Rows("x", {13, 14, 15, 16, 17, 18}, 2));  // 1 + 2 + 3 rows: 3 fit in 4, then 3 alone
+  h.runner->Open();
+  auto expect_doubled = [](std::future<Expected<InferResponse>>& f, std::vector<float> x) {
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->outputs.size(), 1u);
+    EXPECT_EQ(r->outputs[0].shape, (std::vector<int64_t>{static_cast<int64_t>(x.size()) / 2, 2}));
+    std::vector<float> got(r->outputs[0].data_as<float>(), r->outputs[0].data_as<float>() + x.size());
+    for (float& v : x) v *= 2;
+    EXPECT_EQ(got, x);
+  };
+  expect_doubled(busy, {1, 2, 3, 4, 5, 6});
+  expect_doubled(a, {7, 8});
+  expect_doubled(b, {9, 10, 11, 12});
+  expect_doubled(c, {13, 14, 15, 16, 17, 18});
+  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4, 4, 4}));
+  auto json = h.stats.ToJson("m", "1");
+  EXPECT_EQ(json["execution_count"], 3);
+  EXPECT_EQ(json["inference_count"], 9);  // the requests' rows, not the padding
+  ASSERT_EQ(json["batch_stats"].size(), 1u);
+  EXPECT_EQ(json["batch_stats"][0]["batch_size"], 4);  // the executed size, padding included
+  EXPECT_EQ(json["batch_stats"][0]["compute_infer"]["count"], 3);
+}
+
+// Regression (issue 8): without dynamic_batching a request of 32 rows was
+// filed under batch_size 1 and counted as one inference.
+TEST(DynamicBatcherTest, WithoutDynamicBatchingARequestIsFiledUnderItsRows) {
+  BatcherOptions o;
+  o.model_name = "m";
+  o.batching.max_batch_size = 32;
+  o.batching.dynamic_batching = false;
+  Harness h(o);
+  ASSERT_TRUE(h.Send(Rows("x", std::vector<float>(64, 1.0f), 2)).get().ok());
+  ASSERT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
+  auto json = h.stats.ToJson("m", "1");
+  EXPECT_EQ(json["inference_count"], 33);
+  EXPECT_EQ(json["execution_count"], 2);
+  ASSERT_EQ(json["batch_stats"].size(), 2u);
+  EXPECT_EQ(json["batch_stats"][0]["batch_size"], 1);
+  EXPECT_EQ(json["batch_stats"][1]["batch_size"], 32);
 }
 
 TEST(DynamicBatcherTest, AFullQueueAnswersResourceExhausted) {
@@ -248,19 +343,18 @@ TEST(DynamicBatcherTest, TheConfiguredMaxQueueSizeWinsOverTheDefault) {
 // Regression (review item 1b): a request whose client had given up (HTTP 504)
 // stayed queued and still ran.
 TEST(DynamicBatcherTest, ARequestPastItsDeadlineIsAnsweredDeadlineExceededWithoutRunning) {
-  ManualClock clock;
   BatcherOptions o;
   o.model_name = "m";
-  Harness h(o, HarnessOptions{.gate_closed = true, .clock = &clock});
+  Harness h(o, HarnessOptions{.gate_closed = true});
   auto running = h.Send(Rows("x", {1, 2}, 2));
   h.runner->WaitEntered(1);
   Status st;
-  auto late = h.Send(Rows("x", {3, 4}, 2), &st, clock.now + 5'000'000);
+  auto late = h.Send(Rows("x", {3, 4}, 2), &st, h.clock.NowNanos() + 5'000'000);
   ASSERT_TRUE(st.ok()) << st.message();
-  auto in_time = h.Send(Rows("x", {5, 6}, 2), &st, clock.now + 60'000'000'000);
+  auto in_time = h.Send(Rows("x", {5, 6}, 2), &st, h.clock.NowNanos() + 60'000'000'000);
   ASSERT_TRUE(st.ok()) << st.message();
   auto no_deadline = h.Send(Rows("x", {7, 8}, 2));
-  clock.now += 10'000'000;  // 10 ms later: `late` is 5 ms past its deadline
+  h.clock.Advance(10'000'000);  // 10 ms later: `late` is 5 ms past its deadline
   h.runner->Open();
 
   auto r = late.get();
@@ -278,11 +372,10 @@ TEST(DynamicBatcherTest, ARequestPastItsDeadlineIsAnsweredDeadlineExceededWithou
 }
 
 TEST(DynamicBatcherTest, ARequestAlreadyPastItsDeadlineIsRefusedAtTheDoor) {
-  ManualClock clock;
   BatcherOptions o;
-  Harness h(o, HarnessOptions{.clock = &clock});
+  Harness h(o);
   Status refused;
-  auto r = h.Send(Rows("x", {1, 2}, 2), &refused, clock.now - 1);
+  auto r = h.Send(Rows("x", {1, 2}, 2), &refused, h.clock.NowNanos() - 1);
   EXPECT_EQ(refused.code(), Code::kDeadlineExceeded);
   EXPECT_FALSE(r.get().ok());
   EXPECT_TRUE(h.runner->batches.empty());
@@ -294,9 +387,7 @@ TEST(DynamicBatcherTest, ARequestAlreadyPastItsDeadlineIsRefusedAtTheDoor) {
 TEST(DynamicBatcherTest, ABatchThatThrowsBadAllocFailsItsRequestsAndTheWorkerKeepsServing) {
   BatcherOptions o;
   o.model_name = "m";
-  o.max_batch_size = 8;
-  o.preferred_batch_sizes = {2};
-  o.max_queue_delay_ns = 60'000'000'000;  // a failure guard only: the preferred size fires first
+  o.batching = Batching(8, {2}, 60'000'000'000);  // the fake clock never reaches the delay
   Harness h(o);
   h.runner->throw_next = [] { throw std::bad_alloc(); };
   auto a = h.Send(Rows("x", {1, 2}, 2));
@@ -353,21 +444,25 @@ TEST(DynamicBatcherTest, ACallbackThatThrowsDoesNotStopTheWorker) {
 // the queue-delay deadline from a front request another worker then took
 // dispatched the next request at that stale deadline, without its own wait.
 TEST(DynamicBatcherTest, WithTwoInstancesEveryRequestGetsItsOwnQueueDelay) {
-  constexpr auto kDelay = std::chrono::milliseconds(300);
+  constexpr int64_t kDelay = 300'000'000;
   BatcherOptions o;
-  o.max_batch_size = 8;
-  o.max_queue_delay_ns = std::chrono::nanoseconds(kDelay).count();
+  o.model_name = "m";
+  o.batching = Batching(8, {}, kDelay);
   Harness h(o, HarnessOptions{.instances = 2});
   // Different non-batch dims: the second request cannot ride in the first's batch.
   auto first = h.Send(Rows("x", {1, 2}, 2));
-  // Ages the first request so the two deadlines differ (not synchronisation:
-  // the assertion below holds however long this takes).
-  std::this_thread::sleep_for(kDelay / 3);
-  const auto sent = std::chrono::steady_clock::now();
+  h.clock.AwaitWaits(1);
+  h.clock.Advance(kDelay / 3);  // ages the first request so the two deadlines differ
   auto second = h.Send(Rows("x", {1, 2, 3}, 3));
-  ASSERT_TRUE(second.get().ok());
-  EXPECT_GE(std::chrono::steady_clock::now() - sent, kDelay);
+  h.clock.Advance(kDelay - kDelay / 3);  // the first's delay is over, the second's is not
   ASSERT_TRUE(first.get().ok());
+  h.clock.Advance(kDelay / 3);  // now the second's is
+  ASSERT_TRUE(second.get().ok());
+  // Each waited exactly its own delay on the clock: had the second run at
+  // the first's deadline it would have waited 2/3 of it.
+  auto json = h.stats.ToJson("m", "1");
+  EXPECT_EQ(json["inference_stats"]["queue"]["count"], 2);
+  EXPECT_EQ(json["inference_stats"]["queue"]["ns"], 2 * kDelay);
 }
 
 TEST(DynamicBatcherTest, StopFinishesQueuedRequestsAndRefusesNewOnes) {

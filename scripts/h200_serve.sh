@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The serving measurements of docs/BENCHMARKS.md ("ortgpu serve: the data
+# path"), on the GPU test machine, from the repository root, after
+# `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
+# built, `ortgpu perf` must be in the carried bundle.
+#
+#   scripts/h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]   (default: all)
+#
+# shapes  ortgpu_shape_switch on ResNet-50: what a change of batch size costs
+# resnet  in-process bench (batch 32) beside served ResNet-50 (64 connections,
+#         batch-1 binary requests) with dynamic batching and without
+# bert    the same for BERT-base, sequence 128
+# mlp     the tiny MLP, 1 connection: served p50 against in-process p50
+set -u
+out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
+parts=${*:-shapes resnet bert mlp}
+mkdir -p "$out"
+models=/tmp/models
+[ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
+R=$models/resnet50.onnx B=$models/bert.onnx M=$models/mlp.onnx
+export LD_LIBRARY_PATH=/tmp/ortgpu-gpu/lib
+LUA=benchmarks/wrk_binary_infer.lua
+DURATION=${DURATION:-15}
+have_perf() { ortgpu perf --help >/dev/null 2>&1; }
+
+# serve_repo NAME MODEL CONFIG_TEXT: a one-model repository in /tmp/repo-NAME
+serve_repo() {
+  local dir=/tmp/repo-$1
+  rm -rf "$dir"; mkdir -p "$dir/$1/1"; ln -sf "$2" "$dir/$1/1/model.onnx"; printf '%s\n' "$3" > "$dir/$1/config.pbtxt"
+  echo "$dir"
+}
+# start_server REPO LOG: starts ortgpu serve on 8000/8002, waits until ready
+start_server() {
+  ortgpu serve --model-repository "$1" --http-port 8000 --metrics-port 8002 > "$2" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do
+    python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:8000/v2/health/ready")' 2>/dev/null && return 0
+    kill -0 $pid 2>/dev/null || { echo "serve died:"; tail -20 "$2"; return 1; }
+    sleep 0.2
+  done
+  echo "serve never became ready"; tail -20 "$2"; return 1
+}
+stop_server() { kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; }
+stats() { python3 -c 'import sys, urllib.request as u; print(u.urlopen("http://127.0.0.1:8000/v2/models/%s/stats" % sys.argv[1]).read().decode())' "$1"; }
+# load NAME MODEL BODY JSON_LEN CONNECTIONS: wrk, then perf when built
+load() {
+  echo "--- $1: wrk -t8 -c$5 -d${DURATION}s (binary requests of $(stat -c %s "$3") bytes)"
+  BODY_FILE=$3 JSON_LEN=$4 wrk -t8 -c"$5" -d"${DURATION}s" --latency -s $LUA "http://127.0.0.1:8000/v2/models/$2/infer"
+  echo "--- statistics after wrk"; stats "$2"
+  if have_perf; then
+    echo "--- $1: ortgpu perf --concurrency $5"
+    ortgpu perf --url http://127.0.0.1:8000 --model "$2" --concurrency "$5" --measurement-interval 3000 --no-progress \
+      --json > "$out/perf_$1.json" 2> "$out/perf_$1.err"; echo "exit $?"
+    ortgpu perf --url http://127.0.0.1:8000 --model "$2" --concurrency "$5" --measurement-interval 3000 --no-progress 2>&1 | tail -15
+  fi
+}
+
+if [[ " $parts " == *" shapes "* ]]; then
+  {
+    for opts in "prefer_nhwc=1" "prefer_nhwc=0" "prefer_nhwc=1 cudnn_conv_algo_search=HEURISTIC" \
+                "prefer_nhwc=1 arena_extend_strategy=kSameAsRequested"; do
+      echo "\$ ortgpu_shape_switch $R cuda 1,16,32 $opts"; ortgpu_shape_switch "$R" cuda 1,16,32 $opts
+    done
+    echo "\$ ortgpu_shape_switch $R cuda 1,2,4,8,12,16,20,24,28,32 prefer_nhwc=1"
+    ortgpu_shape_switch "$R" cuda 1,2,4,8,12,16,20,24,28,32 prefer_nhwc=1
+  } > "$out/shapes.txt" 2>&1
+fi
+
+if [[ " $parts " == *" resnet "* ]]; then
+  {
+    echo "\$ ortgpu bench $R --provider cuda --batch 1,32 --io host,bound --cuda-option prefer_nhwc=1 --duration 4"
+    for io in host bound cuda-graph; do
+      ortgpu bench "$R" --provider cuda --batch 32 --io $io --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -4
+    done
+    len=$(python3 scripts/make_binary_request.py /tmp/resnet_b1.bin input:FP32:1x3x224x224 --output output)
+    base='max_batch_size: 32
+input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
+output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } }] } }'
+    for variant in "batching-1inst|instance_group [{ count: 1 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }" \
+                   "batching-2inst|instance_group [{ count: 2 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }" \
+                   "nobatching|instance_group [{ count: 1 kind: KIND_GPU }]"; do
+      name=${variant%%|*}; extra=${variant#*|}
+      repo=$(serve_repo resnet50 "$R" "$base
+$extra")
+      echo "=== ResNet-50 $name"; cat $repo/resnet50/config.pbtxt
+      start_server $repo "$out/serve_resnet_$name.log" || continue
+      load "resnet_$name" resnet50 /tmp/resnet_b1.bin "$len" 64
+      nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv
+      stop_server
+    done
+  } > "$out/resnet.txt" 2>&1
+fi
+
+if [[ " $parts " == *" bert "* ]]; then
+  {
+    ortgpu bench "$B" --provider cuda --batch 32 --io bound --concurrency 2 --concurrency-mode per-worker \
+      --shape input_ids:32x128 --shape attention_mask:32x128 --shape token_type_ids:32x128 --int-range input_ids:0:30000 \
+      --duration 4 --no-check --no-progress | tail -4
+    len=$(python3 scripts/make_binary_request.py /tmp/bert_b1.bin input_ids:INT64:1x128 attention_mask:INT64:1x128 token_type_ids:INT64:1x128)
+    repo=$(serve_repo bert "$B" 'max_batch_size: 32
+input [{ name: "input_ids" data_type: TYPE_INT64 dims: [128] }, { name: "attention_mask" data_type: TYPE_INT64 dims: [128] }, { name: "token_type_ids" data_type: TYPE_INT64 dims: [128] }]
+instance_group [{ count: 2 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }')
+    start_server $repo "$out/serve_bert.log" && { load bert bert /tmp/bert_b1.bin "$len" 64; stop_server; }
+  } > "$out/bert.txt" 2>&1
+fi
+
+if [[ " $parts " == *" mlp "* ]]; then
+  {
+    ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -4
+    len=$(python3 scripts/make_binary_request.py /tmp/mlp_b1.bin input:FP32:1x256)
+    repo=$(serve_repo mlp "$M" 'max_batch_size: 8
+instance_group [{ count: 1 kind: KIND_GPU }]')
+    if start_server $repo "$out/serve_mlp.log"; then
+      echo "--- mlp: wrk -t1 -c1 -d10s"
+      BODY_FILE=/tmp/mlp_b1.bin JSON_LEN=$len wrk -t1 -c1 -d10s --latency -s $LUA http://127.0.0.1:8000/v2/models/mlp/infer
+      have_perf && ortgpu perf --url http://127.0.0.1:8000 --model mlp --concurrency 1 --measurement-interval 3000 --no-progress 2>&1 | tail -12
+      stats mlp
+      stop_server
+    fi
+  } > "$out/mlp.txt" 2>&1
+fi
+echo "done: $(ls "$out")"

@@ -1,0 +1,126 @@
+#include "ort/input_staging.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "ort/ort_status.h"
+#include "ort/ort_values.h"
+
+namespace ortgpu {
+
+struct InputStaging::Impl {
+  std::vector<Ort::Value> owners;   // one max_rows tensor per input, owning its buffer
+  std::vector<std::string> output_names;
+};
+
+InputStaging::~InputStaging() = default;
+
+Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& session, std::vector<StagedInputSpec> inputs,
+                                                             int64_t max_rows) {
+  std::unique_ptr<InputStaging> s(new InputStaging());
+  s->max_rows_ = max_rows;
+  s->impl_ = std::make_unique<Impl>();
+  for (const auto& o : session.outputs()) s->impl_->output_names.push_back(o.name);
+  for (const auto& in : inputs) {
+    if (in.dtype == DataType::kString || ElementSize(in.dtype) == 0) {
+      return InvalidArgument("input '" + in.name + "' holds strings, which are not staged in a batch buffer");
+    }
+    std::vector<int64_t> shape{max_rows};
+    shape.insert(shape.end(), in.row_shape.begin(), in.row_shape.end());
+    auto count = ElementCount(in.row_shape);
+    if (!count || !ElementCount(shape)) {
+      return InvalidArgument("input '" + in.name + "' has a row shape " + ShapeToString(in.row_shape) +
+                             " that cannot be staged (a variable or too large dimension)");
+    }
+    s->row_bytes_.push_back(static_cast<size_t>(*count) * ElementSize(in.dtype));
+  }
+  s->specs_ = std::move(inputs);
+  try {
+    // The CUDA EP registers a "CudaPinned" allocator with the session; ask
+    // for it and fall back to ORT's CPU allocator (CPU EP, or an EP that has
+    // none).
+    const int device = [&] {
+      auto it = session.options().cuda_options.find("device_id");
+      return it == session.options().cuda_options.end() ? 0 : std::atoi(it->second.c_str());
+    }();
+    std::unique_ptr<Ort::Allocator> pinned;
+    if (session.options().provider == Provider::kCuda) {
+      try {
+        Ort::MemoryInfo info("CudaPinned", OrtDeviceAllocator, device, OrtMemTypeCPUOutput);
+        pinned = std::make_unique<Ort::Allocator>(session.native(), info);
+      } catch (const Ort::Exception&) {
+        pinned.reset();  // no pinned allocator in this session: ordinary memory below
+      }
+    }
+    Ort::AllocatorWithDefaultOptions plain;
+    for (size_t i = 0; i < s->specs_.size(); ++i) {
+      const auto& in = s->specs_[i];
+      std::vector<int64_t> shape{max_rows};
+      shape.insert(shape.end(), in.row_shape.begin(), in.row_shape.end());
+      const auto type = static_cast<ONNXTensorElementDataType>(in.dtype);
+      Ort::Value v = pinned ? Ort::Value::CreateTensor(*pinned, shape.data(), shape.size(), type)
+                            : Ort::Value::CreateTensor(plain, shape.data(), shape.size(), type);
+      s->buffers_.push_back(static_cast<uint8_t*>(v.GetTensorMutableRawData()));
+      s->impl_->owners.push_back(std::move(v));
+    }
+    s->pinned_ = pinned != nullptr;
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "allocating the batch buffers of model " + session.label());
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("no host memory for the batch buffers of model " + session.label() + " (" +
+                             std::to_string(max_rows) + " rows); lower max_batch_size");
+  }
+  return s;
+}
+
+Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t rows,
+                                                const std::vector<std::vector<int64_t>>& shapes) const {
+  if (rows < 1 || rows > max_rows_) {
+    return InvalidArgument("a batch of " + std::to_string(rows) + " rows does not fit the staging buffers of " +
+                           std::to_string(max_rows_) + " rows");
+  }
+  try {
+    std::vector<Ort::Value> values;
+    std::vector<const char*> in_names;
+    values.reserve(specs_.size());
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      std::vector<int64_t> shape;
+      if (!shapes.empty()) {
+        shape = shapes[i];
+      } else {
+        shape.push_back(rows);
+        shape.insert(shape.end(), specs_[i].row_shape.begin(), specs_[i].row_shape.end());
+      }
+      const size_t bytes = static_cast<size_t>(rows) * row_bytes_[i];
+      if (ElementCount(shape).value_or(-1) * static_cast<int64_t>(ElementSize(specs_[i].dtype)) !=
+          static_cast<int64_t>(bytes)) {
+        return InvalidArgument("input '" + specs_[i].name + "' shape " + ShapeToString(shape) + " does not hold " +
+                               std::to_string(rows) + " staged rows");
+      }
+      // A view of the first `bytes` of the buffer, in the buffer's own
+      // memory (pinned memory stays pinned: ORT copies it with one DMA).
+      values.push_back(Ort::Value::CreateTensor(impl_->owners[i].GetTensorMemoryInfo(), buffers_[i], bytes,
+                                                shape.data(), shape.size(),
+                                                static_cast<ONNXTensorElementDataType>(specs_[i].dtype)));
+      in_names.push_back(specs_[i].name.c_str());
+    }
+    std::vector<const char*> out_names;
+    for (const auto& n : impl_->output_names) out_names.push_back(n.c_str());
+    Ort::RunOptions run_options;
+    auto results = session.native().Run(run_options, in_names.data(), values.data(), values.size(), out_names.data(),
+                                        out_names.size());
+    std::vector<Tensor> out;
+    out.reserve(results.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      ORTGPU_ASSIGN_OR_RETURN(Tensor t, ort_internal::ToHost(impl_->output_names[i], results[i]));
+      out.push_back(std::move(t));
+    }
+    return out;
+  } catch (const Ort::Exception& e) {
+    return StatusFromOrt(e, "running model " + session.label());
+  } catch (const std::exception& e) {
+    return Internal("running model " + session.label() + ": " + e.what());
+  }
+}
+
+}  // namespace ortgpu

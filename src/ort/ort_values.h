@@ -1,0 +1,32 @@
+// Internal to src/ort/: moving ORT values' bytes to and from host memory,
+// shared by Session, BoundRunner and InputStaging. Includes ORT's C++ API, so
+// nothing outside src/ort/ includes it. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <onnxruntime_cxx_api.h>
+
+#include "ort/tensor.h"
+#include "status/expected.h"
+
+namespace ortgpu::ort_internal {
+
+// cudaMemcpyKind values.
+inline constexpr int kCudaMemcpyHostToDevice = 1;
+inline constexpr int kCudaMemcpyDeviceToHost = 2;
+
+// Copies `bytes` between host and device memory with the cudart the CUDA EP
+// loaded, else with ORT's CopyTensors on views of the two buffers
+// (`device_value` gives the device side's memory info and shape).
+Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value);
+
+// Whether `info` is CPU memory (pinned memory counts as CPU).
+bool OnCpu(const Ort::ConstMemoryInfo& info);
+
+// A host copy of the tensor `v` (in CPU or device memory), named `name`.
+// Unimplemented for sequences and maps.
+Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v);
+
+}  // namespace ortgpu::ort_internal

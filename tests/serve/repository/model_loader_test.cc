@@ -1,0 +1,237 @@
+#include "serve/repository/model_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fakes/fake_clock.h"
+#include "serve/core/test_repository.h"
+
+namespace ortgpu::serve {
+namespace {
+
+using ortgpu::testing::FakeClock;
+using testing::ScaleModel;
+using testing::TempRepository;
+
+// Every run of every instance, in order: the batch size it ran and the
+// first input's first value. Shared by the instances of one load.
+struct RunLog {
+  std::mutex mu;
+  std::vector<int64_t> batch_sizes;
+  std::vector<float> first_values;
+};
+
+// Forwards to the real (CPU) runner and records each run in the log.
+class RecordingRunner : public InstanceRunner {
+ public:
+  RecordingRunner(std::unique_ptr<InstanceRunner> inner, RunLog& log) : inner_(std::move(inner)), log_(log) {}
+  Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override {
+    {
+      std::lock_guard<std::mutex> lock(log_.mu);
+      log_.batch_sizes.push_back(inputs[0].shape[0]);
+      log_.first_values.push_back(inputs[0].element_count() > 0 ? inputs[0].data_as<float>()[0] : 0.0f);
+    }
+    return inner_->Run(inputs);
+  }
+
+ private:
+  std::unique_ptr<InstanceRunner> inner_;
+  RunLog& log_;
+};
+
+struct Loaded {
+  Expected<std::shared_ptr<LoadedModel>> model = Status(Internal("not loaded"));
+  std::vector<int64_t> warmed;  // batch sizes run while loading, before the model existed
+};
+
+// Loads version 1 of `name` (CPU instances) with every run recorded.
+Loaded Load(const TempRepository& repo, const std::string& name, RunLog& log, FakeClock& clock) {
+  auto source = ModelRepository::FromDirectory(repo.root()).ReadModel(name);
+  EXPECT_TRUE(source.ok()) << source.status().ToString();
+  inference::ModelConfig config;
+  if (source->has_config) {
+    auto parsed = ParseModelConfig(source->config_text, source->config_path);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    config = parsed->config;
+  }
+  LoaderOptions options;
+  options.default_instance_kind = InstanceKind::kCpu;
+  LoaderDeps deps;
+  deps.session_factory = RealSessionFactory();
+  deps.clock = &clock;
+  deps.wrap_runner = [&log](std::unique_ptr<InstanceRunner> inner) -> std::unique_ptr<InstanceRunner> {
+    return std::make_unique<RecordingRunner>(std::move(inner), log);
+  };
+  Loaded out;
+  out.model = LoadModelVersion(*source, config, 1, options, deps);
+  std::lock_guard<std::mutex> lock(log.mu);
+  out.warmed = log.batch_sizes;
+  return out;
+}
+
+std::vector<int64_t> Range(int64_t from, int64_t to) {
+  std::vector<int64_t> out;
+  for (int64_t b = from; b <= to; ++b) out.push_back(b);
+  return out;
+}
+
+TEST(ModelLoaderTest, EveryBatchSizeTheBatcherCanFormIsWarmedOnEveryInstanceBeforeTheModelExists) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 6
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] max_queue_delay_microseconds: 100 }
+    instance_group [ { count: 2 kind: KIND_CPU } ]
+  )pb");
+  RunLog log;
+  FakeClock clock;
+  Loaded l = Load(repo, "m", log, clock);
+  ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
+  std::vector<int64_t> want = Range(1, 6);
+  want.insert(want.end(), want.begin(), want.end());  // instance 0, then instance 1
+  EXPECT_EQ(l.warmed, want);
+  EXPECT_EQ((*l.model)->warmup.batch_sizes, Range(1, 6));
+  EXPECT_TRUE((*l.model)->warmup.every_batch_size);
+  EXPECT_EQ((*l.model)->warmup.instances, 2);
+  EXPECT_NE((*l.model)->warmup.Describe().find("warmed 6 batch sizes x 2 instances in"), std::string::npos)
+      << (*l.model)->warmup.Describe();
+}
+
+TEST(ModelLoaderTest, WithPaddingOnlyThePreferredSizesAndMaxBatchSizeAreWarmed) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 4, 2 ] }
+    parameters { key: "pad_to_preferred_batch_size" value { string_value: "true" } }
+  )pb");
+  RunLog log;
+  FakeClock clock;
+  Loaded l = Load(repo, "m", log, clock);
+  ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
+  EXPECT_EQ(l.warmed, (std::vector<int64_t>{2, 4, 8}));
+}
+
+TEST(ModelLoaderTest, AConfigModelWarmupStillRunsAndItsFirstRowBuildsTheBatches) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 3
+    dynamic_batching {}
+    model_warmup [ { name: "ones" batch_size: 2 count: 1
+      inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } } } ]
+  )pb");
+  RunLog log;
+  FakeClock clock;
+  Loaded l = Load(repo, "m", log, clock);
+  ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
+  // The config's sample (batch 2), then every size from its first row.
+  EXPECT_EQ(l.warmed, (std::vector<int64_t>{2, 1, 2, 3}));
+  std::lock_guard<std::mutex> lock(log.mu);
+  ASSERT_EQ(log.first_values.size(), 4u);
+  EXPECT_GT(log.first_values[0], 0.0f);  // random_data, not zeros
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(log.first_values[i], log.first_values[0]);
+}
+
+TEST(ModelLoaderTest, WithoutABatchDimensionTheDefaultSampleIsTheWarmup) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 0
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 2, 4 ] } ]
+    output [ { name: "y" data_type: TYPE_FP32 dims: [ 2, 4 ] } ]
+  )pb");
+  RunLog log;
+  FakeClock clock;
+  Loaded l = Load(repo, "m", log, clock);
+  ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
+  EXPECT_EQ(l.warmed, (std::vector<int64_t>{2}));  // dim 0 is a model dim here, not a batch
+  EXPECT_TRUE((*l.model)->warmup.batch_sizes.empty());
+}
+
+// A runner that fails at one batch size, as a model out of memory at it would.
+class FailsAtBatch : public InstanceRunner {
+ public:
+  explicit FailsAtBatch(int64_t rows) : rows_(rows) {}
+  Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override {
+    if (inputs[0].shape[0] == rows_) return ResourceExhausted("CUDA out of memory");
+    return inputs;
+  }
+
+ private:
+  int64_t rows_;
+};
+
+TEST(ModelLoaderTest, ABatchSizeThatFailsItsWarmupNamesTheSizeAndWhatToLower) {
+  FailsAtBatch runner(3);
+  Status st = WarmBatchSizes(runner, {Tensor::Zeros("x", DataType::kFloat, {1, 4})}, {1, 2, 3, 4}, "instance 0 (GPU 0)");
+  EXPECT_EQ(st.code(), Code::kResourceExhausted);
+  EXPECT_NE(st.message().find("instance 0 (GPU 0) at batch size 3"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Lower max_batch_size"), std::string::npos) << st.message();
+}
+
+TEST(ModelLoaderTest, BatchWarmupStaysWithinTheWarmupMemoryBound) {
+  FailsAtBatch runner(-1);
+  const int64_t row = int64_t{1} << 22;  // 16 MiB of floats per row
+  Status st = WarmBatchSizes(runner, {Tensor::Zeros("x", DataType::kFloat, {1, 1})}, {1}, "instance 0");
+  ASSERT_TRUE(st.ok()) << st.message();
+  // The bound is checked from the shapes before anything is allocated.
+  Tensor wide;
+  wide.name = "x";
+  wide.dtype = DataType::kFloat;
+  wide.shape = {1, row};
+  wide.data.resize(static_cast<size_t>(row) * 4);
+  st = WarmBatchSizes(runner, {wide}, {300}, "instance 0");  // 4.7 GiB
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("GiB"), std::string::npos) << st.message();
+}
+
+TEST(ModelLoaderTest, EnableCudaGraphIsNotPassedToTheSessionsItWouldBreak) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    instance_group [ { kind: KIND_GPU } ]
+    optimization { execution_accelerators { gpu_execution_accelerator [ { name: "cuda" parameters [
+      { key: "enable_cuda_graph" value: "1" }, { key: "cudnn_conv_algo_search" value: "HEURISTIC" } ] } ] } }
+  )pb");
+  auto source = ModelRepository::FromDirectory(repo.root()).ReadModel("m");
+  ASSERT_TRUE(source.ok());
+  auto parsed = ParseModelConfig(source->config_text, source->config_path);
+  ASSERT_TRUE(parsed.ok());
+  std::vector<SessionOptions> asked;
+  FakeClock clock;
+  LoaderDeps deps;
+  deps.clock = &clock;
+  deps.session_factory = [&](const std::string& path, const SessionOptions& o) {
+    asked.push_back(o);
+    SessionOptions cpu = o;
+    cpu.provider = Provider::kCpu;
+    return Session::Load(path, cpu);
+  };
+  auto model = LoadModelVersion(*source, parsed->config, 1, LoaderOptions{}, deps);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].cuda_options.count("enable_cuda_graph"), 0u);
+  EXPECT_EQ(asked[0].cuda_options.at("cudnn_conv_algo_search"), "HEURISTIC");
+}
+
+TEST(ModelLoaderTest, TheWarmupReportSaysHowLongAndHowManySizes) {
+  WarmupReport r;
+  r.ns = 4'240'000'000;
+  r.instances = 2;
+  r.batch_sizes = {1, 2, 3};
+  EXPECT_EQ(r.Brief(), "4.2 s, 3 sizes");
+  EXPECT_EQ(r.Describe(), "warmed 3 batch sizes x 2 instances in 4.2 s");
+  r.every_batch_size = false;
+  EXPECT_EQ(r.Brief(), "4.2 s, 3 sizes (subset)");
+  r.batch_sizes.clear();
+  r.ns = 250'000'000;
+  EXPECT_EQ(r.Brief(), "250 ms");
+  EXPECT_EQ(r.Describe(), "warm-up 250 ms");
+}
+
+}  // namespace
+}  // namespace ortgpu::serve

@@ -1,0 +1,143 @@
+#include "serve/scheduler/batch_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace ortgpu::serve {
+namespace {
+
+constexpr int64_t kT0 = 1'000'000'000;   // the oldest request's enqueue time
+constexpr int64_t kDelay = 2'000'000;    // 2 ms
+
+// Triton's example: max_batch_size 32, preferred [16, 32], 2 ms delay.
+BatchPolicy Resnet() {
+  BatchPolicy p;
+  p.max_batch_size = 32;
+  p.dynamic_batching = true;
+  p.preferred_batch_sizes = {32, 16};  // any order: Normalized sorts
+  p.max_queue_delay_ns = kDelay;
+  return p.Normalized();
+}
+
+BatchPlan Plan(const BatchPolicy& p, std::vector<int64_t> rows, int64_t now = kT0) {
+  return PlanBatch(p, rows, kT0, now, PlanMode::kServing);
+}
+
+TEST(BatchPolicyTest, APreferredSizeRunsAtOnceEvenWhenALargerOneCouldStillFill) {
+  // 16 rows waiting: the smaller preferred size runs now, not only 32.
+  const BatchPlan plan = Plan(Resnet(), std::vector<int64_t>(16, 1));
+  EXPECT_EQ(plan.requests, 16u);
+  EXPECT_EQ(plan.rows, 16);
+}
+
+TEST(BatchPolicyTest, TheLargestPreferredPrefixWins) {
+  // 1-row requests: prefixes 16 and 32 are both preferred; 32 runs.
+  EXPECT_EQ(Plan(Resnet(), std::vector<int64_t>(40, 1)).rows, 32);
+  // 20 rows: 16 runs now, the other 4 wait for their own batch.
+  const BatchPlan plan = Plan(Resnet(), std::vector<int64_t>(20, 1));
+  EXPECT_EQ(plan.requests, 16u);
+  EXPECT_EQ(plan.rows, 16);
+}
+
+TEST(BatchPolicyTest, BelowAPreferredSizeTheOldestWaitsForItsDelay) {
+  const BatchPlan plan = Plan(Resnet(), {3, 5});
+  EXPECT_EQ(plan.requests, 0u);
+  EXPECT_EQ(plan.wait_until_ns, kT0 + kDelay);
+  // Once the delay is over, everything gathered runs.
+  const BatchPlan late = Plan(Resnet(), {3, 5}, kT0 + kDelay);
+  EXPECT_EQ(late.requests, 2u);
+  EXPECT_EQ(late.rows, 8);
+}
+
+TEST(BatchPolicyTest, AfterTheDelayTheLargestPreferredSizeThatFitsRunsFirst) {
+  // 20 rows in 1-row requests, all past the delay: 16 (preferred), not 20.
+  const BatchPlan plan = Plan(Resnet(), std::vector<int64_t>(20, 1), kT0 + 10 * kDelay);
+  EXPECT_EQ(plan.rows, 16);
+  // 4 + 8 + 8 = 20: no prefix is preferred, so all of it.
+  EXPECT_EQ(Plan(Resnet(), {4, 8, 8}, kT0 + kDelay).rows, 20);
+}
+
+TEST(BatchPolicyTest, ABatchThatCanNoLongerGrowIntoAPreferredSizeRunsAtOnce) {
+  BatchPolicy p = Resnet();
+  p.max_batch_size = 64;
+  p = p.Normalized();
+  // 20 + 20 passes the largest preferred size (32): the prefix within it runs.
+  BatchPlan plan = Plan(p, {20, 20});
+  EXPECT_EQ(plan.requests, 1u);
+  EXPECT_EQ(plan.rows, 20);
+  // A first request larger than every preferred size runs alone.
+  plan = Plan(p, {40, 2});
+  EXPECT_EQ(plan.requests, 1u);
+  EXPECT_EQ(plan.rows, 40);
+  // The next request would pass max_batch_size: what is gathered runs.
+  plan = Plan(Resnet(), {10, 30});
+  EXPECT_EQ(plan.requests, 1u);
+  EXPECT_EQ(plan.rows, 10);
+}
+
+TEST(BatchPolicyTest, WithoutPreferredSizesMaxBatchSizeIsThePreferredOne) {
+  BatchPolicy p = Resnet();
+  p.preferred_batch_sizes.clear();
+  EXPECT_EQ(Plan(p, {16, 16}).rows, 32);
+  EXPECT_EQ(Plan(p, {16}).requests, 0u);  // waits for its delay
+}
+
+TEST(BatchPolicyTest, NoDelayOrDrainingRunsWhatIsThere) {
+  BatchPolicy p = Resnet();
+  p.max_queue_delay_ns = 0;
+  EXPECT_EQ(Plan(p, {3, 2}).rows, 5);
+  EXPECT_EQ(PlanBatch(Resnet(), {3, 2}, kT0, kT0, PlanMode::kDraining).rows, 5);
+}
+
+TEST(BatchPolicyTest, WithoutDynamicBatchingEachRequestRunsAlone) {
+  BatchPolicy p = Resnet();
+  p.dynamic_batching = false;
+  const BatchPlan plan = Plan(p, {8, 8});
+  EXPECT_EQ(plan.requests, 1u);
+  EXPECT_EQ(plan.rows, 8);
+}
+
+TEST(BatchPolicyTest, PaddingRoundsUpToTheNextPreferredSizeOrMaxBatchSize) {
+  BatchPolicy p = Resnet();
+  p.max_batch_size = 48;
+  p.pad_to_preferred_batch_size = true;
+  p = p.Normalized();
+  EXPECT_EQ(ExecutedBatchSize(p, 1), 16);
+  EXPECT_EQ(ExecutedBatchSize(p, 16), 16);
+  EXPECT_EQ(ExecutedBatchSize(p, 17), 32);
+  EXPECT_EQ(ExecutedBatchSize(p, 33), 48);
+  p.pad_to_preferred_batch_size = false;
+  EXPECT_EQ(ExecutedBatchSize(p, 17), 17);
+}
+
+TEST(BatchPolicyTest, WarmupCoversEveryExecutableSize) {
+  BatchPolicy p = Resnet();
+  WarmupSizes w = WarmupBatchSizes(p);
+  EXPECT_TRUE(w.every_size);
+  ASSERT_EQ(w.sizes.size(), 32u);
+  EXPECT_EQ(w.sizes.front(), 1);
+  EXPECT_EQ(w.sizes.back(), 32);
+
+  p.pad_to_preferred_batch_size = true;
+  p.max_batch_size = 48;
+  EXPECT_EQ(WarmupBatchSizes(p).sizes, (std::vector<int64_t>{16, 32, 48}));
+
+  p.pad_to_preferred_batch_size = false;
+  p.max_batch_size = 100;
+  p.preferred_batch_sizes = {24};
+  w = WarmupBatchSizes(p);
+  EXPECT_FALSE(w.every_size);
+  EXPECT_EQ(w.sizes, (std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 64, 100}));
+
+  p.max_batch_size = 0;
+  EXPECT_TRUE(WarmupBatchSizes(p).sizes.empty());
+}
+
+TEST(BatchPolicyTest, NormalizedSortsDeduplicatesAndClips) {
+  BatchPolicy p;
+  p.max_batch_size = 8;
+  p.preferred_batch_sizes = {8, 2, 2, 0, 9, 4};
+  EXPECT_EQ(p.Normalized().preferred_batch_sizes, (std::vector<int>{2, 4, 8}));
+}
+
+}  // namespace
+}  // namespace ortgpu::serve
