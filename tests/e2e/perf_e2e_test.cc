@@ -148,8 +148,8 @@ TEST_F(PerfAgainstServe, LatencyBudgetSearchReportsTheBestPoint) {
   EXPECT_EQ(j["steps"][2]["load"].get<double>(), 4);
 }
 
-TEST_F(PerfAgainstServe, FixedRequestCountSendsExactlyThatMany) {
-  const RunResult r = RunPerf(With(Target("add_sub"), {"--request-count", "50", "--concurrency", "2", "--json"}));
+TEST_F(PerfAgainstServe, FixedRequestCountSendsExactlyThatManyOverSeveralThreads) {
+  const RunResult r = RunPerf(With(Target("add_sub"), {"--request-count", "50", "--concurrency", "4", "--threads", "2", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = JsonOf(r);
   ASSERT_TRUE(j.is_object()) << r.output;
