@@ -2,17 +2,9 @@
 # by default the folder scripts/fetch_ort.sh prepares, and copies its shared
 # libraries, the CUDA execution provider's among them, into ${ORTGPU_LIB_DIR}
 # beside the binaries. CUDA itself is never linked: it is found at run time.
-if(NOT ORT_ROOT AND DEFINED ENV{ORT_ROOT})
-  set(ORT_ROOT $ENV{ORT_ROOT})
-endif()
-if(NOT ORT_ROOT)
-  execute_process(COMMAND ${CMAKE_SOURCE_DIR}/scripts/fetch_ort.sh
-    OUTPUT_VARIABLE ORT_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "scripts/fetch_ort.sh failed; set ORT_ROOT to an ONNX Runtime release")
-  endif()
-endif()
-set(ORT_ROOT ${ORT_ROOT} CACHE PATH "ONNX Runtime release folder (include/, lib/)")
+include(FetchedRoot)
+ortgpu_fetched_root(ORT_ROOT fetch_ort.sh "ONNX Runtime release folder (include/, lib/)"
+  "set ORT_ROOT to an ONNX Runtime release")
 find_path(ORT_INCLUDE_DIR onnxruntime_cxx_api.h PATHS ${ORT_ROOT}/include
   ${ORT_ROOT}/include/onnxruntime NO_DEFAULT_PATH REQUIRED)
 find_file(ORT_LIBRARY libonnxruntime.so.1 PATHS ${ORT_ROOT}/lib NO_DEFAULT_PATH REQUIRED)

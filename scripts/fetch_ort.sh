@@ -29,24 +29,8 @@ root="$cache/ort-$ORT_VERSION"
 LAYOUT="layout 2"  # bump when the set of extracted files changes
 if [ -f "$root/.complete" ] && grep -qx "$LAYOUT" "$root/.complete"; then echo "$root"; exit 0; fi
 command -v npm >/dev/null || { say "npm is needed to fetch ONNX Runtime; run: apt-get install -y npm (or set ORT_ROOT)"; exit 1; }
-mkdir -p "$cache/tgz"
-tgz_of() {  # spec -> verified tarball path
-  local spec=${1%%|*} want=${1#*|} name ver file got
-  name=${spec%@*}; ver=${spec##*@}; file="$cache/tgz/${name}-${ver}.tgz"
-  if [ ! -f "$file" ]; then
-    say "downloading $spec"
-    local tmp; tmp=$(mktemp -d "$cache/tgz/.dl.XXXX")
-    (cd "$tmp" && npm pack --silent "$spec" >/dev/null) || { rm -rf "$tmp"; say "npm pack $spec failed"; exit 1; }
-    mv "$tmp"/*.tgz "$file.check" && rm -rf "$tmp"
-  fi
-  local check=$file; [ -f "$file.check" ] && check=$file.check
-  got="sha512-$(openssl dgst -sha512 -binary "$check" | base64 -w0)"
-  if [ "$got" != "$want" ]; then
-    rm -f "$check"; say "integrity mismatch for $spec: got $got, pinned $want"; exit 1
-  fi
-  [ "$check" = "$file" ] || mv "$check" "$file"
-  echo "$file"
-}
+# spec|integrity -> verified tarball path (downloaded once, then cached)
+tgz_of() { "$(dirname "$0")/npm_fetch.sh" "${1%%|*}" "${1#*|}"; }
 host=$(tgz_of "${PKGS[0]}"); gpu=$(tgz_of "${PKGS[1]}"); hdr=$(tgz_of "${PKGS[2]}")
 stage=$(mktemp -d "$cache/.stage.XXXX")
 trap 'rm -rf "$stage"' EXIT

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ortgpu builds with (only those missing) and
-# fetches ONNX Runtime 1.29.0 into the cache (scripts/fetch_ort.sh).
+# fetches ONNX Runtime 1.29.0 and Chart.js 4.5.1 into the cache
+# (scripts/fetch_ort.sh, scripts/fetch_chartjs.sh).
 # Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +25,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
 scripts/fetch_ort.sh >/dev/null
+scripts/fetch_chartjs.sh >/dev/null

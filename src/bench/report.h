@@ -1,9 +1,11 @@
 // Renderers of a BenchReport: a terminal table, JSON, CSV and one
-// self-contained HTML page (inline SVG charts, no external assets). Each is
-// a pure function of the report; they share no state. Thread-safe.
+// self-contained HTML page (charts drawn by the Chart.js the page inlines,
+// report/html_report.h; no external assets). Each is a pure function of the
+// report; they share no state. Thread-safe.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "bench/result.h"
 
@@ -23,11 +25,27 @@ std::string RenderJson(const BenchReport& report, const JsonOptions& options = {
 // One header line, then one line per configuration (RFC 4180 quoting).
 std::string RenderCsv(const BenchReport& report);
 
-// A page with a latency histogram per configuration group, latency and
-// throughput against batch size and against concurrency, and the table.
-// Every chart is an <svg class="chart" data-chart="KIND"> element, KIND one
-// of histogram, latency-vs-batch, throughput-vs-batch,
-// latency-vs-concurrency, throughput-vs-concurrency.
+// "best latency: io=bound at batch 1, concurrency 1: p50 1.2 ms (1.30x the
+// default)" and the same for throughput; empty without a recommendation.
+std::vector<std::string> RecommendationLines(const BenchReport& report);
+
+// A page (report::HtmlPage) with, in this order:
+//  - with two variants or more, a bar per variant: p50 latency at the
+//    smallest batch and concurrency, throughput at the throughput pick's;
+//  - p50 latency and throughput against batch size and against concurrency,
+//    one line per variant (past 4 variants: the default and the picks'),
+//    only where that dimension took >= 2 values:
+//    latency at the smallest other dimension, throughput through the
+//    throughput pick's, the recommendation highlighted on its chart;
+//  - latency histograms (report::LatencyHistogram, so one outlier cannot
+//    flatten them) for the recommended configurations, each variant at the
+//    smallest batch and concurrency, then the rest, at most 6;
+//  - the table of every configuration, the config.pbtxt fragment
+//    (<pre id="config-pbtxt">) and the notes.
+// Chart boxes are <div class="chart" data-chart="ID" data-kind="KIND">, ID
+// histogram-<result index>, latency-by-variant, throughput-by-variant,
+// latency-vs-batch, throughput-vs-batch, latency-vs-concurrency or
+// throughput-vs-concurrency.
 std::string RenderHtml(const BenchReport& report);
 
 // One CSV field with RFC 4180 quoting (quoted when it holds a comma, a

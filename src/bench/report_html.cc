@@ -1,217 +1,278 @@
-// The HTML report: inline SVG drawn here, so the page needs no scripts,
-// fonts or network (it must open from a file on an air-gapped machine).
+// The HTML report: what bench shows, built with the shared page renderer
+// (report/html_report.h, Chart.js inlined, no network needed). This file
+// only chooses the charts and their slices; drawing, escaping, log axes and
+// histogram binning are report/'s.
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "bench/report.h"
+#include "report/html_report.h"
 
 namespace ortgpu::bench {
 namespace {
 
-constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                                   "#bcbd22", "#17becf"};
-constexpr int kW = 520, kH = 300, kLeft = 64, kRight = 16, kTop = 28, kBottom = 44;
+using report::Chart;
+using report::ChartKind;
+using report::Point;
+using report::Series;
 
-std::string Escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+// At most this many latency histograms: past it the page is a scroll of
+// near-identical bars; the table has every configuration's percentiles.
+constexpr size_t kMaxHistograms = 6;
 
 bool Usable(const ConfigResult& r) { return r.error.ok() && r.stats.count > 0; }
 
-struct Series {
-  std::string label;
-  std::vector<std::pair<double, double>> points;  // x ascending
-};
+bool Wrong(const ConfigResult& r) { return r.accuracy.checked && !r.accuracy.passed; }
 
-std::string Axes(const std::string& title, const std::string& xlabel, const std::string& ylabel, double ymax) {
-  std::string s = fmt::format("<text x='{}' y='18' class='title'>{}</text>", kLeft, Escape(title));
-  const int x0 = kLeft, y0 = kH - kBottom, x1 = kW - kRight, y1 = kTop;
-  s += fmt::format("<line x1='{}' y1='{}' x2='{}' y2='{}' class='axis'/><line x1='{}' y1='{}' x2='{}' y2='{}' class='axis'/>", x0,
-                   y0, x1, y0, x0, y0, x0, y1);
-  for (int i = 0; i <= 4; ++i) {
-    const double v = ymax * i / 4;
-    const double y = y0 - (y0 - y1) * i / 4.0;
-    s += fmt::format("<text x='{}' y='{:.1f}' class='tick' text-anchor='end'>{:.3g}</text>", x0 - 4, y + 4, v);
-  }
-  s += fmt::format("<text x='{}' y='{}' class='label' text-anchor='middle'>{}</text>", (x0 + x1) / 2, kH - 6, Escape(xlabel));
-  s += fmt::format("<text x='14' y='{}' class='label' transform='rotate(-90 14 {})' text-anchor='middle'>{}</text>",
-                   (y0 + y1) / 2, (y0 + y1) / 2, Escape(ylabel));
-  return s;
+std::string StatusText(const ConfigResult& r) {
+  if (!r.error.ok()) return "error: " + r.error.message();
+  if (Wrong(r)) return "WRONG";
+  return r.stats.stable ? "ok" : "unstable";
 }
 
-std::string LineChart(const std::string& kind, const std::string& title, const std::string& xlabel, const std::string& ylabel,
-                      const std::vector<Series>& series) {
-  std::set<double> xs;
-  double ymax = 0;
-  for (const auto& s : series) {
-    for (auto [x, y] : s.points) {
-      xs.insert(x);
-      ymax = std::max(ymax, y);
-    }
-  }
-  std::string svg = fmt::format("<svg class='chart' data-chart='{}' width='{}' height='{}' viewBox='0 0 {} {}'>", kind, kW,
-                                kH + 18 * static_cast<int>((series.size() + 2) / 3), kW, kH + 18 * ((series.size() + 2) / 3));
-  if (xs.empty()) return svg + fmt::format("<text x='20' y='40'>{}: no data</text></svg>", Escape(title));
-  ymax = ymax > 0 ? ymax * 1.1 : 1;
-  svg += Axes(title, xlabel, ylabel, ymax);
-  // Categorical x positions: batch sizes and concurrency levels are few and
-  // spread over powers of two, so equal spacing reads best.
-  std::vector<double> xv(xs.begin(), xs.end());
-  auto px = [&](double x) {
-    const size_t i = std::lower_bound(xv.begin(), xv.end(), x) - xv.begin();
-    const double span = kW - kLeft - kRight - 40;
-    return kLeft + 20 + (xv.size() == 1 ? span / 2 : span * static_cast<double>(i) / static_cast<double>(xv.size() - 1));
+std::optional<size_t> PickIndex(const BenchReport& report, bool latency) {
+  if (!report.recommendation) return std::nullopt;
+  const auto& pick = latency ? report.recommendation->latency : report.recommendation->throughput;
+  return pick ? std::optional<size_t>(pick->index) : std::nullopt;
+}
+
+// The results histograms are drawn for: the recommended ones, then each
+// variant at the smallest batch and concurrency, then the rest, up to the cap.
+std::vector<size_t> HistogramResults(const BenchReport& report) {
+  std::vector<size_t> order;
+  auto add = [&](size_t i) {
+    if (Usable(report.results[i]) && std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
   };
-  auto py = [&](double y) { return (kH - kBottom) - (kH - kBottom - kTop) * y / ymax; };
-  for (double x : xv) {
-    svg += fmt::format("<text x='{:.1f}' y='{}' class='tick' text-anchor='middle'>{:g}</text>", px(x), kH - kBottom + 14, x);
+  for (bool latency : {true, false}) {
+    if (auto i = PickIndex(report, latency)) add(*i);
   }
-  for (size_t i = 0; i < series.size(); ++i) {
-    const char* color = kColors[i % std::size(kColors)];
-    std::string pts;
-    for (auto [x, y] : series[i].points) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-    svg += fmt::format("<polyline class='series' fill='none' stroke='{}' stroke-width='2' points='{}'/>", color, pts);
-    for (auto [x, y] : series[i].points) {
-      svg += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='3' fill='{}'><title>{}: {:g} -> {:.4g}</title></circle>", px(x), py(y),
-                         color, Escape(series[i].label), x, y);
+  if (auto smallest = SmallestBatchAndConcurrency(report, Usable)) {
+    for (size_t i = 0; i < report.results.size(); ++i) {
+      const auto& c = report.results[i].config;
+      if (c.batch == smallest->batch && c.concurrency == smallest->concurrency) add(i);
     }
-    const int lx = kLeft + static_cast<int>(i % 3) * 170, ly = kH + 4 + 18 * static_cast<int>(i / 3);
-    svg += fmt::format("<rect x='{}' y='{}' width='10' height='10' fill='{}'/><text x='{}' y='{}' class='tick'>{}</text>", lx, ly,
-                       color, lx + 14, ly + 9, Escape(series[i].label.substr(0, 26)));
   }
-  return svg + "</svg>";
+  for (size_t i = 0; i < report.results.size(); ++i) add(i);
+  return order;
 }
 
-std::string HistogramChart(const ConfigResult& r, int bins) {
-  const Histogram h = MakeHistogram(r.samples_ms, bins);
-  std::string title = fmt::format("Latency histogram: {} batch {} concurrency {} ({} runs)", r.config.variant.name, r.config.batch,
-                                  r.config.concurrency, r.stats.count);
-  std::string svg = fmt::format("<svg class='chart' data-chart='histogram' width='{}' height='{}' viewBox='0 0 {} {}'>", kW, kH, kW, kH);
-  if (h.counts.empty()) return svg + "<text x='20' y='40'>no samples</text></svg>";
-  const int64_t maxc = *std::max_element(h.counts.begin(), h.counts.end());
-  svg += Axes(title, "latency (ms)", "runs", static_cast<double>(maxc) * 1.1);
-  const double span = kW - kLeft - kRight;
-  const double bw = span / static_cast<double>(h.counts.size());
-  const double plot_h = kH - kBottom - kTop;
-  for (size_t i = 0; i < h.counts.size(); ++i) {
-    const double bh = plot_h * static_cast<double>(h.counts[i]) / (static_cast<double>(maxc) * 1.1);
-    const double lo = h.lo_ms + (h.hi_ms - h.lo_ms) * static_cast<double>(i) / static_cast<double>(h.counts.size());
-    svg += fmt::format("<rect class='bar' x='{:.1f}' y='{:.1f}' width='{:.1f}' height='{:.1f}'><title>{:.4g} ms: {} runs</title></rect>",
-                       kLeft + bw * static_cast<double>(i) + 0.5, kH - kBottom - bh, std::max(bw - 1, 1.0), bh, lo, h.counts[i]);
-  }
-  for (int i = 0; i <= 4; ++i) {
-    const double v = h.lo_ms + (h.hi_ms - h.lo_ms) * i / 4;
-    svg += fmt::format("<text x='{:.1f}' y='{}' class='tick' text-anchor='middle'>{:.3g}</text>", kLeft + span * i / 4, kH - kBottom + 14, v);
-  }
-  for (auto [p, v] : {std::pair{"p50", r.stats.p50_ms}, std::pair{"p99", r.stats.p99_ms}}) {
-    if (h.hi_ms <= h.lo_ms) break;
-    const double x = kLeft + span * (v - h.lo_ms) / (h.hi_ms - h.lo_ms);
-    svg += fmt::format("<line x1='{0:.1f}' x2='{0:.1f}' y1='{1}' y2='{2}' class='marker'/><text x='{3:.1f}' y='{1}' class='tick' text-anchor='end'>{4}</text>",
-                       x, kTop + 10, kH - kBottom, x - 3, p);
-  }
-  return svg + "</svg>";
-}
-
-// Series of `metric` against batch (per variant at the lowest concurrency)
-// or against concurrency (per variant at the smallest batch).
-std::vector<Series> SeriesBy(const BenchReport& report, bool by_batch, bool throughput) {
-  const std::optional<BatchAndConcurrency> smallest = SmallestBatchAndConcurrency(report, Usable);
-  if (!smallest) return {};
-  std::map<std::string, size_t> index;
-  std::vector<Series> out;
+// The variants the line charts draw: all of them up to kMaxLines; past it
+// the default and the recommended ones, since a dozen crossing lines show
+// nothing (the bars by variant and the table have every variant).
+constexpr size_t kMaxLines = 4;
+std::set<std::string> LineVariants(const BenchReport& report) {
+  std::set<std::string> all, kept;
   for (const auto& r : report.results) {
     if (!Usable(r)) continue;
-    if (by_batch ? r.config.concurrency != smallest->concurrency : r.config.batch != smallest->batch) continue;
-    auto [it, added] = index.try_emplace(r.config.variant.name, out.size());
-    if (added) out.push_back({r.config.variant.name, {}});
-    const double x = by_batch ? static_cast<double>(r.config.batch) : r.config.concurrency;
-    out[it->second].points.emplace_back(x, throughput ? r.stats.items_per_s : r.stats.p50_ms);
+    all.insert(r.config.variant.name);
+    if (r.config.variant.is_default) kept.insert(r.config.variant.name);
   }
-  for (auto& s : out) std::sort(s.points.begin(), s.points.end());
-  return out;
+  if (all.size() <= kMaxLines) return all;
+  for (bool latency : {true, false}) {
+    if (auto i = PickIndex(report, latency)) kept.insert(report.results[*i].config.variant.name);
+  }
+  return kept;
 }
 
-std::string Table(const BenchReport& report) {
-  std::string t =
-      "<table id='results'><thead><tr><th>variant</th><th>batch</th><th>conc.</th><th>memory</th><th>p50 ms</th><th>p90 ms</th>"
-      "<th>p99 ms</th><th>mean ms</th><th>runs/s</th><th>items/s</th><th>max abs err</th><th>GPU MB</th><th>status</th></tr></thead><tbody>";
-  std::optional<size_t> best_lat, best_tp;
-  if (report.recommendation) {
-    if (report.recommendation->latency) best_lat = report.recommendation->latency->index;
-    if (report.recommendation->throughput) best_tp = report.recommendation->throughput->index;
+enum class Axis { kBatch, kConcurrency };
+enum class Metric { kLatency, kThroughput };
+
+// One line per variant of `metric` against `axis`, the other dimension held
+// at `fixed` (a batch size or a concurrency). The recommendation for the
+// metric is highlighted when it lies on the slice.
+Chart SliceChart(const BenchReport& report, Axis axis, Metric metric, int64_t fixed) {
+  const bool by_batch = axis == Axis::kBatch;
+  const bool latency = metric == Metric::kLatency;
+  Chart c;
+  c.id = fmt::format("{}-vs-{}", latency ? "latency" : "throughput", by_batch ? "batch" : "concurrency");
+  c.title = fmt::format("{} vs {} ({} {})", latency ? "p50 latency" : "Throughput", by_batch ? "batch size" : "concurrency",
+                        by_batch ? "concurrency" : "batch", fixed);
+  c.x_label = by_batch ? "batch size" : "runs in flight";
+  c.y_label = latency ? "p50 latency (ms)" : "items/s";
+  std::map<std::string, size_t> index;
+  const std::optional<size_t> pick = PickIndex(report, latency);
+  const std::set<std::string> shown = LineVariants(report);
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const auto& r = report.results[i];
+    if (!Usable(r) || (by_batch ? r.config.concurrency : r.config.batch) != fixed) continue;
+    if (!shown.count(r.config.variant.name)) continue;
+    auto [it, added] = index.try_emplace(r.config.variant.name, c.series.size());
+    if (added) c.series.push_back({r.config.variant.name, {}});
+    const auto& s = r.stats;
+    Point p;
+    p.x = by_batch ? static_cast<double>(r.config.batch) : r.config.concurrency;
+    p.y = latency ? s.p50_ms : s.items_per_s;
+    p.label = latency ? fmt::format("p90 {:.4g} ms, p99 {:.4g} ms", s.p90_ms, s.p99_ms)
+                      : fmt::format("p50 {:.4g} ms, {:.1f} runs/s", s.p50_ms, s.runs_per_s);
+    if (r.gpu_memory_mb) p.label += fmt::format(", GPU {:.0f} MB", *r.gpu_memory_mb);
+    if (r.config.concurrency > 1 || !by_batch) p.label += fmt::format(", {} concurrency", ConcurrencyModeName(r.config.concurrency_mode));
+    if (!s.stable) p.label += ", unstable";
+    if (Wrong(r)) p.label += ", WRONG outputs";
+    c.series[it->second].points.push_back(p);
+    if (pick == i) {
+      c.highlight = p;
+      c.highlight_label = fmt::format("recommended for {}: {}", latency ? "latency" : "throughput", r.config.variant.name);
+    }
   }
+  report::AutoLogAxes(c);
+  // Batch sizes and concurrency levels are usually powers of two: from 1 to
+  // 8 and beyond, a log axis spaces them evenly where a linear one crowds
+  // the small ones to the left.
+  std::set<double> xs;
+  for (const auto& s : c.series) {
+    for (const auto& p : s.points) xs.insert(p.x);
+  }
+  if (!xs.empty() && *xs.begin() > 0 && *xs.rbegin() / *xs.begin() >= 8) c.x_log = true;
+  return c;
+}
+
+// How many distinct x values a slice chart has: under 2, it shows no trend.
+size_t DistinctX(const Chart& c) {
+  std::set<double> xs;
+  for (const auto& s : c.series) {
+    for (const auto& p : s.points) xs.insert(p.x);
+  }
+  return xs.size();
+}
+
+void AddSlices(const BenchReport& report, Axis axis, report::HtmlPage& page) {
+  const std::optional<BatchAndConcurrency> smallest = SmallestBatchAndConcurrency(report, Usable);
+  if (!smallest) return;
+  // Latency where the latency pick stands (the least batching and load);
+  // throughput through the throughput pick, so the recommendation is on it.
+  const bool by_batch = axis == Axis::kBatch;
+  int64_t latency_at = by_batch ? smallest->concurrency : smallest->batch;
+  int64_t throughput_at = latency_at;
+  if (auto i = PickIndex(report, false)) {
+    const auto& c = report.results[*i].config;
+    throughput_at = by_batch ? c.concurrency : c.batch;
+  }
+  std::vector<Chart> charts = {SliceChart(report, axis, Metric::kLatency, latency_at),
+                               SliceChart(report, axis, Metric::kThroughput, throughput_at)};
+  charts.erase(std::remove_if(charts.begin(), charts.end(), [](const Chart& c) { return DistinctX(c) < 2; }), charts.end());
+  if (charts.empty()) return;
+  page.AddHeading(by_batch ? "Against batch size" : "Against concurrency");
+  for (auto& c : charts) page.AddChart(std::move(c));
+}
+
+// With a sweep: one bar per variant, p50 latency at the smallest batch and
+// concurrency and throughput at the throughput pick's, the picks in red.
+void AddVariantBars(const BenchReport& report, report::HtmlPage& page) {
+  std::set<std::string> variants;
+  for (const auto& r : report.results) {
+    if (Usable(r)) variants.insert(r.config.variant.name);
+  }
+  const std::optional<BatchAndConcurrency> smallest = SmallestBatchAndConcurrency(report, Usable);
+  if (variants.size() < 2 || !smallest) return;
+  page.AddHeading("By variant");
+  for (Metric metric : {Metric::kLatency, Metric::kThroughput}) {
+    const bool latency = metric == Metric::kLatency;
+    const std::optional<size_t> pick = PickIndex(report, latency);
+    BatchAndConcurrency at = *smallest;
+    if (!latency && pick) at = {report.results[*pick].config.batch, report.results[*pick].config.concurrency};
+    Chart c;
+    c.id = latency ? "latency-by-variant" : "throughput-by-variant";
+    c.kind = ChartKind::kBar;
+    c.title = fmt::format("{} by variant (batch {}, concurrency {})", latency ? "p50 latency" : "Throughput", at.batch,
+                          at.concurrency);
+    c.x_label = "variant";
+    c.y_label = latency ? "p50 latency (ms)" : "items/s";
+    c.series.push_back({latency ? "p50 latency" : "throughput", {}});
+    for (size_t i = 0; i < report.results.size(); ++i) {
+      const auto& r = report.results[i];
+      if (!Usable(r) || r.config.batch != at.batch || r.config.concurrency != at.concurrency) continue;
+      Point p{static_cast<double>(i), latency ? r.stats.p50_ms : r.stats.items_per_s, r.config.variant.name};
+      c.series[0].points.push_back(p);
+      if (pick == i) {
+        c.highlight = p;
+        c.highlight_label = fmt::format("recommended for {}", latency ? "latency" : "throughput");
+      }
+    }
+    report::AutoLogAxes(c);
+    page.AddChart(std::move(c));
+  }
+}
+
+// Four significant digits: 4.422 ms and 0.001282 ms alike (a fixed three
+// decimals would print the second as 0.001).
+std::string Ms(double ms) { return fmt::format("{:.4g}", ms); }
+
+void AddTable(const BenchReport& report, report::HtmlPage& page) {
+  std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < report.results.size(); ++i) {
     const auto& r = report.results[i];
     const auto& c = r.config;
-    std::string cls = (best_lat == i || best_tp == i) ? " class='best'" : "";
+    std::string pick;
+    if (PickIndex(report, true) == i) pick = "best latency";
+    if (PickIndex(report, false) == i) pick += pick.empty() ? "best throughput" : ", best throughput";
     if (!r.error.ok()) {
-      t += fmt::format("<tr class='error'><td>{}</td><td>{}</td><td>{}</td><td colspan='10'>{}</td></tr>", Escape(c.variant.name),
-                       c.batch, c.concurrency, Escape(r.error.message()));
+      rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), "", "", "", "", "", "", "", "", "",
+                      StatusText(r)});
+      if (report.recommendation) rows.back().push_back(pick);
       continue;
     }
-    const bool wrong = r.accuracy.checked && !r.accuracy.passed;
-    t += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td>"
-                     "<td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                     cls, Escape(c.variant.name), c.batch, c.concurrency, Escape(r.memory), r.stats.p50_ms, r.stats.p90_ms,
-                     r.stats.p99_ms, r.stats.mean_ms, r.stats.runs_per_s, r.stats.items_per_s,
-                     r.accuracy.checked ? fmt::format("{:.2g}", r.accuracy.max_abs_error) : "-",
-                     r.gpu_memory_mb ? fmt::format("{:.0f}", *r.gpu_memory_mb) : "n/a",
-                     wrong ? "WRONG" : r.stats.stable ? "ok" : "unstable");
+    const auto& s = r.stats;
+    rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), r.memory,
+                    Ms(s.p50_ms), Ms(s.p90_ms), Ms(s.p99_ms), Ms(s.mean_ms), fmt::format("{:.1f}", s.runs_per_s), fmt::format("{:.1f}", s.items_per_s),
+                    r.accuracy.checked ? fmt::format("{:.2g}", r.accuracy.max_abs_error) : "-",
+                    r.gpu_memory_mb ? fmt::format("{:.0f}", *r.gpu_memory_mb) : "n/a", StatusText(r)});
+    if (report.recommendation) rows.back().push_back(pick);
   }
-  return t + "</tbody></table>";
+  std::vector<std::string> header = {"variant", "batch",   "conc.",       "memory", "p50 ms", "p90 ms", "p99 ms",
+                                     "mean ms", "runs/s", "items/s", "max abs err", "GPU MB", "status"};
+  if (report.recommendation) header.push_back("pick");  // only a sweep recommends
+  page.AddTable(std::move(header), std::move(rows));
 }
 
 }  // namespace
 
 std::string RenderHtml(const BenchReport& report) {
-  std::string h = "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ortgpu bench: " + Escape(report.model) +
-                  "</title><style>"
-                  "body{font-family:sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
-                  ".charts{display:flex;flex-wrap:wrap;gap:16px}.chart{border:1px solid #ddd;background:#fff}"
-                  ".title{font-size:13px;font-weight:bold}.tick{font-size:10px;fill:#444}.label{font-size:11px;fill:#222}"
-                  ".axis{stroke:#888}.bar{fill:#1f77b4}.marker{stroke:#d62728;stroke-dasharray:3 2}"
-                  "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}"
-                  "td:first-child,th:first-child{text-align:left}tr.best{background:#e6f4e6}tr.error{background:#fbe9e9}"
-                  "pre{background:#f6f6f6;padding:8px}</style></head><body>";
-  h += fmt::format("<h1>ortgpu bench: {}</h1><p>provider {} · ONNX Runtime {} · {} configurations</p>", Escape(report.model),
-                   ProviderName(report.provider), Escape(report.ort_version), report.results.size());
-  h += "<h2>Latency distribution</h2><div class='charts'>";
-  int shown = 0;
-  for (const auto& r : report.results) {
-    if (!Usable(r) || shown >= 4) continue;
-    h += HistogramChart(r, 40);
-    ++shown;
+  report::HtmlPage page("ortgpu bench: " + report.model);
+  page.AddParagraph(fmt::format("provider {} · ONNX Runtime {} · {} configurations", ProviderName(report.provider),
+                                report.ort_version, report.results.size()));
+  if (report.recommendation) {
+    for (const auto& line : RecommendationLines(report)) page.AddParagraph(line);
   }
-  h += "</div><h2>Against batch size</h2><div class='charts'>";
-  h += LineChart("latency-vs-batch", "p50 latency vs batch size", "batch size", "p50 latency (ms)", SeriesBy(report, true, false));
-  h += LineChart("throughput-vs-batch", "Throughput vs batch size", "batch size", "items/s", SeriesBy(report, true, true));
-  h += "</div><h2>Against concurrency</h2><div class='charts'>";
-  h += LineChart("latency-vs-concurrency", "p50 latency vs concurrency", "runs in flight", "p50 latency (ms)", SeriesBy(report, false, false));
-  h += LineChart("throughput-vs-concurrency", "Throughput vs concurrency", "runs in flight", "items/s", SeriesBy(report, false, true));
-  h += "</div><h2>All configurations</h2>" + Table(report);
+
+  // The trends first (what a sweep is for), then the distributions behind
+  // them, then every figure.
+  AddVariantBars(report, page);
+  AddSlices(report, Axis::kBatch, page);
+  AddSlices(report, Axis::kConcurrency, page);
+  const std::vector<size_t> histograms = HistogramResults(report);
+  if (!histograms.empty()) page.AddHeading("Latency distribution");
+  for (size_t k = 0; k < std::min(histograms.size(), kMaxHistograms); ++k) {
+    const ConfigResult& r = report.results[histograms[k]];
+    page.AddChart(report::LatencyHistogram(
+        fmt::format("histogram-{}", histograms[k]),
+        fmt::format("{} ({} runs, p50 {:.4g} ms, p99 {:.4g} ms)", ConfigurationLabel(r.config), r.stats.count, r.stats.p50_ms,
+                    r.stats.p99_ms),
+        r.samples_ms));
+  }
+  if (histograms.size() > kMaxHistograms) {
+    page.AddParagraph(fmt::format("{} more configurations have no histogram here; the table below has their percentiles.",
+                                  histograms.size() - kMaxHistograms));
+  }
+
+  page.AddHeading("All configurations");
+  AddTable(report, page);
   if (report.recommendation && !report.recommendation->config_pbtxt.empty()) {
-    h += "<h2>Recommended config.pbtxt fragment</h2><pre id='config-pbtxt'>" + Escape(report.recommendation->config_pbtxt) + "</pre>";
+    page.AddHeading("Recommended config.pbtxt fragment");
+    page.AddPre("config-pbtxt", report.recommendation->config_pbtxt);
   }
-  if (!report.notes.empty()) {
-    h += "<h2>Notes</h2><ul>";
-    for (const auto& n : report.notes) h += "<li>" + Escape(n) + "</li>";
-    h += "</ul>";
+  std::vector<std::string> notes;
+  for (const auto& r : report.results) {
+    if (Wrong(r)) notes.push_back(fmt::format("accuracy failure: {}: {}", ConfigurationLabel(r.config), r.accuracy.note));
   }
-  return h + "</body></html>\n";
+  notes.insert(notes.end(), report.notes.begin(), report.notes.end());
+  if (!notes.empty()) {
+    page.AddHeading("Notes");
+    for (auto& n : notes) page.AddParagraph(std::move(n));
+  }
+  return page.Render();
 }
 
 }  // namespace ortgpu::bench

@@ -13,6 +13,21 @@ std::string Status_(const ConfigResult& r) {
 
 }  // namespace
 
+std::vector<std::string> RecommendationLines(const BenchReport& report) {
+  if (!report.recommendation) return {};
+  const auto& rec = *report.recommendation;
+  auto describe = [&](const char* goal, const std::optional<Pick>& p, bool latency) {
+    if (!p) return fmt::format("best {}: none (no configuration succeeded)", goal);
+    const auto& r = report.results[p->index];
+    const std::string gain = p->has_baseline ? fmt::format("{:.2f}x the default", p->gain) : "no default measured there";
+    return fmt::format("best {}: {} at batch {}, concurrency {}: {} ({})", goal, r.config.variant.name, r.config.batch,
+                       r.config.concurrency,
+                       latency ? fmt::format("p50 {:.4g} ms", r.stats.p50_ms) : fmt::format("{:.1f} items/s", r.stats.items_per_s),
+                       gain);
+  };
+  return {describe("latency", rec.latency, true), describe("throughput", rec.throughput, false)};
+}
+
 std::string RenderTable(const BenchReport& report) {
   std::string out = fmt::format("model {}  provider {}  ORT {}\n", report.model, ProviderName(report.provider), report.ort_version);
   size_t name_w = 7;
@@ -47,17 +62,7 @@ std::string RenderTable(const BenchReport& report) {
   for (const auto& n : report.notes) out += "note: " + n + "\n";
   if (report.recommendation) {
     const auto& rec = *report.recommendation;
-    auto describe = [&](const char* goal, const std::optional<Pick>& p, bool latency) {
-      if (!p) return fmt::format("best {}: none (no configuration succeeded)\n", goal);
-      const auto& r = report.results[p->index];
-      const std::string gain = p->has_baseline ? fmt::format("{:.2f}x the default", p->gain) : "no default measured there";
-      return fmt::format("best {}: {} at batch {}, concurrency {}: {} ({})\n", goal, r.config.variant.name, r.config.batch,
-                         r.config.concurrency,
-                         latency ? fmt::format("p50 {:.4g} ms", r.stats.p50_ms) : fmt::format("{:.1f} items/s", r.stats.items_per_s),
-                         gain);
-    };
-    out += describe("latency", rec.latency, true);
-    out += describe("throughput", rec.throughput, false);
+    for (const auto& line : RecommendationLines(report)) out += line + "\n";
     if (!rec.config_pbtxt.empty()) out += "config.pbtxt fragment:\n" + rec.config_pbtxt;
   }
   return out;

@@ -40,7 +40,7 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   const auto& config = loaded->config;
   s.max_batch_size = config.max_batch_size();
   s.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
-  s.padded = BatchPolicyFor(config).pad_to_preferred_batch_size;
+  s.padded = loaded->batching.pad_to_preferred_batch_size;
   s.warmup = loaded->warmup.Brief();
   if (std::string cuda_graphs = CudaGraphWarning(config); !cuda_graphs.empty()) {
     s.warnings.push_back(std::move(cuda_graphs));

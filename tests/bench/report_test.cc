@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,9 +9,12 @@
 #include <sstream>
 
 #include "bench/sweep.h"
+#include "support/headless_chromium.h"
 
 namespace ortgpu::bench {
 namespace {
+
+using testing::CountOf;
 
 BenchReport Sample() {
   BenchReport report;
@@ -31,7 +33,10 @@ BenchReport Sample() {
         r.config.batch = batch;
         r.config.concurrency = conc;
         r.memory = "cuda:0";
-        for (int i = 0; i < 90; ++i) r.samples_ms.push_back(1.0 + 0.1 * batch + 0.01 * (i % 10) + 0.05 * k);
+        // A triangular spread of 0.045 ms, less than the 0.05 ms between configurations.
+        for (int i = 0; i < 90; ++i) {
+          r.samples_ms.push_back(1.0 + 0.1 * batch + 0.00025 * ((i * 37) % 90 + (i * 61) % 90) + 0.05 * k);
+        }
         r.stats = ComputeStatistics(r.samples_ms, 0.2, batch);
         r.accuracy.checked = true;
         r.gpu_memory_mb = 812;
@@ -90,46 +95,63 @@ TEST(ReportTest, CsvHasAHeaderAndOneLinePerConfiguration) {
 
 TEST(ReportTest, HtmlIsSelfContainedWithEveryChart) {
   const std::string html = RenderHtml(Sample());
-  for (const char* kind : {"histogram", "latency-vs-batch", "throughput-vs-batch", "latency-vs-concurrency",
-                           "throughput-vs-concurrency"}) {
-    EXPECT_NE(html.find(std::string("data-chart='") + kind + "'"), std::string::npos) << kind;
+  for (const char* id : {"latency-by-variant", "throughput-by-variant", "latency-vs-batch", "throughput-vs-batch",
+                         "latency-vs-concurrency", "throughput-vs-concurrency"}) {
+    EXPECT_NE(html.find(std::string("data-chart=\"") + id + "\""), std::string::npos) << id;
   }
-  EXPECT_EQ(html.find("http://"), std::string::npos);
-  EXPECT_EQ(html.find("https://"), std::string::npos);
-  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // The picks, the two variants at the smallest point, then the rest up to 6.
+  EXPECT_EQ(CountOf(html, "data-kind=\"histogram\""), 6u);
+  EXPECT_NE(html.find("6 more configurations have no histogram here"), std::string::npos);
+  // Nothing is loaded from outside (Chart.js's own comments name its site).
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
   EXPECT_NE(html.find("resnet&lt;50&gt;.onnx"), std::string::npos);  // escaped
-  EXPECT_NE(html.find("id='config-pbtxt'"), std::string::npos);
+  EXPECT_NE(html.find("<pre id=\"config-pbtxt\">"), std::string::npos);
+  EXPECT_NE(html.find("<p>best latency: "), std::string::npos);
+  EXPECT_NE(html.find("recommended for throughput: "), std::string::npos);  // the highlighted point
+  EXPECT_NE(html.find("<td>error: CUDA graph capture failed</td>"), std::string::npos);
 }
 
-// Renders the page in headless Chromium and checks the charts survive a real
-// parser and layout (not just string matching). Needs Debian's chromium.
-TEST(ReportTest, HtmlRendersInHeadlessChromium) {
-  const char* chromium = "/usr/bin/chromium";
-  if (access(chromium, X_OK) != 0) GTEST_SKIP() << "chromium is not installed";
-  char dir_template[] = "/tmp/ortgpu_html_XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
-  const std::string page = dir + "/report.html";
-  std::ofstream(page) << RenderHtml(Sample());
-  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
-                            " --disable-component-update --disable-sync --user-data-dir=" + dir + "/profile";
-  const std::string dom_file = dir + "/dom.html";
-  const std::string cmd = std::string(chromium) + flags + " --dump-dom file://" + page + " > " + dom_file + " 2>/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::stringstream dom;
-  dom << std::ifstream(dom_file).rdbuf();
-  const std::string text = dom.str();
-  int charts = 0;
-  for (size_t pos = 0; (pos = text.find("class=\"chart\"", pos)) != std::string::npos; ++pos) ++charts;
-  EXPECT_GE(charts, 5) << text.substr(0, 500);
-  EXPECT_NE(text.find("data-chart=\"throughput-vs-concurrency\""), std::string::npos);
-  EXPECT_NE(text.find("<polyline"), std::string::npos);
-  if (const char* shot = std::getenv("ORTGPU_SCREENSHOT")) {
-    const std::string s = std::string(chromium) + flags + " --window-size=1200,1800 --screenshot=" + shot + " file://" + page +
-                          " >/dev/null 2>&1";
-    EXPECT_EQ(std::system(s.c_str()), 0);
-  }
-  std::system(("rm -rf " + dir).c_str());
+// A sweep of one batch size and one concurrency has no trend to draw: those
+// charts are left out rather than drawn with a single point per line.
+TEST(ReportTest, HtmlLeavesOutDimensionsThatDidNotVary) {
+  BenchReport report = Sample();
+  std::erase_if(report.results, [](const ConfigResult& r) { return r.config.batch != 1 || r.config.concurrency != 1; });
+  report.recommendation = Recommend(report);
+  const std::string html = RenderHtml(report);
+  EXPECT_EQ(html.find("data-chart=\"latency-vs-batch\""), std::string::npos);
+  EXPECT_EQ(html.find("data-chart=\"throughput-vs-concurrency\""), std::string::npos);
+  EXPECT_EQ(CountOf(html, "data-kind=\"histogram\""), 2u);
+  EXPECT_NE(html.find("data-chart=\"throughput-by-variant\""), std::string::npos);  // two variants at one point
+}
+
+// Nothing measured: the table says why, and no chart (nor Chart.js) is sent.
+TEST(ReportTest, HtmlOfAFailedRunHasTheTableAndNoCharts) {
+  BenchReport report = Sample();
+  report.results.erase(report.results.begin(), report.results.end() - 1);  // only the failure
+  report.recommendation.reset();
+  const std::string html = RenderHtml(report);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("<td>error: CUDA graph capture failed</td>"), std::string::npos);
+}
+
+// Renders the page in headless Chromium: the page's script must have drawn
+// every chart and recorded no error. ORTGPU_SCREENSHOT=/path.png also saves
+// what a reader sees (and the page as /path.png.html).
+TEST(ReportTest, HtmlDrawsEveryChartInHeadlessChromium) {
+  if (!testing::HaveChromium()) GTEST_SKIP() << "chromium is not installed";
+  BenchReport report = Sample();
+  report.results[0].samples_ms.push_back(40);  // an outlier: the overflow bar
+  const std::string html = RenderHtml(report);
+  const char* shot = std::getenv("ORTGPU_SCREENSHOT");
+  if (shot) std::ofstream(std::string(shot) + ".html") << html;  // the page itself, to open
+  const testing::RenderedPage page = testing::RenderInChromium(html, shot ? shot : "");
+  ASSERT_TRUE(page.ran) << page.command;
+  EXPECT_EQ(page.charts_expected, 12) << page.dom.substr(0, 400);
+  EXPECT_EQ(page.charts_drawn, page.charts_expected) << page.chart_errors;
+  EXPECT_EQ(page.chart_errors, "");
+  EXPECT_NE(page.dom.find("data-chart=\"throughput-vs-concurrency\""), std::string::npos);
 }
 
 }  // namespace

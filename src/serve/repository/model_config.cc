@@ -183,6 +183,11 @@ std::vector<std::string> UnhonouredFieldWarnings(const inference::ModelConfig& c
   for (const auto& o : config.output()) {
     WarnUnhonoured(o, "output.", {"name", "data_type", "dims", "reshape"}, out);
   }
+  if (ParameterIsTrue(ConfigParameters(config)["pad_to_preferred_batch_size"]) &&
+      (config.max_batch_size() <= 0 || !config.has_dynamic_batching())) {
+    out.push_back("parameter 'pad_to_preferred_batch_size' pads the batches of the dynamic batcher, so it needs "
+                  "max_batch_size > 0 and dynamic_batching; it is ignored here");
+  }
   if (!config.platform().empty() && config.platform() != "onnxruntime_onnx") {
     out.push_back("platform '" + config.platform() + "' is not onnxruntime_onnx; ortgpu serves it with ONNX Runtime");
   }

@@ -142,7 +142,7 @@ Expected<std::vector<Tensor>> FirstRow(const std::vector<Tensor>& sample) {
 
 }  // namespace
 
-BatchPolicy BatchPolicyFor(const inference::ModelConfig& config) {
+BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instances) {
   BatchPolicy p;
   p.max_batch_size = config.max_batch_size();
   p.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
@@ -151,13 +151,18 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config) {
     p.preferred_batch_sizes.assign(db.preferred_batch_size().begin(), db.preferred_batch_size().end());
     p.max_queue_delay_ns = static_cast<int64_t>(db.max_queue_delay_microseconds()) * 1000;
   }
-  p.pad_to_preferred_batch_size =
-      p.dynamic_batching && ParameterIsTrue(ConfigParameters(config)["pad_to_preferred_batch_size"]);
+  // On a GPU every new batch shape costs (docs/BENCHMARKS.md: ~100 ms a run
+  // for ResNet-50 whenever the shape changes), so GPU instances pad unless
+  // the config says otherwise; CPU instances do not.
+  const auto params = ConfigParameters(config);
+  auto it = params.find("pad_to_preferred_batch_size");
+  const bool pad = it == params.end() ? gpu_instances : ParameterIsTrue(it->second);
+  p.pad_to_preferred_batch_size = p.dynamic_batching && pad;
   return p.Normalized();
 }
 
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
-                      const std::string& instance) {
+                      const std::string& instance, const Clock& clock) {
   if (sizes.empty()) return Status::Ok();
   ORTGPU_ASSIGN_OR_RETURN(const std::vector<Tensor> row, FirstRow(sample));
   for (int64_t n : sizes) {
@@ -168,10 +173,12 @@ Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample,
       ORTGPU_RETURN_IF_ERROR(AddWarmupBytes("the batch " + std::to_string(n) + " warm-up of input '" + t.name + "'",
                                             t.dtype, shape, 1, bytes));
     }
-    // One batch in memory at a time; each is the sample's first row repeated.
+    // One batch in memory at a time; each is the sample's first row
+    // repeated, joined as the scheduler joins requests (so the instance's
+    // staging buffers exist before the first request).
     const std::vector<const std::vector<Tensor>*> repeated(static_cast<size_t>(n), &row);
-    ORTGPU_ASSIGN_OR_RETURN(auto batch, ConcatBatch(repeated));
-    auto warm = runner.Run(batch);
+    int64_t ready_ns = 0;
+    auto warm = runner.RunBatch(repeated, 0, clock, ready_ns);
     if (!warm.ok()) {
       return Status(warm.status().code(),
                     "warm-up of " + instance + " at batch size " + std::to_string(n) + " (a size the dynamic batcher "
@@ -337,7 +344,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                             options.completion, model->config)
                                  .WithContext("config of model '" + source.name + "'"));
       ORTGPU_ASSIGN_OR_RETURN(samples, WarmupSamples(model->config, source.dir));
-      policy = BatchPolicyFor(model->config);
+      const bool gpu = std::any_of(instances.begin(), instances.end(),
+                                   [](const InstanceSpec& x) { return x.kind == InstanceKind::kGpu; });
+      policy = BatchPolicyFor(model->config, gpu);
       shapes = WarmupBatchSizes(policy);
       if (!shapes.every_size) {
         spdlog::info("model '{}': max_batch_size {} is above {}, so warm-up runs only the preferred batch sizes, "
@@ -346,7 +355,29 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                      source.name, policy.max_batch_size, kMaxWarmupEveryBatchSize, shapes.sizes.size());
       }
     }
-    auto session_runner = std::make_unique<SessionRunner>(std::move(session).value(), RulesFor(model->config));
+    InstanceSessions sessions;
+    sessions.main = std::move(session).value();
+    const auto params = ConfigParameters(model->config);
+    const auto per_size = params.find("session_per_batch_size");
+    if (instances[i].kind == InstanceKind::kGpu && policy.pad_to_preferred_batch_size &&
+        (per_size == params.end() || ParameterIsTrue(per_size->second))) {
+      // Padding leaves a few batch sizes; each but the largest (which the
+      // main session runs) gets a session of its own, so no session ever
+      // changes shape (SessionRunner, InstanceSessions).
+      for (size_t k = 0; k + 1 < shapes.sizes.size(); ++k) {
+        auto extra = deps.session_factory(path, so);
+        if (!extra.ok()) {
+          return extra.status().WithContext("loading the batch-" + std::to_string(shapes.sizes[k]) + " session of " +
+                                            instances[i].Describe(i) + " of model '" + source.name + "'");
+        }
+        sessions.by_batch_rows[shapes.sizes[k]] = std::move(extra).value();
+      }
+    }
+    if (i == 0) {
+      for (const auto& [rows, s] : sessions.by_batch_rows) model->session_per_batch_size.push_back(rows);
+      if (!sessions.by_batch_rows.empty()) model->session_per_batch_size.push_back(shapes.sizes.back());
+    }
+    auto session_runner = std::make_unique<SessionRunner>(std::move(sessions), RulesFor(model->config));
     if (i == 0) first_runner = session_runner.get();
     std::unique_ptr<InstanceRunner> runner = std::move(session_runner);
     if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
@@ -365,7 +396,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       }
     }
     if (!samples.empty()) {
-      ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], shapes.sizes, instances[i].Describe(i)));
+      ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], shapes.sizes, instances[i].Describe(i), *deps.clock));
     }
     warmup_ns += deps.clock->NowNanos() - warm_start;
     instance_options.push_back(so);
@@ -382,6 +413,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   model->warmup.every_batch_size = shapes.every_size;
   model->warmup.instances = static_cast<int>(instances.size());
   model->warmup.ns = warmup_ns;
+  model->batching = policy;
   BatcherOptions bo;
   bo.model_name = source.name;
   bo.model_version = std::to_string(version);

@@ -97,6 +97,10 @@ struct LoadedModel {
   std::vector<TensorMetadata> outputs;
   std::unique_ptr<ModelStats> stats;
   WarmupReport warmup;
+  BatchPolicy batching;  // what the batcher runs with (padding resolved per instance kind)
+  // Batch sizes with a session of their own on each GPU instance (see
+  // InstanceSessions); empty when none.
+  std::vector<int64_t> session_per_batch_size;
   // Declared last: stopped (and joined) first on destruction.
   std::unique_ptr<DynamicBatcher> batcher;
 };
@@ -116,14 +120,16 @@ inline constexpr int64_t kMaxWarmupCount = 10000;
 
 // The batcher's policy for a completed config: max_batch_size,
 // dynamic_batching (preferred sizes, queue delay) and the ortgpu parameter
-// pad_to_preferred_batch_size.
-BatchPolicy BatchPolicyFor(const inference::ModelConfig& config);
+// pad_to_preferred_batch_size, which defaults to true when the model has GPU
+// instances (`gpu_instances`) and false otherwise.
+BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instances);
 
 // Runs `runner` once at each of `sizes` rows, each batch the first row of
 // `sample` repeated (one batch in memory at a time, within kMaxWarmupBytes).
-// `instance` names the instance in the error ("instance 0 (GPU 0)").
+// `instance` names the instance in the error ("instance 0 (GPU 0)"). The
+// batches go through InstanceRunner::RunBatch, as the scheduler's do.
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
-                      const std::string& instance);
+                      const std::string& instance, const Clock& clock);
 
 // The warm-up requests of a completed config: its model_warmup samples, or
 // one zero-filled request (batch 1, variable dims 1) when it has none.

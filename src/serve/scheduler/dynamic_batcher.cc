@@ -288,24 +288,21 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
       per_request = out.status();
     }
   } else {
-    phase = "joining the requests' inputs";
+    phase = "running the model";  // the runner joins the inputs as part of its run
     std::vector<const std::vector<Tensor>*> inputs;
     for (const auto& p : batch) inputs.push_back(&p.item.request.inputs);
-    auto joined = ConcatBatch(inputs, padding_rows);
-    const int64_t infer_start = clock_.NowNanos();
+    // The runner joins the inputs (into its reused staging buffers) and
+    // says when they were ready, so compute_input stays the joining time.
+    int64_t infer_start = 0;
+    auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start);
+    const int64_t infer_end = clock_.NowNanos();
+    if (infer_start == 0) infer_start = infer_end;  // failed before the inputs were ready
     t.compute_input_ns = infer_start - start;
-    if (!joined.ok()) {
-      per_request = joined.status();
-    } else {
-      phase = "running the model";
-      auto out = runner.Run(*joined);
-      const int64_t infer_end = clock_.NowNanos();
-      t.compute_infer_ns = infer_end - infer_start;
-      phase = "splitting the outputs";
-      per_request = out.ok() ? SplitBatch(*out, rows, padding_rows)
-                             : Expected<std::vector<std::vector<Tensor>>>(out.status());
-      t.compute_output_ns = clock_.NowNanos() - infer_end;
-    }
+    t.compute_infer_ns = infer_end - infer_start;
+    phase = "splitting the outputs";
+    per_request =
+        out.ok() ? SplitBatch(*out, rows, padding_rows) : Expected<std::vector<std::vector<Tensor>>>(out.status());
+    t.compute_output_ns = clock_.NowNanos() - infer_end;
   }
   const int64_t end = clock_.NowNanos();
   const int64_t now_ms = WallMillis();

@@ -1,26 +1,74 @@
 #include "serve/scheduler/instance_runner.h"
 
-namespace ortgpu::serve {
+#include <algorithm>
+#include <optional>
+#include <cstring>
 
-Status ReshapeTensor(Tensor& t, const std::vector<int64_t>& dims, int64_t batch) {
+#include "serve/scheduler/batching.h"
+
+namespace ortgpu::serve {
+namespace {
+
+// The shape `dims` asks for a tensor of `count` elements and `batch` rows
+// (batch < 0: unbatched); a single -1 takes whatever is left, as numpy's
+// reshape does. nullopt when the counts cannot agree.
+std::optional<std::vector<int64_t>> Reshaped(const std::vector<int64_t>& dims, int64_t batch, int64_t count) {
   std::vector<int64_t> shape;
   if (batch >= 0) shape.push_back(batch);
   shape.insert(shape.end(), dims.begin(), dims.end());
-  // A single -1 takes whatever is left, as numpy's reshape does.
   int64_t known = 1, unknown = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) unknown = static_cast<int64_t>(i);
     else known *= shape[i];
   }
-  const int64_t count = t.element_count();
   if (unknown >= 0 && known > 0) shape[unknown] = count / known;
-  if (ElementCount(shape).value_or(-1) != count) {
+  if (ElementCount(shape).value_or(-1) != count) return std::nullopt;
+  return shape;
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> InstanceRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
+                                                       int64_t padding_rows, const Clock& clock,
+                                                       int64_t& inputs_ready_ns) {
+  ORTGPU_ASSIGN_OR_RETURN(auto joined, ConcatBatch(requests, padding_rows));
+  inputs_ready_ns = clock.NowNanos();
+  return Run(joined);
+}
+
+Status ReshapeTensor(Tensor& t, const std::vector<int64_t>& dims, int64_t batch) {
+  const int64_t count = t.element_count();
+  auto shape = Reshaped(dims, batch, count);
+  if (!shape) {
+    std::vector<int64_t> asked;
+    if (batch >= 0) asked.push_back(batch);
+    asked.insert(asked.end(), dims.begin(), dims.end());
     return InvalidArgument("tensor '" + t.name + "' has " + std::to_string(count) +
-                           " elements and cannot be reshaped to " + ShapeToString(shape) +
+                           " elements and cannot be reshaped to " + ShapeToString(asked) +
                            " as config.pbtxt's reshape asks; check dims and reshape");
   }
-  t.shape = std::move(shape);
+  t.shape = std::move(*shape);
   return Status::Ok();
+}
+
+SessionRunner::SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules) : rules_(std::move(rules)) {
+  sessions_.main = std::move(session);
+}
+
+SessionRunner::SessionRunner(InstanceSessions sessions, ReshapeRules rules)
+    : sessions_(std::move(sessions)), rules_(std::move(rules)) {}
+
+SessionRunner::~SessionRunner() = default;
+
+const Session& SessionRunner::SessionFor(int64_t rows) const {
+  auto it = sessions_.by_batch_rows.find(rows);
+  return it == sessions_.by_batch_rows.end() ? *sessions_.main : *it->second;
+}
+
+std::vector<int64_t> SessionRunner::pinned_batch_sizes() const {
+  std::vector<int64_t> sizes;
+  for (const auto& [rows, s] : sessions_.by_batch_rows) sizes.push_back(rows);
+  return sizes;
 }
 
 Expected<std::vector<Tensor>> SessionRunner::ModelInputs(const std::vector<Tensor>& inputs) const {
@@ -33,15 +81,97 @@ Expected<std::vector<Tensor>> SessionRunner::ModelInputs(const std::vector<Tenso
   return reshaped;
 }
 
-Expected<std::vector<Tensor>> SessionRunner::Run(const std::vector<Tensor>& inputs) {
-  const int64_t batch = rules_.batched && !inputs.empty() && !inputs[0].shape.empty() ? inputs[0].shape[0] : -1;
-  if (rules_.inputs.empty() && rules_.outputs.empty()) return session_->Run(inputs);
-  ORTGPU_ASSIGN_OR_RETURN(auto reshaped, ModelInputs(inputs));
-  ORTGPU_ASSIGN_OR_RETURN(auto outputs, session_->Run(reshaped));
+Status SessionRunner::ReshapeOutputs(std::vector<Tensor>& outputs, int64_t batch) const {
   for (auto& t : outputs) {
     auto it = rules_.outputs.find(t.name);
     if (it != rules_.outputs.end()) ORTGPU_RETURN_IF_ERROR(ReshapeTensor(t, it->second, batch));
   }
+  return Status::Ok();
+}
+
+Expected<std::vector<Tensor>> SessionRunner::Run(const std::vector<Tensor>& inputs) {
+  const int64_t batch = rules_.batched && !inputs.empty() && !inputs[0].shape.empty() ? inputs[0].shape[0] : -1;
+  const Session& session = SessionFor(batch);
+  if (rules_.inputs.empty() && rules_.outputs.empty()) return session.Run(inputs);
+  ORTGPU_ASSIGN_OR_RETURN(auto reshaped, ModelInputs(inputs));
+  ORTGPU_ASSIGN_OR_RETURN(auto outputs, session.Run(reshaped));
+  ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(outputs, batch));
+  return outputs;
+}
+
+Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t rows) {
+  // The staged inputs follow the model's input order; a request names each.
+  const auto& model_inputs = sessions_.main->inputs();
+  bool fits = staging_ && staging_->max_rows() >= rows && staging_->input_count() == model_inputs.size();
+  for (size_t i = 0; fits && i < model_inputs.size(); ++i) {
+    const Tensor& t = first[staging_order_[i]];
+    fits = t.name == staging_->spec(i).name && t.dtype == staging_->spec(i).dtype &&
+           std::equal(t.shape.begin() + 1, t.shape.end(), staging_->spec(i).row_shape.begin(),
+                      staging_->spec(i).row_shape.end());
+  }
+  if (fits) return Status::Ok();
+  staging_.reset();
+  std::vector<StagedInputSpec> specs;
+  std::vector<int> order;
+  for (const auto& in : model_inputs) {
+    auto it = std::find_if(first.begin(), first.end(), [&](const Tensor& t) { return t.name == in.name; });
+    if (it == first.end()) return InvalidArgument("input '" + in.name + "' is missing from the batch");
+    order.push_back(static_cast<int>(it - first.begin()));
+    specs.push_back({it->name, it->dtype, std::vector<int64_t>(it->shape.begin() + 1, it->shape.end())});
+  }
+  // Room for the largest batch this instance may run, so a later, larger
+  // batch does not make the buffers again.
+  int64_t max_rows = rows;
+  for (const auto& [r, s] : sessions_.by_batch_rows) max_rows = std::max(max_rows, r);
+  ORTGPU_ASSIGN_OR_RETURN(staging_, InputStaging::Create(*sessions_.main, std::move(specs), max_rows));
+  staging_order_ = std::move(order);
+  return Status::Ok();
+}
+
+Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
+                                                      int64_t padding_rows, const Clock& clock,
+                                                      int64_t& inputs_ready_ns) {
+  const std::vector<Tensor>& first = *requests.front();
+  const bool stageable =
+      rules_.batched && !first.empty() && first.size() == sessions_.main->inputs().size() &&
+      std::all_of(first.begin(), first.end(), [](const Tensor& t) { return t.dtype != DataType::kString && !t.shape.empty(); });
+  if (!stageable) return InstanceRunner::RunBatch(requests, padding_rows, clock, inputs_ready_ns);
+  int64_t rows = padding_rows;
+  for (const auto* req : requests) rows += req->front().shape[0];
+  ORTGPU_RETURN_IF_ERROR(EnsureStaging(first, rows));
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < staging_->input_count(); ++i) {
+    const StagedInputSpec& spec = staging_->spec(i);
+    const size_t row_bytes = staging_->row_bytes(i);
+    uint8_t* dst = staging_->data(i);
+    for (const auto* req : requests) {
+      // Same BatchKey: same names, types and row shapes; find by name, as
+      // a client may list the inputs in any order.
+      const Tensor* t = &(*req)[staging_order_[i]];
+      if (t->name != spec.name) {
+        auto it = std::find_if(req->begin(), req->end(), [&](const Tensor& x) { return x.name == spec.name; });
+        if (it == req->end()) return InvalidArgument("input '" + spec.name + "' is missing from a request of the batch");
+        t = &*it;
+      }
+      std::memcpy(dst, t->data.data(), t->data.size());
+      dst += t->data.size();
+    }
+    if (padding_rows > 0) std::memset(dst, 0, static_cast<size_t>(padding_rows) * row_bytes);
+    std::vector<int64_t> shape{rows};
+    shape.insert(shape.end(), spec.row_shape.begin(), spec.row_shape.end());
+    if (auto it = rules_.inputs.find(spec.name); it != rules_.inputs.end()) {
+      auto r = Reshaped(it->second, rows, ElementCount(shape).value_or(-1));
+      if (!r) {
+        return InvalidArgument("input '" + spec.name + "' of shape " + ShapeToString(shape) +
+                               " cannot be reshaped as config.pbtxt's reshape asks; check dims and reshape");
+      }
+      shape = std::move(*r);
+    }
+    shapes.push_back(std::move(shape));
+  }
+  inputs_ready_ns = clock.NowNanos();
+  ORTGPU_ASSIGN_OR_RETURN(auto outputs, staging_->Run(SessionFor(rows), rows, shapes));
+  ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(outputs, rows));
   return outputs;
 }
 

@@ -1,19 +1,22 @@
 // InstanceRunner: one instance of a model, the thing a scheduler worker
-// thread executes batches on. SessionRunner is the real one: its own ORT
-// Session on its device, plus the config's reshapes; tests substitute fakes
-// that block or fail on cue.
+// thread executes batches on. SessionRunner is the real one: its ORT
+// session(s) on its device, plus the config's reshapes; tests substitute
+// fakes that block or fail on cue.
 //
 // A runner is owned by exactly one worker thread and is never called
 // concurrently.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ort/input_staging.h"
 #include "ort/session.h"
 #include "status/expected.h"
+#include "sys/clock.h"
 
 namespace ortgpu::serve {
 
@@ -22,6 +25,16 @@ class InstanceRunner {
   virtual ~InstanceRunner() = default;
   // Runs one (possibly batched) request; returns every output, named.
   virtual Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
+  // Runs the inputs of `requests` joined along dimension 0, followed by
+  // `padding_rows` rows of zeros, as one batch; returns every output with
+  // all the batch's rows (padding included: the caller cuts it off).
+  // Sets `inputs_ready_ns` (on `clock`) once the batch's inputs are joined
+  // and the run itself starts, so the scheduler can tell joining from
+  // running (compute_input and compute_infer). The default joins them with
+  // ConcatBatch and calls Run.
+  // REQUIRES: requests non-empty, all of one BatchKey, every input rank >= 1.
+  virtual Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
+                                                 int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns);
 };
 
 struct ReshapeRules {
@@ -35,18 +48,54 @@ struct ReshapeRules {
   std::map<std::string, std::vector<int64_t>> outputs;
 };
 
+// The sessions of one instance: `main` runs any shape; each of
+// `by_batch_rows` runs only batches of exactly that many rows. On CUDA a
+// session whose input shape changes from one run to the next redoes its
+// convolution set-up every time (about 100 ms a run for ResNet-50 on an
+// H200, docs/BENCHMARKS.md), so an instance that runs a few padded batch
+// sizes gives each its own session, and no session ever sees a second shape.
+struct InstanceSessions {
+  std::unique_ptr<Session> main;
+  std::map<int64_t, std::unique_ptr<Session>> by_batch_rows;
+};
+
 class SessionRunner : public InstanceRunner {
  public:
-  SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules)
-      : session_(std::move(session)), rules_(std::move(rules)) {}
+  SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules);
+  SessionRunner(InstanceSessions sessions, ReshapeRules rules);
+  ~SessionRunner() override;
+
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
+  // Joins the requests' rows straight into the instance's staging buffers
+  // (pinned host memory on CUDA, sized for the largest batch seen, reused)
+  // and runs the session for that batch size on them: one host copy per
+  // byte, no allocation proportional to the batch once the buffers exist.
+  // Batches with string inputs, or unbatched models, take the default path.
+  Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
+                                         int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns) override;
   // `inputs` as the model itself takes them (the config's reshape applied).
   Expected<std::vector<Tensor>> ModelInputs(const std::vector<Tensor>& inputs) const;
-  const Session& session() const { return *session_; }
+  // The main session (placement checks profile it).
+  const Session& session() const { return *sessions_.main; }
+  // The session that runs batches of `rows` rows.
+  const Session& SessionFor(int64_t rows) const;
+  // Batch sizes with a session of their own, ascending.
+  std::vector<int64_t> pinned_batch_sizes() const;
+  // Whether the last RunBatch ran from pinned staging buffers (for tests
+  // and the start-up summary).
+  bool staged_pinned() const { return staging_ && staging_->pinned(); }
 
  private:
-  std::unique_ptr<Session> session_;
+  // Output reshapes of the config applied to a batch of `batch` rows.
+  Status ReshapeOutputs(std::vector<Tensor>& outputs, int64_t batch) const;
+  // Staging buffers holding at least `rows` rows of inputs shaped like
+  // `first`'s (re)made when too small or shaped otherwise.
+  Status EnsureStaging(const std::vector<Tensor>& first, int64_t rows);
+
+  InstanceSessions sessions_;
   ReshapeRules rules_;
+  std::unique_ptr<InputStaging> staging_;
+  std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).

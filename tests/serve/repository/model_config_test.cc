@@ -139,5 +139,24 @@ TEST(ModelConfigTest, CudaGraphsAskedForAreReportedAsNotYetHonoured) {
   EXPECT_EQ(CudaGraphWarning(plain->config), "");
 }
 
+TEST(ModelConfigTest, PaddingWithoutDynamicBatchingIsWarnedAboutAndIgnored) {
+  auto parsed = ParseModelConfig(R"pb(
+    max_batch_size: 8
+    parameters { key: "pad_to_preferred_batch_size" value { string_value: "true" } }
+  )pb", "m/config.pbtxt");
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_EQ(parsed->warnings.size(), 1u);
+  EXPECT_NE(parsed->warnings[0].find("'pad_to_preferred_batch_size' pads the batches of the dynamic batcher"),
+            std::string::npos)
+      << parsed->warnings[0];
+  auto with_batching = ParseModelConfig(R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 4 ] }
+    parameters { key: "pad_to_preferred_batch_size" value { string_value: "true" } }
+  )pb", "m/config.pbtxt");
+  ASSERT_TRUE(with_batching.ok());
+  EXPECT_TRUE(with_batching->warnings.empty()) << with_batching->warnings[0];
+}
+
 }  // namespace
 }  // namespace ortgpu::serve

@@ -167,7 +167,7 @@ class FailsAtBatch : public InstanceRunner {
 
 TEST(ModelLoaderTest, ABatchSizeThatFailsItsWarmupNamesTheSizeAndWhatToLower) {
   FailsAtBatch runner(3);
-  Status st = WarmBatchSizes(runner, {Tensor::Zeros("x", DataType::kFloat, {1, 4})}, {1, 2, 3, 4}, "instance 0 (GPU 0)");
+  Status st = WarmBatchSizes(runner, {Tensor::Zeros("x", DataType::kFloat, {1, 4})}, {1, 2, 3, 4}, "instance 0 (GPU 0)", RealClock());
   EXPECT_EQ(st.code(), Code::kResourceExhausted);
   EXPECT_NE(st.message().find("instance 0 (GPU 0) at batch size 3"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("Lower max_batch_size"), std::string::npos) << st.message();
@@ -176,7 +176,7 @@ TEST(ModelLoaderTest, ABatchSizeThatFailsItsWarmupNamesTheSizeAndWhatToLower) {
 TEST(ModelLoaderTest, BatchWarmupStaysWithinTheWarmupMemoryBound) {
   FailsAtBatch runner(-1);
   const int64_t row = int64_t{1} << 22;  // 16 MiB of floats per row
-  Status st = WarmBatchSizes(runner, {Tensor::Zeros("x", DataType::kFloat, {1, 1})}, {1}, "instance 0");
+  Status st = WarmBatchSizes(runner, {Tensor::Zeros("x", DataType::kFloat, {1, 1})}, {1}, "instance 0", RealClock());
   ASSERT_TRUE(st.ok()) << st.message();
   // The bound is checked from the shapes before anything is allocated.
   Tensor wide;
@@ -184,7 +184,7 @@ TEST(ModelLoaderTest, BatchWarmupStaysWithinTheWarmupMemoryBound) {
   wide.dtype = DataType::kFloat;
   wide.shape = {1, row};
   wide.data.resize(static_cast<size_t>(row) * 4);
-  st = WarmBatchSizes(runner, {wide}, {300}, "instance 0");  // 4.7 GiB
+  st = WarmBatchSizes(runner, {wide}, {300}, "instance 0", RealClock());  // 4.7 GiB
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_NE(st.message().find("GiB"), std::string::npos) << st.message();
 }

@@ -465,6 +465,32 @@ TEST(DynamicBatcherTest, WithTwoInstancesEveryRequestGetsItsOwnQueueDelay) {
   EXPECT_EQ(json["inference_stats"]["queue"]["ns"], 2 * kDelay);
 }
 
+TEST(DynamicBatcherTest, ARequestWaitingForTheQueueDelayIsAnsweredAtItsOwnDeadline) {
+  BatcherOptions o;
+  o.model_name = "m";
+  o.batching = Batching(8, {4}, 60'000'000'000);  // the delay is never reached
+  Harness h(o);
+  Status st;
+  auto r = h.Send(Rows("x", {1, 2}, 2), &st, h.clock.NowNanos() + 5'000'000);
+  ASSERT_TRUE(st.ok()) << st.message();
+  h.clock.AwaitWaits(1);
+  h.clock.Advance(5'000'000);
+  auto answer = r.get();
+  EXPECT_EQ(answer.status().code(), Code::kDeadlineExceeded);
+  EXPECT_TRUE(h.runner->batches.empty());
+}
+
+TEST(DynamicBatcherTest, StopRunsARequestWaitingForTheQueueDelayWithoutWaiting) {
+  BatcherOptions o;
+  o.batching = Batching(8, {4}, 60'000'000'000);
+  Harness h(o);
+  auto r = h.Send(Rows("x", {1, 2}, 2));
+  h.clock.AwaitWaits(1);
+  h.batcher->Stop();
+  EXPECT_TRUE(r.get().ok());
+  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{1}));
+}
+
 TEST(DynamicBatcherTest, StopFinishesQueuedRequestsAndRefusesNewOnes) {
   BatcherOptions o;
   Harness h(o, /*gate_closed=*/true);

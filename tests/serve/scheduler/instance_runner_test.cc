@@ -1,0 +1,105 @@
+#include "serve/scheduler/instance_runner.h"
+
+#include <gtest/gtest.h>
+
+#include "onnx/model_builder.h"
+#include "serve/scheduler/batching.h"
+
+namespace ortgpu::serve {
+namespace {
+
+// y = x * w + b over x [batch, 4]: each output row depends on its input row
+// only, so a batch's rows can be checked one by one.
+std::unique_ptr<Session> Linear() {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch"});
+  b.AddFloatInitializer("w", {4, 3}, 1.0f, 7);
+  b.AddFloatInitializer("b", {3}, 1.0f, 8);
+  b.AddNode("MatMul", {"x", "w"}, {"xw"});
+  b.AddNode("Add", {"xw", "b"}, {"y"});
+  b.AddOutput("y", DataType::kFloat, {-1, 3}, {"batch"});
+  SessionOptions o;
+  o.intra_op_threads = 1;
+  auto s = Session::LoadFromBytes(b.Serialize(), o, "linear");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+std::vector<Tensor> Request(int64_t rows, float base) {
+  Tensor t = Tensor::Zeros("x", DataType::kFloat, {rows, 4});
+  for (int64_t i = 0; i < t.element_count(); ++i) t.data_as<float>()[i] = base + 0.25f * static_cast<float>(i);
+  return {t};
+}
+
+ReshapeRules Batched() {
+  ReshapeRules r;
+  r.batched = true;
+  return r;
+}
+
+class SessionRunnerTest : public ::testing::Test {
+ protected:
+  const Clock& clock_ = RealClock();
+  int64_t ready_ = 0;
+};
+
+// The staged path (reused buffers, one copy) and the joined-Tensor path
+// give the same numbers for every batch, padding rows included.
+TEST_F(SessionRunnerTest, StagedBatchesMatchJoinedBatches) {
+  SessionRunner staged(Linear(), Batched());
+  SessionRunner plain(Linear(), Batched());
+  auto a = Request(1, 0.5f), b = Request(3, -2.0f), c = Request(2, 4.0f);
+  for (auto [batch, padding] : {std::pair<std::vector<const std::vector<Tensor>*>, int64_t>{{&a, &b}, 0},
+                                {{&a, &b, &c}, 2},
+                                {{&c}, 1},
+                                {{&a}, 0}}) {
+    auto got = staged.RunBatch(batch, padding, clock_, ready_);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    auto joined = ConcatBatch(batch, padding);
+    ASSERT_TRUE(joined.ok());
+    auto want = plain.Run(*joined);
+    ASSERT_TRUE(want.ok());
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ((*got)[0].shape, (*want)[0].shape);
+    EXPECT_EQ((*got)[0].data, (*want)[0].data);
+  }
+  EXPECT_FALSE(staged.staged_pinned());  // CPU: ordinary memory
+}
+
+// Each pinned batch size runs on its own session, other sizes on the main
+// one; a batch of a pinned size never reaches the main session.
+TEST_F(SessionRunnerTest, PinnedBatchSizesHaveTheirOwnSessions) {
+  InstanceSessions sessions;
+  sessions.main = Linear();
+  sessions.by_batch_rows[4] = Linear();
+  sessions.by_batch_rows[8] = Linear();
+  const Session* main = sessions.main.get();
+  const Session* four = sessions.by_batch_rows[4].get();
+  SessionRunner runner(std::move(sessions), Batched());
+  EXPECT_EQ(&runner.SessionFor(4), four);
+  EXPECT_EQ(&runner.SessionFor(3), main);
+  EXPECT_EQ(&runner.session(), main);
+  EXPECT_EQ(runner.pinned_batch_sizes(), (std::vector<int64_t>{4, 8}));
+  auto a = Request(3, 1.0f);
+  auto out = runner.RunBatch({&a}, 1, clock_, ready_);  // 3 rows + 1 padding: the batch-4 session
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{4, 3}));
+  auto eight = runner.Run(Request(8, 0.0f));
+  ASSERT_TRUE(eight.ok()) << eight.status().ToString();
+  EXPECT_EQ((*eight)[0].shape, (std::vector<int64_t>{8, 3}));
+}
+
+TEST_F(SessionRunnerTest, ConfigReshapeAppliesToStagedBatches) {
+  ReshapeRules rules = Batched();
+  rules.inputs["x"] = {4};      // the client sends [batch, 2, 2]
+  rules.outputs["y"] = {3, 1};  // and sees [batch, 3, 1]
+  SessionRunner runner(Linear(), rules);
+  Tensor t = Tensor::Zeros("x", DataType::kFloat, {2, 2, 2});
+  std::vector<Tensor> req{t};
+  auto out = runner.RunBatch({&req}, 0, clock_, ready_);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 3, 1}));
+}
+
+}  // namespace
+}  // namespace ortgpu::serve
