@@ -97,8 +97,15 @@ struct JsonOptions {
 std::string RenderJson(const PerfReport& report, const JsonOptions& options = {});
 // One header line, then one line per step (RFC 4180 quoting).
 std::string RenderCsv(const PerfReport& report);
-// One self-contained page: the throughput-latency curve, the server-side
-// split per step, the table, and the report as JSON.
+// One self-contained page (report::HtmlPage, Chart.js inlined) with:
+//  - "throughput-latency": p50 and p99 against infer/s, one point per step
+//    (the budget's best point highlighted);
+//  - "throughput-load": infer/s against the concurrency or the rate;
+//  - "server-split" (when the statistics extension answered): bars per step
+//    of queue, compute input, compute infer, compute output, overhead and
+//    the time outside the server, microseconds per request;
+//  - the table of steps, the budget result, the in-process comparison and
+//    the notes.
 std::string RenderHtml(const PerfReport& report);
 
 // The x label of a step: "concurrency 4" or "200 req/s".

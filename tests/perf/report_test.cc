@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
+
+#include "support/headless_chromium.h"
 
 namespace ortgpu::perf {
 namespace {
@@ -86,6 +91,35 @@ TEST(RenderHtml, IsOnePageWithTheStepsAndEscapedText) {
   EXPECT_NE(html.find("concurrency 4"), std::string::npos);
   EXPECT_EQ(html.find("<b>resnet</b>"), std::string::npos);
   EXPECT_NE(html.find("&lt;b&gt;resnet&lt;/b&gt;"), std::string::npos);
+}
+
+TEST(RenderHtml, HasTheCurveTheLoadChartAndTheSplit) {
+  PerfReport r = TwoSteps();
+  r.budget = BudgetSummary{5.0, 99, 0, 2.0, "budget 5 ms holds at load 1 and breaks at 4"};
+  const std::string html = RenderHtml(r);
+  for (const char* id : {"throughput-latency", "throughput-load", "server-split"}) {
+    EXPECT_NE(html.find(std::string("data-chart=\"") + id + "\""), std::string::npos) << id;
+  }
+  EXPECT_NE(html.find("best within 5 ms"), std::string::npos);
+  // No statistics extension: no split chart.
+  r.server_statistics = false;
+  EXPECT_EQ(RenderHtml(r).find("data-chart=\"server-split\""), std::string::npos);
+}
+
+// The page's script must draw every chart in a real browser and record no
+// error. ORTGPU_SCREENSHOT=/path.png also saves what a reader sees.
+TEST(RenderHtml, DrawsEveryChartInHeadlessChromium) {
+  if (!testing::HaveChromium()) GTEST_SKIP() << "chromium is not installed";
+  PerfReport r = TwoSteps();
+  r.budget = BudgetSummary{5.0, 99, 0, 2.0, "budget 5 ms holds at load 1 and breaks at 4"};
+  const std::string html = RenderHtml(r);
+  const char* shot = std::getenv("ORTGPU_SCREENSHOT");
+  if (shot) std::ofstream(std::string(shot) + ".html") << html;
+  const testing::RenderedPage page = testing::RenderInChromium(html, shot ? shot : "");
+  ASSERT_TRUE(page.ran) << page.command;
+  EXPECT_EQ(page.charts_expected, 3) << page.dom.substr(0, 400);
+  EXPECT_EQ(page.charts_drawn, page.charts_expected) << page.chart_errors;
+  EXPECT_EQ(page.chart_errors, "");
 }
 
 }  // namespace
