@@ -48,4 +48,8 @@ std::vector<std::string> RecommendationLines(const BenchReport& report);
 // throughput-vs-concurrency.
 std::string RenderHtml(const BenchReport& report);
 
+// One CSV field with RFC 4180 quoting (quoted when it holds a comma, a
+// quote or a newline); shared by the CSV renderers of bench and perf.
+std::string CsvField(const std::string& s);
+
 }  // namespace ortgpu::bench

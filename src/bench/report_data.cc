@@ -46,14 +46,14 @@ nlohmann::json ResultJson(const ConfigResult& r, bool with_samples) {
   return j;
 }
 
+}  // namespace
+
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
-
-}  // namespace
 
 std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
   nlohmann::json j;

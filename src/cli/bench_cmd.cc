@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,14 +48,6 @@ struct BenchFlags {
   std::string config_out;
   bool progress = true;
 };
-
-Status WriteFile(const std::string& path, const std::string& text, const char* what) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Unavailable(std::string("cannot write the ") + what + " to " + path + "; check the folder exists and is writable");
-  return Status::Ok();
-}
 
 Expected<bench::BenchOptions> ToOptions(const BenchFlags& f) {
   bench::BenchOptions o;
@@ -130,7 +121,7 @@ int RunBenchCommand(const BenchFlags& flags) {
     std::fputs(bench::RenderTable(*report).c_str(), stdout);
   }
   if (!flags.html.empty()) {
-    Status st = WriteFile(flags.html, bench::RenderHtml(*report), "HTML report");
+    Status st = WriteOutputFile(flags.html, bench::RenderHtml(*report), "HTML report");
     if (!st.ok()) {
       std::fprintf(stderr, "ortgpu bench: %s\n", st.message().c_str());
       return ExitCodeFor(st.code());
@@ -141,7 +132,7 @@ int RunBenchCommand(const BenchFlags& flags) {
       std::fprintf(stderr, "ortgpu bench: --config-out needs --sweep with at least one configuration that succeeded\n");
       return 2;
     }
-    Status st = WriteFile(flags.config_out, report->recommendation->config_pbtxt, "config.pbtxt fragment");
+    Status st = WriteOutputFile(flags.config_out, report->recommendation->config_pbtxt, "config.pbtxt fragment");
     if (!st.ok()) {
       std::fprintf(stderr, "ortgpu bench: %s\n", st.message().c_str());
       return ExitCodeFor(st.code());

@@ -4,7 +4,11 @@
 // Commands stay thin: parsing and printing here, the work in src/<concern>/.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
+
+#include "status/status.h"
 
 namespace ortgpu::cli {
 
@@ -12,8 +16,13 @@ struct CommandResult {
   int exit_code = 0;
 };
 
+// Writes `text` to `path` (an --html page, a --config-out fragment); the
+// error names `what` and the path.
+Status WriteOutputFile(const std::string& path, const std::string& text, const char* what);
+
 void AddDoctorCommand(CLI::App& app, CommandResult& result);
 void AddBenchCommand(CLI::App& app, CommandResult& result);
 void AddServeCommand(CLI::App& app, CommandResult& result);
+void AddPerfCommand(CLI::App& app, CommandResult& result);
 
 }  // namespace ortgpu::cli

@@ -21,6 +21,29 @@ const std::vector<gpu::PreloadResult>& PreloadCudaLibrariesOnce() {
   return results;
 }
 
+GpuProbe ProbeGpus() {
+  GpuProbe probe;
+  auto driver = gpu::NewCudaDriver();
+  if (Status st = driver->Load(); !st.ok()) {
+    probe.why_none = st.message();  // names libcuda.so.1 and dlerror's reason
+    return probe;
+  }
+  if (Status st = driver->Init(); !st.ok()) {
+    probe.why_none = st.message();
+    return probe;
+  }
+  auto count = driver->DeviceCount();
+  if (!count.ok() || *count <= 0) {
+    probe.why_none = count.ok() ? "the CUDA driver reports no device" : count.status().message();
+    return probe;
+  }
+  for (int i = 0; i < *count; ++i) {
+    auto props = driver->Device(i);
+    probe.names.push_back(props.ok() ? props->name : "unknown GPU");
+  }
+  return probe;
+}
+
 std::string VersionText() {
   std::string out = fmt::format("ortgpu {}\n", ORTGPU_VERSION);
   Runtime& rt = Runtime::Get();

@@ -1,4 +1,4 @@
-// ortgpu: one binary, three jobs (doctor, bench, serve). This file only
+// ortgpu: one binary, four jobs (doctor, bench, serve, perf). This file only
 // wires the subcommands; each lives in its own <name>_cmd.cc and calls the
 // core library.
 #include <cstdio>
@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   AddDoctorCommand(app, result);
   AddBenchCommand(app, result);
   AddServeCommand(app, result);
+  AddPerfCommand(app, result);
 
   // The CUDA libraries are found and preloaded before any command can create
   // a CUDA session, so no LD_LIBRARY_PATH is needed (gpu/preload.h).

@@ -12,7 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
-#include "gpu/cuda_driver.h"
+#include "cli/cuda_setup.h"
 #include "serve/server.h"
 
 namespace ortgpu::cli {
@@ -36,36 +36,6 @@ struct ServeFlags {
   std::string access_log = "none";
   std::string log_level = "info";
 };
-
-// What the CUDA driver says about this machine: the GPU names, or why none
-// can be used (no libcuda, cuInit failed, no device).
-struct GpuProbe {
-  std::vector<std::string> names;
-  std::string why_none;
-};
-
-GpuProbe ProbeGpus() {
-  GpuProbe probe;
-  auto driver = gpu::NewCudaDriver();
-  if (Status st = driver->Load(); !st.ok()) {
-    probe.why_none = st.message();  // names libcuda.so.1 and dlerror's reason
-    return probe;
-  }
-  if (Status st = driver->Init(); !st.ok()) {
-    probe.why_none = st.message();
-    return probe;
-  }
-  auto count = driver->DeviceCount();
-  if (!count.ok() || *count <= 0) {
-    probe.why_none = count.ok() ? "the CUDA driver reports no device" : count.status().message();
-    return probe;
-  }
-  for (int i = 0; i < *count; ++i) {
-    auto props = driver->Device(i);
-    probe.names.push_back(props.ok() ? props->name : "unknown GPU");
-  }
-  return probe;
-}
 
 void Usage(const std::string& message) { throw CLI::ValidationError(message); }
 

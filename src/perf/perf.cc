@@ -1,0 +1,348 @@
+#include "perf/perf.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/benchmark.h"
+#include "bench/statistics.h"
+#include "perf/client.h"
+#include "perf/search.h"
+
+namespace ortgpu::perf {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string ErrorKey(int status) {
+  if (status == kTimeout) return "timeout";
+  if (status == kTransportError) return "connection";
+  return std::to_string(status);
+}
+
+// The statistics extension and the Prometheus metrics, read around windows.
+// The first failure of either becomes one note and turns that source off.
+class ServerProbe {
+ public:
+  ServerProbe(const PerfOptions& o, HttpEndpoint server, std::optional<HttpEndpoint> metrics, PerfReport& report)
+      : options_(o), server_(std::move(server)), metrics_(std::move(metrics)), report_(report),
+        timeout_(std::min(o.request_timeout, milliseconds(5000))) {}
+
+  std::optional<InferenceCounters> ReadStats() {
+    if (!stats_on_) return std::nullopt;
+    const std::string target = ModelPath(options_.model, options_.version, "/stats");
+    auto r = Fetch(server_, target, timeout_);
+    Expected<InferenceCounters> c = !r.ok() ? Expected<InferenceCounters>(r.status())
+                                    : r->status != 200
+                                        ? Expected<InferenceCounters>(NotFound(fmt::format("GET {} answered HTTP {}", target, r->status)))
+                                        : ParseModelStatistics(r->body, options_.model, options_.version);
+    if (!c.ok()) {
+      stats_on_ = false;
+      report_.server_statistics = false;
+      report_.notes.push_back("no server-side split: the server's statistics extension is not usable (" + c.status().message() +
+                              "); client-side figures only");
+      return std::nullopt;
+    }
+    report_.server_statistics = true;
+    return *c;
+  }
+
+  std::optional<GpuSample> ScrapeGpu() {
+    if (!metrics_) return std::nullopt;
+    const std::string url = "http://" + metrics_->authority() + metrics_->path;
+    auto r = Fetch(*metrics_, metrics_->path.empty() ? "/metrics" : metrics_->path, timeout_);
+    std::string problem;
+    std::optional<GpuSample> gpu;
+    if (!r.ok()) {
+      problem = r.status().message();
+    } else if (r->status != 200) {
+      problem = fmt::format("{} answered HTTP {}", url, r->status);
+    } else if (!(gpu = GpuFromMetrics(ParsePrometheusText(r->body)))) {
+      problem = url + " has no nv_gpu_utilization series (a server without a GPU, or without GPU metrics)";
+    }
+    if (!problem.empty()) {
+      metrics_.reset();
+      report_.notes.push_back("no GPU utilisation or memory: " + problem + "; set --metrics-url to the server's metrics");
+    }
+    return gpu;
+  }
+
+ private:
+  const PerfOptions& options_;
+  HttpEndpoint server_;
+  std::optional<HttpEndpoint> metrics_;
+  PerfReport& report_;
+  milliseconds timeout_;
+  bool stats_on_ = true;
+};
+
+// Cuts the client's completions into windows of wall time and reads the
+// server's counters at each boundary.
+class WindowSource {
+ public:
+  WindowSource(LoadClient& client, ServerProbe& probe, int64_t window_ms)
+      : client_(client), probe_(probe), window_ns_(window_ms * 1'000'000), stats_before_(probe.ReadStats()),
+        start_ns_(SteadyNowNs()) {}
+
+  Expected<Window> Next() {
+    const int64_t end_ns = start_ns_ + window_ns_;
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(end_ns)));
+    client_.TakeCompletions(pending_);
+    Window w;
+    w.duration_s = static_cast<double>(end_ns - start_ns_) / 1e9;
+    w.latencies_ms.reserve(pending_.size());
+    size_t kept = 0;
+    for (const Completion& c : pending_) {
+      if (c.end_ns >= end_ns) {
+        pending_[kept++] = c;  // finished after this window: the next one's
+        continue;
+      }
+      if (c.status == 200) {
+        w.latencies_ms.push_back(static_cast<double>(c.latency_ns) / 1e6);
+      } else {
+        ++w.errors[ErrorKey(c.status)];
+      }
+      if (c.delayed) ++w.delayed;
+    }
+    pending_.resize(kept);
+    if (stats_before_) {
+      auto after = probe_.ReadStats();
+      if (after) w.server = *after - *stats_before_;
+      stats_before_ = after;
+    }
+    w.gpu = probe_.ScrapeGpu();
+    start_ns_ = end_ns;
+    return w;
+  }
+
+ private:
+  LoadClient& client_;
+  ServerProbe& probe_;
+  int64_t window_ns_;
+  std::optional<InferenceCounters> stats_before_;  // read before start_ns_ is taken
+  int64_t start_ns_;
+  std::vector<Completion> pending_;
+};
+
+struct StepContext {
+  const PerfOptions& options;
+  const HttpEndpoint& endpoint;
+  const std::vector<EncodedRequest>& requests;
+  ServerProbe& probe;
+  const PerfHooks& hooks;
+  const PerfReport& report;
+};
+
+Expected<StepMeasurement> MeasureCountStep(const PerfOptions& o, const std::function<Expected<Window>()>& next) {
+  StepMeasurement m;
+  m.stable = true;  // a fixed count has no stability check
+  bool first = true;
+  while (true) {
+    ORTGPU_ASSIGN_OR_RETURN(Window w, next());
+    m.windows.push_back(Summarize(w, o.measure.percentile));
+    if (first) {
+      m.merged = std::move(w);
+      first = false;
+    } else {
+      MergeInto(m.merged, w);
+    }
+    const int64_t counted = static_cast<int64_t>(m.merged.latencies_ms.size()) + [&] {
+      int64_t n = 0;
+      for (const auto& [k, v] : m.merged.errors) n += v;
+      return n;
+    }();
+    if (counted >= o.request_count) break;
+  }
+  return m;
+}
+
+Expected<StepResult> RunStep(const StepContext& ctx, double load) {
+  const PerfOptions& o = ctx.options;
+  ClientOptions co;
+  co.threads = o.threads;
+  co.request_timeout = o.request_timeout;
+  co.seed = o.inputs.seed;
+  co.request_limit = o.request_count;
+  if (o.mode == LoadMode::kConcurrency) {
+    co.connections = static_cast<int>(load);
+  } else {
+    co.rate_per_s = load;
+    co.distribution = o.distribution;
+    co.connections = o.rate_connections;
+  }
+  StepResult step;
+  step.load = load;
+  const std::string label = StepLabel(ctx.report, step);
+  ORTGPU_ASSIGN_OR_RETURN(auto client, LoadClient::Start(ctx.endpoint, ctx.requests, co));
+  // A fixed count is collected in short windows, so the step ends soon
+  // after its last answer.
+  WindowSource source(*client, ctx.probe, o.request_count > 0 ? std::min<int64_t>(o.measure.window_ms, 10) : o.measure.window_ms);
+  int window = 0;
+  auto next = [&]() -> Expected<Window> {
+    auto w = source.Next();
+    ++window;
+    if (w.ok() && ctx.hooks.progress) {
+      const WindowSummary s = Summarize(*w, o.measure.percentile);
+      const std::string of = o.request_count > 0 ? fmt::format("{}/{} requests", client->completed(), o.request_count)
+                                                 : fmt::format("window {}/{}", window, o.measure.max_trials);
+      ctx.hooks.progress(fmt::format("{}: {}: {:.1f} infer/s, p{:g} {:.3f} ms{}", label, of, s.throughput, o.measure.percentile,
+                                     s.latency_ms, s.errors ? fmt::format(", {} errors", s.errors) : ""));
+    }
+    return w;
+  };
+  auto measured = o.request_count > 0 ? MeasureCountStep(o, next) : MeasureStep(o.measure, next);
+  client->Stop(std::min(o.request_timeout, milliseconds(1000)));
+  if (!measured.ok()) return measured.status();
+  const Window& w = measured->merged;
+  step.stable = measured->stable;
+  step.failed = measured->all_failed;
+  step.note = measured->note;
+  step.windows = measured->windows;
+  step.latency = bench::ComputeStatistics(w.latencies_ms, w.duration_s, o.rows);
+  if (!w.latencies_ms.empty()) {
+    std::vector<double> sorted = w.latencies_ms;
+    std::sort(sorted.begin(), sorted.end());
+    step.budget_latency_ms = bench::Percentile(sorted, o.budget_percentile);
+  }
+  step.requests = static_cast<int64_t>(w.latencies_ms.size());
+  step.throughput = step.latency.runs_per_s;
+  step.items_per_s = step.latency.items_per_s;
+  step.errors = w.errors;
+  step.delayed = w.delayed;
+  step.gpu = w.gpu;
+  if (w.server) step.server = ComputeSplit(*w.server);
+  if (step.server && step.requests > 0) step.outside_server_us = step.latency.mean_ms * 1000 - step.server->request_us;
+  if (step.requests == 0 && step.error_count() == 0) {
+    step.failed = true;
+    const std::string why = client->first_transport_error();
+    step.note = fmt::format("no request completed in {} windows of {} ms: {}", measured->windows.size(), o.measure.window_ms,
+                            why.empty() ? "the server did not answer" : why);
+  } else if (step.failed) {
+    const std::string why = client->first_transport_error();
+    if (!why.empty()) step.note += "; first failure: " + why;
+  }
+  return step;
+}
+
+void CompareInProcess(const PerfOptions& o, PerfReport& report) {
+  InProcessComparison c;
+  c.model_path = o.compare_model;
+  c.provider = std::string(ProviderName(o.compare_provider));
+  std::vector<int64_t> batches = {o.rows};
+  // A dynamic batcher runs batches of max_batch_size, so that is what the GPU can do.
+  if (report.max_batch_size > o.rows) batches.push_back(report.max_batch_size);
+  for (int64_t b : batches) {
+    bench::BenchOptions bo;
+    bo.model_path = o.compare_model;
+    bo.session.provider = o.compare_provider;
+    bo.batches = {b};
+    bo.inputs = o.inputs;
+    bo.check_accuracy = false;
+    bo.load.duration_s = std::max(0.5, static_cast<double>(o.measure.window_ms) / 1000.0);
+    ComparisonRow row;
+    row.batch = b;
+    auto r = bench::RunBenchmark(bo);
+    if (!r.ok()) {
+      row.error = r.status().message();
+    } else if (r->results.empty() || !r->results.front().error.ok()) {
+      row.error = r->results.empty() ? "no result" : r->results.front().error.message();
+    } else {
+      row.in_process_items_per_s = r->results.front().stats.items_per_s;
+      row.in_process_p50_ms = r->results.front().stats.p50_ms;
+      c.best_in_process_items_per_s = std::max(c.best_in_process_items_per_s, row.in_process_items_per_s);
+    }
+    c.rows.push_back(row);
+  }
+  for (const auto& s : report.steps) {
+    if (!s.failed) c.served_items_per_s = std::max(c.served_items_per_s, s.items_per_s);
+  }
+  if (c.served_items_per_s > 0 && c.best_in_process_items_per_s > 0) c.ratio = c.served_items_per_s / c.best_in_process_items_per_s;
+  report.comparison = std::move(c);
+}
+
+}  // namespace
+
+Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
+  if (o.model.empty()) return InvalidArgument("--model is required: the name of the served model");
+  ORTGPU_ASSIGN_OR_RETURN(HttpEndpoint endpoint, ParseHttpUrl(o.url, "--url"));
+  std::optional<HttpEndpoint> metrics;
+  if (o.metrics_url != "off") {
+    if (o.metrics_url.empty()) {
+      metrics = HttpEndpoint{endpoint.host, 8002, "/metrics"};
+    } else {
+      ORTGPU_ASSIGN_OR_RETURN(metrics, ParseHttpUrl(o.metrics_url, "--metrics-url"));
+    }
+  }
+  PerfReport report;
+  report.url = "http://" + endpoint.authority();
+  report.model = o.model;
+  report.version = o.version;
+  report.mode = o.mode;
+  report.distribution = std::string(DistributionName(o.distribution));
+  report.format = o.format;
+  report.rows = o.rows;
+  report.request_count = o.request_count;
+  report.measure = o.measure;
+
+  ORTGPU_ASSIGN_OR_RETURN(ModelInfo model, FetchModelInfo(endpoint, o.model, o.version, std::min(o.request_timeout, milliseconds(10000))));
+  report.max_batch_size = model.max_batch_size;
+  if (model.max_batch_size > 0 && o.rows > model.max_batch_size) {
+    return InvalidArgument(fmt::format("--batch {} is more than the model's max_batch_size {}; the server would refuse every request",
+                                       o.rows, model.max_batch_size));
+  }
+  ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, MakeRequestInputs(model, o.inputs, o.rows));
+  ORTGPU_ASSIGN_OR_RETURN(EncodedRequest request, EncodeInferRequest(model, inputs, o.format, endpoint.authority()));
+  const std::vector<EncodedRequest> requests = {std::move(request)};
+
+  ServerProbe probe(o, endpoint, metrics, report);
+  const StepContext ctx{o, endpoint, requests, probe, hooks, report};
+  const double percentile = o.budget_percentile;
+  if (o.latency_budget_ms) {
+    BudgetOptions bo;
+    bo.budget_ms = *o.latency_budget_ms;
+    bo.integer = o.mode == LoadMode::kConcurrency;
+    if (bo.integer) {
+      bo.start = o.concurrency.empty() ? 1 : o.concurrency.front();
+      bo.max = std::max<double>(bo.start, o.max_concurrency);
+    } else {
+      bo.start = o.rates.empty() ? 10 : o.rates.front();
+      bo.max = std::max(bo.start, o.max_rate);
+    }
+    auto result = SearchLatencyBudget(bo, [&](double load) -> Expected<SearchPoint> {
+      ORTGPU_ASSIGN_OR_RETURN(StepResult s, RunStep(ctx, load));
+      report.steps.push_back(s);
+      return SearchPoint{load, s.throughput, s.budget_latency_ms, s.failed || s.error_count() > 0};
+    });
+    if (!result.ok()) return result.status();
+    BudgetSummary b;
+    b.budget_ms = bo.budget_ms;
+    b.percentile = percentile;
+    b.best = result->best;
+    if (b.best) b.best_latency_ms = result->points[*b.best].latency_ms;
+    b.note = result->note;
+    report.budget = b;
+  } else {
+    std::vector<double> loads;
+    if (o.mode == LoadMode::kConcurrency) {
+      for (int c : o.concurrency) loads.push_back(c);
+    } else {
+      loads = o.rates;
+    }
+    for (double load : loads) {
+      ORTGPU_ASSIGN_OR_RETURN(StepResult s, RunStep(ctx, load));
+      report.steps.push_back(s);
+      if (s.failed) {
+        if (&load != &loads.back()) report.notes.push_back("stopped the sweep at " + StepLabel(report, s) + ": " + s.note);
+        break;
+      }
+    }
+  }
+  if (!o.compare_model.empty()) {
+    if (hooks.on_compare) hooks.on_compare();
+    CompareInProcess(o, report);
+  }
+  return report;
+}
+
+}  // namespace ortgpu::perf

@@ -1,0 +1,248 @@
+// End-to-end tests of `ortgpu perf`: the real binary against the real
+// `ortgpu serve` (the example repository, on the CPU) and against a stub
+// server that fails, stalls or lacks the statistics extension. Windows are
+// short (--measurement-interval 200..300, --max-trials 4) so each run takes
+// about a second. Every wait has a deadline.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e/serve_process.h"
+#include "e2e/stub_kserve_server.h"
+
+namespace ortgpu::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kExamples = std::string(ORTGPU_SOURCE_DIR) + "/examples/model_repository";
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+  double seconds = 0;
+};
+
+RunResult RunPerf(std::vector<std::string> args, std::chrono::milliseconds deadline = 60s) {
+  args.insert(args.begin(), "perf");
+  const auto start = Clock::now();
+  ServeProcess p(args);
+  RunResult r;
+  r.exit_code = p.WaitExit(deadline);
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.output = p.output();
+  return r;
+}
+
+nlohmann::json JsonOf(const RunResult& r) {
+  const size_t begin = r.output.find('{');
+  const size_t end = r.output.rfind('}');
+  if (begin == std::string::npos || end == std::string::npos) return nullptr;
+  return nlohmann::json::parse(r.output.substr(begin, end - begin + 1), nullptr, false);
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// One `ortgpu serve` of the example repository for the whole suite.
+class PerfAgainstServe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServeProcess({"serve", "--model-repository", kExamples, "--http-port", "0", "--metrics-port", "0"});
+    ASSERT_TRUE(server_->WaitForPorts(60s)) << server_->output();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static std::vector<std::string> Target(const std::string& model) {
+    return {"--url", "http://127.0.0.1:" + std::to_string(server_->http_port), "--model", model, "--metrics-url",
+            "http://127.0.0.1:" + std::to_string(server_->metrics_port) + "/metrics", "--max-trials", "4"};
+  }
+  static std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+  static ServeProcess* server_;
+};
+ServeProcess* PerfAgainstServe::server_ = nullptr;
+
+TEST_F(PerfAgainstServe, ConcurrencySweepReportsThroughputAndTheServerSideSplit) {
+  const fs::path html = fs::path(::testing::TempDir()) / ("perf-" + std::to_string(::getpid()) + ".html");
+  const RunResult r = RunPerf(With(Target("add_sub"), {"--concurrency", "1,2", "--measurement-interval", "300", "--json",
+                                                       "--html", html.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  EXPECT_EQ(j["mode"], "concurrency");
+  EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_TRUE(j["server_statistics"].get<bool>());
+  ASSERT_EQ(j["steps"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& s = j["steps"][i];
+    EXPECT_EQ(s["load"].get<double>(), static_cast<double>(i + 1));
+    EXPECT_GT(s["throughput"]["infer_per_s"].get<double>(), 0);
+    EXPECT_GT(s["latency_ms"]["p99"].get<double>(), 0);
+    EXPECT_EQ(s["error_count"], 0);
+    ASSERT_TRUE(s["server"].is_object()) << s.dump();
+    EXPECT_GT(s["server"]["requests"].get<int64_t>(), 0);
+    EXPECT_GT(s["server"]["compute_infer_us"].get<double>(), 0);
+    EXPECT_GE(s["server"]["queue_us"].get<double>(), 0);
+    EXPECT_GE(s["windows"].size(), 3u);
+  }
+  // The CPU server has no GPU series: one note, not an error.
+  EXPECT_NE(j["notes"].dump().find("nv_gpu_utilization"), std::string::npos) << j["notes"].dump();
+  const std::string page = ReadFile(html);
+  EXPECT_NE(page.find("<html"), std::string::npos);
+  EXPECT_NE(page.find("concurrency 2"), std::string::npos);
+  fs::remove(html);
+}
+
+TEST_F(PerfAgainstServe, RateModeWithPoissonArrivalsWritesCsv) {
+  const RunResult r = RunPerf(With(Target("classifier"), {"--request-rate", "200", "--request-distribution", "poisson",
+                                                          "--measurement-interval", "300", "--json-tensors", "--csv"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  EXPECT_TRUE(header.starts_with("mode,load,stable,failed,requests,infer_per_s")) << header;
+  EXPECT_TRUE(row.starts_with("request-rate,200,")) << row;
+  // About 200 requests a second arrive (Poisson over 0.9 s or more: wide bounds).
+  std::vector<std::string> cells;
+  std::stringstream ss(row);
+  for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+  ASSERT_GT(cells.size(), 6u);
+  const double rate = std::stod(cells[5]);
+  EXPECT_GT(rate, 100);
+  EXPECT_LT(rate, 300);
+}
+
+TEST_F(PerfAgainstServe, LatencyBudgetSearchReportsTheBestPoint) {
+  const RunResult r = RunPerf(With(Target("add_sub"), {"--latency-budget-ms", "2000", "--max-concurrency", "4",
+                                                       "--measurement-interval", "200", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  ASSERT_TRUE(j.contains("latency_budget"));
+  const auto& b = j["latency_budget"];
+  EXPECT_EQ(b["budget_ms"].get<double>(), 2000);
+  ASSERT_FALSE(b["best_step"].is_null()) << b.dump();
+  EXPECT_GT(b["goodput_infer_per_s"].get<double>(), 0);
+  EXPECT_LE(b["best_latency_ms"].get<double>(), 2000);
+  // Growth 1, 2, 4 (the maximum) all within a generous budget.
+  ASSERT_EQ(j["steps"].size(), 3u);
+  EXPECT_EQ(j["steps"][2]["load"].get<double>(), 4);
+}
+
+TEST_F(PerfAgainstServe, FixedRequestCountSendsExactlyThatManyOverSeveralThreads) {
+  const RunResult r = RunPerf(With(Target("add_sub"), {"--request-count", "50", "--concurrency", "4", "--threads", "2", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  EXPECT_EQ(j["steps"][0]["requests"], 50);
+}
+
+TEST_F(PerfAgainstServe, CompareInProcessPutsServedNextToBench) {
+  const std::string model = kExamples + "/add_sub/1/model.onnx";
+  const RunResult r = RunPerf(With(Target("add_sub"), {"--concurrency", "2", "--measurement-interval", "200",
+                                                       "--compare-in-process", model, "--provider", "cpu", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  const auto& c = j["in_process"];
+  EXPECT_EQ(c["provider"], "cpu");
+  // --batch 1 and the served max_batch_size 8.
+  ASSERT_EQ(c["rows"].size(), 2u) << c.dump();
+  EXPECT_EQ(c["rows"][0]["batch"], 1);
+  EXPECT_EQ(c["rows"][1]["batch"], 8);
+  EXPECT_GT(c["rows"][1]["items_per_s"].get<double>(), 0);
+  EXPECT_GT(c["ratio"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(c["ratio"].get<double>(),
+                   c["served_items_per_s"].get<double>() / c["best_in_process_items_per_s"].get<double>());
+}
+
+TEST_F(PerfAgainstServe, UnknownModelIsAClearError) {
+  const RunResult r = RunPerf(With(Target("no_such_model"), {"--measurement-interval", "200"}));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no ready model 'no_such_model'"), std::string::npos) << r.output;
+}
+
+std::vector<std::string> StubTarget(const StubKServeServer& s) {
+  return {"--url", "http://127.0.0.1:" + std::to_string(s.port()), "--model", "stub", "--metrics-url", "off",
+          "--measurement-interval", "200", "--max-trials", "4"};
+}
+
+TEST(PerfAgainstStub, ServerErrorsAreCountedByCodeAndTheRunStopsCleanly) {
+  StubKServeServer stub({.infer = StubKServeServer::Infer::kError500});
+  auto args = StubTarget(stub);
+  args.insert(args.end(), {"--concurrency", "2,4", "--json"});
+  const RunResult r = RunPerf(args, 30s);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  ASSERT_EQ(j["steps"].size(), 1u);  // the sweep stops at the step where every request failed
+  EXPECT_GT(j["steps"][0]["errors"]["500"].get<int64_t>(), 0);
+  EXPECT_TRUE(j["steps"][0]["failed"].get<bool>());
+  EXPECT_NE(r.output.find("requests failed: HTTP 500 x"), std::string::npos) << r.output;
+}
+
+TEST(PerfAgainstStub, AServerThatNeverAnswersEndsWithinTheRequestTimeout) {
+  StubKServeServer stub({.infer = StubKServeServer::Infer::kNeverAnswer});
+  auto args = StubTarget(stub);
+  args.insert(args.end(), {"--concurrency", "2", "--request-timeout-ms", "500"});
+  const RunResult r = RunPerf(args, 30s);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_LT(r.seconds, 10) << r.output;
+  EXPECT_NE(r.output.find("timeout x"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no answer from 127.0.0.1:" + std::to_string(stub.port()) + " within 500 ms"), std::string::npos)
+      << r.output;
+}
+
+TEST(PerfAgainstStub, WithoutStatisticsItGivesClientFiguresAndANote) {
+  StubKServeServer stub({.statistics = false});
+  auto args = StubTarget(stub);
+  args.insert(args.end(), {"--concurrency", "1", "--json"});
+  const RunResult r = RunPerf(args, 30s);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  EXPECT_FALSE(j["server_statistics"].get<bool>());
+  EXPECT_TRUE(j["steps"][0]["server"].is_null());
+  EXPECT_GT(j["steps"][0]["throughput"]["infer_per_s"].get<double>(), 0);
+  EXPECT_NE(j["notes"].dump().find("statistics extension is not usable"), std::string::npos) << j["notes"].dump();
+}
+
+TEST(PerfUsage, BadUsageExitsTwoNamingTheFlag) {
+  const RunResult zero = RunPerf({"--model", "m", "--concurrency", "0"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.output.find("--concurrency"), std::string::npos) << zero.output;
+  const RunResult unknown = RunPerf({"--model", "m", "--bogus-flag", "1"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("--bogus-flag"), std::string::npos) << unknown.output;
+  const RunResult missing = RunPerf({"--concurrency", "1"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("--model"), std::string::npos) << missing.output;
+  const RunResult both = RunPerf({"--model", "m", "--concurrency", "1", "--request-rate", "10"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.output.find("--request-rate"), std::string::npos) << both.output;
+  const RunResult range = RunPerf({"--model", "m", "--concurrency-range", "8:2"});
+  EXPECT_EQ(range.exit_code, 2);
+  EXPECT_NE(range.output.find("--concurrency-range"), std::string::npos) << range.output;
+}
+
+}  // namespace
+}  // namespace ortgpu::e2e
