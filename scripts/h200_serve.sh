@@ -4,16 +4,18 @@
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
 # built, `ortgpu perf` must be in the carried bundle.
 #
-#   scripts/h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]   (default: all)
+#   scripts/h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp] [perfwrk]   (default: all)
 #
 # shapes  ortgpu_shape_switch on ResNet-50: what a change of batch size costs
 # resnet  in-process bench (batch 32) beside served ResNet-50 (64 connections,
 #         batch-1 binary requests) with dynamic batching and without
 # bert    the same for BERT-base, sequence 128
-# mlp     the tiny MLP, 1 connection: served p50 against in-process p50
+# mlp     the tiny MLP, 1 connection: served p50 against in-process p50, with
+#         and without --busy-poll-us
+# perfwrk scripts/perf_vs_wrk.sh: ortgpu perf against wrk on a bare server
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
-parts=${*:-shapes resnet bert mlp}
+parts=${*:-shapes resnet bert mlp perfwrk}
 mkdir -p "$out"
 models=/tmp/models
 [ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
@@ -31,7 +33,7 @@ serve_repo() {
 }
 # start_server REPO LOG: starts ortgpu serve on 8000/8002, waits until ready
 start_server() {
-  ortgpu serve --model-repository "$1" --http-port 8000 --metrics-port 8002 > "$2" 2>&1 &
+  ortgpu serve --model-repository "$1" --http-port 8000 --metrics-port 8002 ${SERVE_FLAGS:-} > "$2" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
     python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:8000/v2/health/ready")' 2>/dev/null && return 0
@@ -42,17 +44,23 @@ start_server() {
 }
 stop_server() { kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; }
 stats() { python3 -c 'import sys, urllib.request as u; print(u.urlopen("http://127.0.0.1:8000/v2/models/%s/stats" % sys.argv[1]).read().decode())' "$1"; }
-# load NAME MODEL BODY JSON_LEN CONNECTIONS: wrk, then perf when built
+# load NAME MODEL BODY JSON_LEN CONNECTIONS [PERF FLAGS...]: ortgpu perf (the
+# figure recorded), then wrk for the same load as a cross-check
 load() {
-  echo "--- $1: wrk -t8 -c$5 -d${DURATION}s (binary requests of $(stat -c %s "$3") bytes)"
-  BODY_FILE=$3 JSON_LEN=$4 wrk -t8 -c"$5" -d"${DURATION}s" --latency -s $LUA "http://127.0.0.1:8000/v2/models/$2/infer"
-  echo "--- statistics after wrk"; stats "$2"
-  if have_perf; then
-    echo "--- $1: ortgpu perf --concurrency $5"
-    ortgpu perf --url http://127.0.0.1:8000 --model "$2" --concurrency "$5" --measurement-interval 3000 --no-progress \
-      --json > "$out/perf_$1.json" 2> "$out/perf_$1.err"; echo "exit $?"
-    ortgpu perf --url http://127.0.0.1:8000 --model "$2" --concurrency "$5" --measurement-interval 3000 --no-progress 2>&1 | tail -15
-  fi
+  local name=$1 model=$2 body=$3 len=$4 conns=$5; shift 5
+  echo "--- $name: ortgpu perf --concurrency $conns $*"
+  ortgpu perf --url http://127.0.0.1:8000 --model "$model" --concurrency "$conns" --threads 2 --measurement-interval 3000 \
+    --max-trials 6 --no-progress --json "$@" > "$out/perf_$name.json" 2> "$out/perf_$name.err"; echo "exit $?"
+  python3 - "$out/perf_$name.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for s in d.get("steps", []):
+    print(json.dumps({k: s.get(k) for k in ("load", "throughput", "latency_ms", "stable", "server", "outside_server_us", "gpu", "errors")})[:1500])
+PY
+  echo "--- $name: wrk -t4 -c$conns -d${DURATION}s (binary requests of $(stat -c %s "$body") bytes)"
+  BODY_FILE=$body JSON_LEN=$len wrk -t4 -c"$conns" -d"${DURATION}s" --latency -s $LUA "http://127.0.0.1:8000/v2/models/$model/infer" |
+    grep -E "Latency|50%|99%|Requests/sec|Non-2xx|Socket"
+  echo "--- batch_stats after the load"; stats "$model" | python3 -c 'import json,sys; m=json.load(sys.stdin)["model_stats"][0]; print([(b["batch_size"], b["compute_infer"]["count"], round(b["compute_input"]["ns"]/max(1,b["compute_input"]["count"])/1e6,2), round(b["compute_infer"]["ns"]/max(1,b["compute_infer"]["count"])/1e6,2)) for b in m["batch_stats"]])'
 }
 
 if [[ " $parts " == *" shapes "* ]]; then
@@ -68,27 +76,43 @@ fi
 
 if [[ " $parts " == *" resnet "* ]]; then
   {
-    echo "\$ ortgpu bench $R --provider cuda --batch 1,32 --io host,bound --cuda-option prefer_nhwc=1 --duration 4"
     for io in host bound cuda-graph; do
-      ortgpu bench "$R" --provider cuda --batch 32 --io $io --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -4
+      echo "\$ ortgpu bench $R --provider cuda --batch 32 --io $io --cuda-option prefer_nhwc=1 --duration 4"
+      ortgpu bench "$R" --provider cuda --batch 32 --io $io --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
     done
     len=$(python3 scripts/make_binary_request.py /tmp/resnet_b1.bin input:FP32:1x3x224x224 --output output)
     base='max_batch_size: 32
 input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
 output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
 optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } }] } }'
-    for variant in "batching-1inst|instance_group [{ count: 1 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }" \
-                   "batching-2inst|instance_group [{ count: 2 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }" \
-                   "nobatching|instance_group [{ count: 1 kind: KIND_GPU }]"; do
-      name=${variant%%|*}; extra=${variant#*|}
+    for variant in ${RESNET_VARIANTS:-b16-32-1inst b16-32-2inst b16-3inst b32-2inst nobatching}; do
+      case $variant in
+        b16-32-1inst) extra='instance_group [{ count: 1 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }' ;;
+        b16-32-2inst) extra='instance_group [{ count: 2 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }' ;;
+        b32-2inst) extra='instance_group [{ count: 2 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }' ;;
+        b32-3inst) extra='instance_group [{ count: 3 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }' ;;
+        b16-3inst) extra='instance_group [{ count: 3 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
+        nobatching) extra='instance_group [{ count: 1 kind: KIND_GPU }]' ;;
+      esac
       repo=$(serve_repo resnet50 "$R" "$base
 $extra")
-      echo "=== ResNet-50 $name"; cat $repo/resnet50/config.pbtxt
-      start_server $repo "$out/serve_resnet_$name.log" || continue
-      load "resnet_$name" resnet50 /tmp/resnet_b1.bin "$len" 64
-      nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv
+      echo "=== ResNet-50 $variant"; grep -E "instance|dynamic" $repo/resnet50/config.pbtxt
+      start_server $repo "$out/serve_resnet_$variant.log" || continue
+      grep -E "resnet50|WARMUP" "$out/serve_resnet_$variant.log" | head -4
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed 's/^/GPU memory after load: /'
+      if [ "$variant" = b16-32-1inst ]; then
+        # Cold start: the first 30 s after READY against the next 15 s.
+        echo "--- cold start: wrk -c64 for the first 30 s after READY, then 15 s steady"
+        BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d30s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
+        BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d15s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
+      fi
+      load "resnet_$variant" resnet50 /tmp/resnet_b1.bin "$len" 64
+      nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
       stop_server
     done
   } > "$out/resnet.txt" 2>&1
@@ -110,17 +134,23 @@ fi
 
 if [[ " $parts " == *" mlp "* ]]; then
   {
-    ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -4
+    ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -3
     len=$(python3 scripts/make_binary_request.py /tmp/mlp_b1.bin input:FP32:1x256)
     repo=$(serve_repo mlp "$M" 'max_batch_size: 8
 instance_group [{ count: 1 kind: KIND_GPU }]')
-    if start_server $repo "$out/serve_mlp.log"; then
-      echo "--- mlp: wrk -t1 -c1 -d10s"
-      BODY_FILE=/tmp/mlp_b1.bin JSON_LEN=$len wrk -t1 -c1 -d10s --latency -s $LUA http://127.0.0.1:8000/v2/models/mlp/infer
-      have_perf && ortgpu perf --url http://127.0.0.1:8000 --model mlp --concurrency 1 --measurement-interval 3000 --no-progress 2>&1 | tail -12
-      stats mlp
+    for bp in 0 50; do
+      SERVE_FLAGS="--busy-poll-us $bp" start_server $repo "$out/serve_mlp_$bp.log" || continue
+      echo "=== mlp, --busy-poll-us $bp: wrk -t1 -c1 -d8s"
+      BODY_FILE=/tmp/mlp_b1.bin JSON_LEN=$len wrk -t1 -c1 -d8s --latency -s $LUA http://127.0.0.1:8000/v2/models/mlp/infer | grep -E "50%|90%|99%|Requests/sec"
+      load "mlp_bp$bp" mlp /tmp/mlp_b1.bin "$len" 1
       stop_server
-    fi
+    done
+    ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -3
   } > "$out/mlp.txt" 2>&1
 fi
+
+if [[ " $parts " == *" perfwrk "* ]]; then
+  ROUNDS=2 scripts/perf_vs_wrk.sh /tmp/ortgpu-gpu/bin 5 > "$out/perf_vs_wrk.txt" 2>&1
+fi
+
 echo "done: $(ls "$out")"

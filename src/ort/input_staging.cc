@@ -9,6 +9,10 @@
 namespace ortgpu {
 
 struct InputStaging::Impl {
+  // The allocator the buffers came from, when it is the session's pinned
+  // one. Declared before `owners` so it outlives them: each buffer is
+  // freed through it when its tensor is released.
+  std::unique_ptr<Ort::Allocator> pinned;
   std::vector<Ort::Value> owners;   // one max_rows tensor per input, owning its buffer
   std::vector<std::string> output_names;
 };
@@ -43,7 +47,7 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
       auto it = session.options().cuda_options.find("device_id");
       return it == session.options().cuda_options.end() ? 0 : std::atoi(it->second.c_str());
     }();
-    std::unique_ptr<Ort::Allocator> pinned;
+    std::unique_ptr<Ort::Allocator>& pinned = s->impl_->pinned;
     if (session.options().provider == Provider::kCuda) {
       try {
         Ort::MemoryInfo info("CudaPinned", OrtDeviceAllocator, device, OrtMemTypeCPUOutput);

@@ -83,6 +83,7 @@ std::vector<TensorMetadata> Describe(const google::protobuf::RepeatedPtrField<Te
 ReshapeRules RulesFor(const inference::ModelConfig& config) {
   ReshapeRules r;
   r.batched = config.max_batch_size() > 0;
+  r.max_batch_size = config.max_batch_size();
   for (const auto& c : config.input()) {
     if (c.has_reshape()) r.inputs[c.name()] = {c.reshape().shape().begin(), c.reshape().shape().end()};
   }

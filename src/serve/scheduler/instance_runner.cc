@@ -121,7 +121,7 @@ Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t ro
   }
   // Room for the largest batch this instance may run, so a later, larger
   // batch does not make the buffers again.
-  int64_t max_rows = rows;
+  int64_t max_rows = std::max(rows, rules_.max_batch_size);
   for (const auto& [r, s] : sessions_.by_batch_rows) max_rows = std::max(max_rows, r);
   ORTGPU_ASSIGN_OR_RETURN(staging_, InputStaging::Create(*sessions_.main, std::move(specs), max_rows));
   staging_order_ = std::move(order);

@@ -40,6 +40,9 @@ class InstanceRunner {
 struct ReshapeRules {
   // Batch dimension leads the request tensors (max_batch_size > 0).
   bool batched = false;
+  // The config's max_batch_size: the staging buffers hold that many rows
+  // from the first batch on, so a larger batch never makes them again.
+  int64_t max_batch_size = 0;
   // input name -> the shape the model expects (config input.reshape),
   // without the batch dimension.
   std::map<std::string, std::vector<int64_t>> inputs;

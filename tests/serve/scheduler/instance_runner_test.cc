@@ -89,6 +89,24 @@ TEST_F(SessionRunnerTest, PinnedBatchSizesHaveTheirOwnSessions) {
   EXPECT_EQ((*eight)[0].shape, (std::vector<int64_t>{8, 3}));
 }
 
+// The buffers hold max_batch_size rows from the first batch on, and a
+// batch larger than anything the config allows still runs (the buffers are
+// made again): growing batches never read past a buffer.
+TEST_F(SessionRunnerTest, StagingGrowsForALargerBatchAndKeepsItsResults) {
+  ReshapeRules rules = Batched();
+  rules.max_batch_size = 4;
+  SessionRunner runner(Linear(), rules);
+  SessionRunner plain(Linear(), Batched());
+  for (int64_t rows : {1, 4, 2, 6, 3}) {
+    auto req = Request(rows, 0.1f * static_cast<float>(rows));
+    auto got = runner.RunBatch({&req}, 0, clock_, ready_);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    auto want = plain.Run(req);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ((*got)[0].data, (*want)[0].data) << rows;
+  }
+}
+
 TEST_F(SessionRunnerTest, ConfigReshapeAppliesToStagedBatches) {
   ReshapeRules rules = Batched();
   rules.inputs["x"] = {4};      // the client sends [batch, 2, 2]
