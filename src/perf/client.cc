@@ -252,7 +252,8 @@ struct LoadClient::Worker {
     Record(c, c.status);
     if (c.close_after) {
       Close(c);  // the server ends the connection after this answer: open a new one now
-      if (!stopping) Connect(c);
+      const bool limit_reached = shared.options.request_limit > 0 && shared.sends_left.load() <= 0;
+      if (!stopping && !limit_reached) Connect(c);
       return;
     }
     OnReady(c);
