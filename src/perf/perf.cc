@@ -341,11 +341,11 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
     } else {
       loads = o.rates;
     }
-    for (double load : loads) {
-      ORTGPU_ASSIGN_OR_RETURN(StepResult s, RunStep(ctx, load));
+    for (size_t i = 0; i < loads.size(); ++i) {
+      ORTGPU_ASSIGN_OR_RETURN(StepResult s, RunStep(ctx, loads[i]));
       report.steps.push_back(s);
       if (s.failed) {
-        if (&load != &loads.back()) report.notes.push_back("stopped the sweep at " + StepLabel(report, s) + ": " + s.note);
+        if (i + 1 < loads.size()) report.notes.push_back("stopped the sweep at " + StepLabel(report, s) + ": " + s.note);
         break;
       }
     }
