@@ -31,6 +31,7 @@ struct ServeFlags {
   int metrics_port = 8002;
   size_t max_body_bytes = 64u << 20;
   int64_t request_timeout_ms = 60'000;
+  int64_t busy_poll_us = 0;
   int64_t drain_timeout_ms = 30'000;
   std::string access_log = "none";
   std::string log_level = "info";
@@ -90,6 +91,8 @@ int RunServeCommand(const ServeFlags& flags) {
   options.http.max_body_bytes = flags.max_body_bytes;
   options.http.request_timeout = std::chrono::milliseconds(flags.request_timeout_ms);
   options.http.access_log = *access_log;
+  options.http.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
+  options.core.loader.busy_poll_ns = flags.busy_poll_us * 1000;
   options.metrics_port = flags.metrics_port;
   options.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
 
@@ -154,6 +157,11 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
                   "An inference not answered within this gets 504; 0: no limit")
       ->check(CLI::Range(int64_t{0}, int64_t{86'400'000}))
       ->default_val(60'000);
+  cmd->add_option("--busy-poll-us", flags->busy_poll_us,
+                  "Network threads and instance workers poll this long for work before they sleep: lower latency "
+                  "for a few microseconds of CPU after each request (0: sleep at once)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000}))
+      ->default_val(0);
   cmd->add_option("--drain-timeout-ms", flags->drain_timeout_ms,
                   "On SIGTERM/SIGINT, how long requests in flight may take to finish")
       ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))

@@ -314,7 +314,7 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource
                                                                const inference::ModelConfig& config,
                                                                int64_t version) const {
   LoaderDeps deps{deps_.session_factory, deps_.placement ? deps_.placement : owned_placement_.get(), deps_.clock,
-                  deps_.observer};
+                  deps_.observer, nullptr};
   const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
   // This runs on the start-up or poll thread: an exception escaping it would
   // abort the whole server for one model whose config asks for absurd sizes.

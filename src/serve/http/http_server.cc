@@ -443,6 +443,26 @@ void Accept(std::shared_ptr<State> state) {
   });
 }
 
+// A network thread: runs handlers; with busy_poll, after the last handler
+// it keeps polling for that long before blocking (HttpOptions::busy_poll).
+void RunNetworkThread(State& s) {
+  const auto window = s.options.busy_poll;
+  if (window.count() <= 0) {
+    s.ioc.run();
+    return;
+  }
+  auto last = std::chrono::steady_clock::now();
+  while (!s.ioc.stopped()) {
+    if (s.ioc.poll_one() > 0) {
+      last = std::chrono::steady_clock::now();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - last < window) continue;
+    if (s.ioc.run_one() == 0) return;  // out of work: stopped
+    last = std::chrono::steady_clock::now();
+  }
+}
+
 }  // namespace
 
 Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text) {
@@ -463,7 +483,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::Start(ModelServer& server, Htt
   state->work.emplace(state->ioc.get_executor());
   asio::dispatch(state->acceptor.get_executor(), [state] { Accept(state); });
   for (int i = 0; i < threads; ++i) {
-    state->threads.emplace_back([s = state.get()] { s->ioc.run(); });
+    state->threads.emplace_back([s = state.get()] { RunNetworkThread(*s); });
   }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
 }

@@ -421,6 +421,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // a request's rows are what its execution is filed under.
   bo.batching = policy;
   bo.max_queue_size = model->config.dynamic_batching().default_queue_policy().max_queue_size();
+  bo.busy_poll_ns = options.busy_poll_ns;
   model->stats = std::make_unique<ModelStats>();
   model->batcher = std::make_unique<DynamicBatcher>(bo, std::move(runners), *deps.clock, *model->stats, deps.observer);
   return model;

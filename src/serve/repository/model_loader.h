@@ -59,6 +59,8 @@ struct LoaderOptions {
   // parameters { key: "require_gpu" value { string_value: "true" } }).
   bool require_gpu = false;
   CompletionOptions completion;
+  // BatcherOptions::busy_poll_ns for every model (serve --busy-poll-us).
+  int64_t busy_poll_ns = 0;
 };
 
 struct LoaderDeps {

@@ -14,6 +14,15 @@
 namespace ortgpu::serve {
 namespace {
 
+// A pause in a spin loop: lets the sibling hyperthread run.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 int64_t WallMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -105,6 +114,7 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
     } else {
       p.item = std::move(item);
       queue_.push_back(std::move(p));
+      enqueued_count_.fetch_add(1, std::memory_order_release);
       // Under mu_, before any worker can take the request: a worker's
       // OnSuccess/OnFailure for it cannot come first (the pending gauge
       // would otherwise drift).
@@ -178,6 +188,16 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<size_t> joinable;
   while (true) {
+    if (queue_.empty() && !stopping_ && options_.busy_poll_ns > 0) {
+      // Busy-poll for a request before sleeping (BatcherOptions::busy_poll_ns).
+      const uint64_t seen = enqueued_count_.load(std::memory_order_acquire);
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.busy_poll_ns);
+      while (enqueued_count_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) {
+        CpuRelax();
+      }
+      lock.lock();
+    }
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping and drained
     if (auto expired = TakeExpired(); !expired.empty()) {

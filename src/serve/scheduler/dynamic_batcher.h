@@ -36,6 +36,7 @@
 // request, then joins the workers.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -70,6 +71,12 @@ struct BatcherOptions {
   // dynamic_batching.default_queue_policy.max_queue_size, means
   // kDefaultMaxQueueSize: the queue is never unbounded.
   size_t max_queue_size = kDefaultMaxQueueSize;
+  // How long a worker that finds the queue empty keeps checking it before it
+  // sleeps on the condition variable (steady time, not the injected clock:
+  // it only trades CPU for wake-up latency). A sleeping thread takes tens of
+  // microseconds to wake on a virtual machine; a request that arrives within
+  // the window starts at once. 0: sleep at once.
+  int64_t busy_poll_ns = 0;
 };
 
 struct QueuedRequest {
@@ -130,6 +137,8 @@ class DynamicBatcher {
   void Answer(Pending& p, Expected<InferResponse> result, int64_t request_ns, int64_t queue_ns,
               const ExecutionTimes& t, int64_t now_ms);
 
+  // Bumped by every queued request, read by busy-polling workers without mu_.
+  std::atomic<uint64_t> enqueued_count_{0};
   const BatcherOptions options_;
   const BatchPolicy policy_;  // options_.batching, normalized
   const Clock& clock_;

@@ -314,6 +314,17 @@ TEST_F(HttpServerTest, BodyThatStopsArrivingIsCutOffAtTheReadTimeout) {
   EXPECT_EQ(c2.Get("/v2/health/live").status, 200u);
 }
 
+// --busy-poll-us: network threads that poll before blocking answer every
+// request and stop cleanly.
+TEST_F(HttpServerTest, BusyPollingNetworkThreadsServeAndStop) {
+  HttpOptions o;
+  o.busy_poll = std::chrono::microseconds(2000);
+  StartServer(o);
+  TestHttpClient c(port());
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(c.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+  server_->Stop();
+}
+
 TEST_F(HttpServerTest, OversizeBodyIs413AndCloses) {
   HttpOptions o;
   o.max_body_bytes = 1024;

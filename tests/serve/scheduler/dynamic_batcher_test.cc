@@ -491,6 +491,22 @@ TEST(DynamicBatcherTest, StopRunsARequestWaitingForTheQueueDelayWithoutWaiting) 
   EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{1}));
 }
 
+// --busy-poll-us: a worker that polls the queue before sleeping still runs
+// every request, one after the other as a client in a loop sends them, and
+// stops when asked.
+TEST(DynamicBatcherTest, BusyPollingWorkersServeEveryRequestAndStop) {
+  BatcherOptions o;
+  o.model_name = "m";
+  o.busy_poll_ns = 2'000'000;
+  Harness h(o, HarnessOptions{false, 2});
+  for (int i = 0; i < 50; ++i) {
+    auto r = h.Send(Rows("x", {1, 2}, 2)).get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  h.batcher->Stop();
+  EXPECT_EQ(h.stats.ToJson("m", "1")["inference_stats"]["success"]["count"], 50);
+}
+
 TEST(DynamicBatcherTest, StopFinishesQueuedRequestsAndRefusesNewOnes) {
   BatcherOptions o;
   Harness h(o, /*gate_closed=*/true);
