@@ -59,8 +59,9 @@ struct SharedState {
   std::atomic<int64_t> sends_left{0};  // with a request limit
   std::atomic<int64_t>* completed = nullptr;
   std::atomic<int> busy{0};            // requests written and not yet answered
+  std::atomic<int64_t> wait_target{0};  // WaitForCompleted's n while it waits, else 0
   std::mutex mu;                        // guards first_error; pairs with drained
-  std::condition_variable drained;      // busy reached 0 while stopping
+  std::condition_variable drained;      // busy reached 0 while stopping, or wait_target was reached
   std::string first_error;
 
   bool TakeSend() {
@@ -237,8 +238,11 @@ struct LoadClient::Worker {
       std::lock_guard lock(mu);
       done.push_back({now, now - c.start_ns, status, c.delayed});
     }
-    shared.completed->fetch_add(1, std::memory_order_relaxed);
-    if (shared.busy.fetch_sub(1, std::memory_order_acq_rel) == 1 && stopping) {
+    // Sequentially consistent with WaitForCompleted's store of its target:
+    // either this sees the target, or the waiter's check sees this count.
+    const int64_t completed = shared.completed->fetch_add(1) + 1;
+    const int64_t target = shared.wait_target.load();
+    if ((shared.busy.fetch_sub(1, std::memory_order_acq_rel) == 1 && stopping) || (target > 0 && completed >= target)) {
       std::lock_guard lock(shared.mu);
       shared.drained.notify_all();
     }
@@ -248,7 +252,8 @@ struct LoadClient::Worker {
     Record(c, c.status);
     if (c.close_after) {
       Close(c);  // the server ends the connection after this answer: open a new one now
-      if (!stopping) Connect(c);
+      const bool limit_reached = shared.options.request_limit > 0 && shared.sends_left.load() <= 0;
+      if (!stopping && !limit_reached) Connect(c);
       return;
     }
     OnReady(c);
@@ -379,6 +384,14 @@ void LoadClient::TakeCompletions(std::vector<Completion>& out) {
     out.insert(out.end(), w->done.begin(), w->done.end());
     w->done.clear();
   }
+}
+
+bool LoadClient::WaitForCompleted(int64_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(shared_->mu);
+  shared_->wait_target = n;
+  const bool done = shared_->drained.wait_for(lock, timeout, [&] { return completed() >= n; });
+  shared_->wait_target = 0;
+  return done;
 }
 
 std::string LoadClient::first_transport_error() const {

@@ -83,6 +83,9 @@ class LoadClient {
   void TakeCompletions(std::vector<Completion>& out);
   // Requests answered (or failed) so far, and sent so far.
   int64_t completed() const { return completed_.load(std::memory_order_relaxed); }
+  // Blocks until `n` requests have completed or `timeout` passed; true in
+  // the first case. For a fixed count (request_limit) and tests.
+  bool WaitForCompleted(int64_t n, std::chrono::milliseconds timeout);
   // The first transport failure's text ("connection refused to 127.0.0.1:8000"), "" if none.
   std::string first_transport_error() const;
 

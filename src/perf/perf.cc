@@ -85,9 +85,18 @@ class WindowSource {
       : client_(client), probe_(probe), window_ns_(window_ms * 1'000'000), stats_before_(probe.ReadStats()),
         start_ns_(SteadyNowNs()) {}
 
-  Expected<Window> Next() {
+  // The next window: waits for its end, then cuts.
+  Window Next() {
     const int64_t end_ns = start_ns_ + window_ns_;
     std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(end_ns)));
+    return Cut(end_ns);
+  }
+
+  // Everything completed since the previous cut (a fixed count's one window).
+  Window CutNow() { return Cut(SteadyNowNs() + 1); }
+
+ private:
+  Window Cut(int64_t end_ns) {
     client_.TakeCompletions(pending_);
     Window w;
     w.duration_s = static_cast<double>(end_ns - start_ns_) / 1e9;
@@ -116,7 +125,6 @@ class WindowSource {
     return w;
   }
 
- private:
   LoadClient& client_;
   ServerProbe& probe_;
   int64_t window_ns_;
@@ -134,26 +142,29 @@ struct StepContext {
   const PerfReport& report;
 };
 
-Expected<StepMeasurement> MeasureCountStep(const PerfOptions& o, const std::function<Expected<Window>()>& next) {
+// --request-count: waits until the client has that many answers (or makes
+// no progress for a request timeout and a window), then cuts one window.
+StepMeasurement MeasureCountStep(const PerfOptions& o, LoadClient& client, WindowSource& source,
+                                 const std::function<void()>& progress) {
+  const milliseconds slice(o.measure.window_ms);
+  int64_t last = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (!client.WaitForCompleted(o.request_count, slice)) {
+    if (progress) progress();
+    const auto now = std::chrono::steady_clock::now();
+    if (client.completed() > last) {
+      last = client.completed();
+      last_progress = now;
+    } else if (now - last_progress > o.request_timeout + slice) {
+      break;  // nothing answers, not even with a timeout: report what came
+    }
+  }
   StepMeasurement m;
   m.stable = true;  // a fixed count has no stability check
-  bool first = true;
-  while (true) {
-    ORTGPU_ASSIGN_OR_RETURN(Window w, next());
-    m.windows.push_back(Summarize(w, o.measure.percentile));
-    if (first) {
-      m.merged = std::move(w);
-      first = false;
-    } else {
-      MergeInto(m.merged, w);
-    }
-    const int64_t counted = static_cast<int64_t>(m.merged.latencies_ms.size()) + [&] {
-      int64_t n = 0;
-      for (const auto& [k, v] : m.merged.errors) n += v;
-      return n;
-    }();
-    if (counted >= o.request_count) break;
-  }
+  m.merged = source.CutNow();
+  m.windows.push_back(Summarize(m.merged, o.measure.percentile));
+  m.all_failed = m.merged.latencies_ms.empty() && !m.merged.errors.empty();
+  if (m.all_failed) m.note = "every request failed (" + DescribeErrors(m.merged.errors) + ")";
   return m;
 }
 
@@ -175,23 +186,24 @@ Expected<StepResult> RunStep(const StepContext& ctx, double load) {
   step.load = load;
   const std::string label = StepLabel(ctx.report, step);
   ORTGPU_ASSIGN_OR_RETURN(auto client, LoadClient::Start(ctx.endpoint, ctx.requests, co));
-  // A fixed count is collected in short windows, so the step ends soon
-  // after its last answer.
-  WindowSource source(*client, ctx.probe, o.request_count > 0 ? std::min<int64_t>(o.measure.window_ms, 10) : o.measure.window_ms);
+  WindowSource source(*client, ctx.probe, o.measure.window_ms);
   int window = 0;
   auto next = [&]() -> Expected<Window> {
-    auto w = source.Next();
+    Window w = source.Next();
     ++window;
-    if (w.ok() && ctx.hooks.progress) {
-      const WindowSummary s = Summarize(*w, o.measure.percentile);
-      const std::string of = o.request_count > 0 ? fmt::format("{}/{} requests", client->completed(), o.request_count)
-                                                 : fmt::format("window {}/{}", window, o.measure.max_trials);
-      ctx.hooks.progress(fmt::format("{}: {}: {:.1f} infer/s, p{:g} {:.3f} ms{}", label, of, s.throughput, o.measure.percentile,
-                                     s.latency_ms, s.errors ? fmt::format(", {} errors", s.errors) : ""));
+    if (ctx.hooks.progress) {
+      const WindowSummary s = Summarize(w, o.measure.percentile);
+      ctx.hooks.progress(fmt::format("{}: window {}/{}: {:.1f} infer/s, p{:g} {:.3f} ms{}", label, window, o.measure.max_trials,
+                                     s.throughput, o.measure.percentile, s.latency_ms,
+                                     s.errors ? fmt::format(", {} errors", s.errors) : ""));
     }
     return w;
   };
-  auto measured = o.request_count > 0 ? MeasureCountStep(o, next) : MeasureStep(o.measure, next);
+  auto count_progress = [&] {
+    if (ctx.hooks.progress) ctx.hooks.progress(fmt::format("{}: {}/{} requests", label, client->completed(), o.request_count));
+  };
+  auto measured = o.request_count > 0 ? Expected<StepMeasurement>(MeasureCountStep(o, *client, source, count_progress))
+                                      : MeasureStep(o.measure, next);
   client->Stop(std::min(o.request_timeout, milliseconds(1000)));
   if (!measured.ok()) return measured.status();
   const Window& w = measured->merged;
@@ -329,11 +341,11 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
     } else {
       loads = o.rates;
     }
-    for (double load : loads) {
-      ORTGPU_ASSIGN_OR_RETURN(StepResult s, RunStep(ctx, load));
+    for (size_t i = 0; i < loads.size(); ++i) {
+      ORTGPU_ASSIGN_OR_RETURN(StepResult s, RunStep(ctx, loads[i]));
       report.steps.push_back(s);
       if (s.failed) {
-        if (&load != &loads.back()) report.notes.push_back("stopped the sweep at " + StepLabel(report, s) + ": " + s.note);
+        if (i + 1 < loads.size()) report.notes.push_back("stopped the sweep at " + StepLabel(report, s) + ": " + s.note);
         break;
       }
     }

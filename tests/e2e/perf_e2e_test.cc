@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/serve_process.h"
-#include "e2e/stub_kserve_server.h"
+#include "fakes/stub_kserve_server.h"
 
 namespace ortgpu::e2e {
 namespace {
@@ -23,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using ortgpu::testing::StubKServeServer;
 
 const std::string kExamples = std::string(ORTGPU_SOURCE_DIR) + "/examples/model_repository";
 

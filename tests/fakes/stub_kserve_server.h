@@ -1,6 +1,6 @@
 // StubKServeServer: a tiny KServe v2 server on raw sockets for perf's
-// end-to-end tests, where a real server cannot be made to misbehave on
-// purpose. It serves the metadata of one model "stub" (one FP32 input of
+// client and end-to-end tests, where a real server cannot be made to
+// misbehave on purpose. It serves the metadata of one model "stub" (one FP32 input of
 // [-1, 4], max_batch_size 8), optionally the statistics extension, and
 // answers POST .../infer as told: 200 with a fixed body, 500, or never.
 // Listens on 127.0.0.1 port 0; one thread accepts, one per connection. The
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace ortgpu::e2e {
+namespace ortgpu::testing {
 
 class StubKServeServer {
  public:
@@ -26,6 +26,7 @@ class StubKServeServer {
   struct Options {
     Infer infer = Infer::kOk;
     bool statistics = true;
+    bool close_after_answer = false;  // "Connection: close" on every answer, then close
   };
 
   explicit StubKServeServer(Options options) : options_(options) {
@@ -59,22 +60,25 @@ class StubKServeServer {
 
   uint16_t port() const { return port_; }
   int infer_requests() const { return infer_requests_.load(); }
+  int connections_accepted() const { return accepted_.load(); }
 
  private:
   void AcceptLoop() {
     while (!stopping_) {
       const int fd = ::accept(listen_fd_, nullptr, nullptr);
       if (fd < 0) return;
+      ++accepted_;
       std::lock_guard lock(mu_);
       fds_.push_back(fd);
       connections_.emplace_back([this, fd] { Serve(fd); });
     }
   }
 
-  static std::string Response(int status, const std::string& body) {
+  std::string Response(int status, const std::string& body) const {
     const char* reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Internal Server Error";
-    return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n" + body;
+    return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: application/json\r\n" +
+           (options_.close_after_answer ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
   }
 
   std::string Answer(const std::string& method, const std::string& target) {
@@ -128,6 +132,10 @@ class StubKServeServer {
       }
       const std::string out = Answer(method, target);
       if (::write(fd, out.data(), out.size()) != static_cast<ssize_t>(out.size())) return;
+      if (options_.close_after_answer) {
+        ::shutdown(fd, SHUT_WR);
+        return;
+      }
     }
   }
 
@@ -136,10 +144,11 @@ class StubKServeServer {
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> infer_requests_{0};
+  std::atomic<int> accepted_{0};
   std::thread acceptor_;
   std::mutex mu_;
   std::vector<int> fds_;                  // guarded by mu_
   std::vector<std::thread> connections_;  // guarded by mu_
 };
 
-}  // namespace ortgpu::e2e
+}  // namespace ortgpu::testing
