@@ -138,7 +138,7 @@ if [[ " $parts " == *" mlp "* ]]; then
     len=$(python3 scripts/make_binary_request.py /tmp/mlp_b1.bin input:FP32:1x256)
     repo=$(serve_repo mlp "$M" 'max_batch_size: 8
 instance_group [{ count: 1 kind: KIND_GPU }]')
-    for bp in 0 50; do
+    for bp in ${MLP_BUSY_POLL:-0 50}; do
       SERVE_FLAGS="--busy-poll-us $bp" start_server $repo "$out/serve_mlp_$bp.log" || continue
       echo "=== mlp, --busy-poll-us $bp: wrk -t1 -c1 -d8s"
       BODY_FILE=/tmp/mlp_b1.bin JSON_LEN=$len wrk -t1 -c1 -d8s --latency -s $LUA http://127.0.0.1:8000/v2/models/mlp/infer | grep -E "50%|90%|99%|Requests/sec"
