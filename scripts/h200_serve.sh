@@ -95,6 +95,8 @@ dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 
 dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }' ;;
         b32-3inst) extra='instance_group [{ count: 3 kind: KIND_GPU }]
 dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }' ;;
+        b16-4inst) extra='instance_group [{ count: 4 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
         b16-3inst) extra='instance_group [{ count: 3 kind: KIND_GPU }]
 dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
         nobatching) extra='instance_group [{ count: 1 kind: KIND_GPU }]' ;;
@@ -111,7 +113,7 @@ $extra")
         BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d30s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
         BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d15s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
       fi
-      load "resnet_$variant" resnet50 /tmp/resnet_b1.bin "$len" 64
+      load "resnet_$variant" resnet50 /tmp/resnet_b1.bin "$len" ${RESNET_CONCURRENCY:-64}
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
       stop_server
     done
@@ -138,11 +140,14 @@ if [[ " $parts " == *" mlp "* ]]; then
     len=$(python3 scripts/make_binary_request.py /tmp/mlp_b1.bin input:FP32:1x256)
     repo=$(serve_repo mlp "$M" 'max_batch_size: 8
 instance_group [{ count: 1 kind: KIND_GPU }]')
-    for bp in ${MLP_BUSY_POLL:-0 50}; do
-      SERVE_FLAGS="--busy-poll-us $bp" start_server $repo "$out/serve_mlp_$bp.log" || continue
-      echo "=== mlp, --busy-poll-us $bp: wrk -t1 -c1 -d8s"
+    # Serve flag sets to compare, ';'-separated.
+    IFS=';' read -ra variants <<< "${MLP_SERVE_FLAGS:---busy-poll-us 0;--http-threads 2 --busy-poll-us 300}"
+    for flags in "${variants[@]}"; do
+      tag=$(echo "$flags" | tr -cd '[:alnum:]')
+      SERVE_FLAGS="$flags" start_server $repo "$out/serve_mlp_$tag.log" || continue
+      echo "=== mlp, serve $flags: wrk -t1 -c1 -d8s"
       BODY_FILE=/tmp/mlp_b1.bin JSON_LEN=$len wrk -t1 -c1 -d8s --latency -s $LUA http://127.0.0.1:8000/v2/models/mlp/infer | grep -E "50%|90%|99%|Requests/sec"
-      load "mlp_bp$bp" mlp /tmp/mlp_b1.bin "$len" 1
+      load "mlp_$tag" mlp /tmp/mlp_b1.bin "$len" 1
       stop_server
     done
     ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -3

@@ -32,6 +32,7 @@ struct ServeFlags {
   size_t max_body_bytes = 64u << 20;
   int64_t request_timeout_ms = 60'000;
   int64_t busy_poll_us = 0;
+  int http_threads = 0;
   int64_t drain_timeout_ms = 30'000;
   std::string access_log = "none";
   std::string log_level = "info";
@@ -92,6 +93,7 @@ int RunServeCommand(const ServeFlags& flags) {
   options.http.request_timeout = std::chrono::milliseconds(flags.request_timeout_ms);
   options.http.access_log = *access_log;
   options.http.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
+  options.http.threads = flags.http_threads;
   options.core.loader.busy_poll_ns = flags.busy_poll_us * 1000;
   options.metrics_port = flags.metrics_port;
   options.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
@@ -157,6 +159,10 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
                   "An inference not answered within this gets 504; 0: no limit")
       ->check(CLI::Range(int64_t{0}, int64_t{86'400'000}))
       ->default_val(60'000);
+  cmd->add_option("--http-threads", flags->http_threads,
+                  "Network threads that read, parse and answer HTTP requests; 0: one per core, at most 8")
+      ->check(CLI::Range(0, 256))
+      ->default_val(0);
   cmd->add_option("--busy-poll-us", flags->busy_poll_us,
                   "Network threads and instance workers poll this long for work before they sleep: lower latency "
                   "for a few microseconds of CPU after each request (0: sleep at once)")

@@ -111,21 +111,25 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                    reply(std::move(r));
                    return;
                  }
-                 InferResponse& response = *result;
-                 response.output_binary = protocol::ResolveOutputBinary(req, response);
-                 auto encoded = protocol::EncodeInferResponse(response);
-                 if (!encoded) {
-                   HttpReply r = ErrorReply(encoded.status());
+                 // Encoded later, on the connection's strand (HttpReply::finish).
+                 HttpReply deferred;
+                 deferred.model = model;
+                 deferred.finish = [response = std::make_shared<InferResponse>(std::move(result).value()), req,
+                                    model]() {
+                   response->output_binary = protocol::ResolveOutputBinary(req, *response);
+                   auto encoded = protocol::EncodeInferResponse(*response);
+                   HttpReply r;
+                   if (!encoded) {
+                     r = ErrorReply(encoded.status());
+                   } else {
+                     r.body = std::move(encoded->body);
+                     r.content_type = std::move(encoded->content_type);
+                     r.inference_header_length = encoded->json_length;
+                   }
                    r.model = model;
-                   reply(std::move(r));
-                   return;
-                 }
-                 HttpReply r;
-                 r.body = std::move(encoded->body);
-                 r.content_type = std::move(encoded->content_type);
-                 r.inference_header_length = encoded->json_length;
-                 r.model = model;
-                 reply(std::move(r));
+                   return r;
+                 };
+                 reply(std::move(deferred));
                });
 }
 

@@ -23,6 +23,11 @@ struct HttpReply {
   std::string content_type = "application/json";
   std::optional<size_t> inference_header_length;  // binary tensor extension
   std::string model;                               // for the access log; "" if none
+  // When set, the reply is not final yet: the connection calls it on its
+  // own strand and writes what it returns. An infer's response is encoded
+  // this way, so the instance worker that completed the request only hands
+  // the outputs over and goes back to the GPU.
+  std::function<HttpReply()> finish;
 };
 
 // Called exactly once with the reply; possibly before DispatchEndpoint

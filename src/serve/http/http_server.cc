@@ -54,6 +54,8 @@ struct HttpServer::State {
   std::shared_ptr<spdlog::logger> access_logger;
 
   std::atomic<bool> draining{false};
+  // steady_clock ns of the last handler any network thread ran (busy_poll).
+  std::atomic<int64_t> last_activity_ns{0};
   std::atomic<bool> stopping{false};
 
   std::mutex mu;
@@ -273,6 +275,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     asio::post(stream_.get_executor(), [self = shared_from_this(), reply = std::move(reply), seq]() mutable {
       if (!self->ClaimReply(seq)) return;  // answered already (504): a late reply is dropped
       self->timer_.cancel();
+      if (reply.finish) reply = reply.finish();  // encode here, not on the worker that answered
       self->Write(std::move(reply));
     });
   }
@@ -443,23 +446,27 @@ void Accept(std::shared_ptr<State> state) {
   });
 }
 
-// A network thread: runs handlers; with busy_poll, after the last handler
-// it keeps polling for that long before blocking (HttpOptions::busy_poll).
+// A network thread: runs handlers; with busy_poll it keeps polling (the
+// reactor too, with a zero timeout) while any network thread ran a handler
+// within the window, and blocks only once the whole server has been idle
+// that long (HttpOptions::busy_poll). The window is shared on purpose: a
+// thread that blocked in epoll would hold Asio's reactor, and the threads
+// still polling would then see no socket event until that one woke up.
 void RunNetworkThread(State& s) {
-  const auto window = s.options.busy_poll;
-  if (window.count() <= 0) {
+  const int64_t window = std::chrono::duration_cast<std::chrono::nanoseconds>(s.options.busy_poll).count();
+  if (window <= 0) {
     s.ioc.run();
     return;
   }
-  auto last = std::chrono::steady_clock::now();
+  const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
   while (!s.ioc.stopped()) {
     if (s.ioc.poll_one() > 0) {
-      last = std::chrono::steady_clock::now();
+      s.last_activity_ns.store(now(), std::memory_order_relaxed);
       continue;
     }
-    if (std::chrono::steady_clock::now() - last < window) continue;
+    if (now() - s.last_activity_ns.load(std::memory_order_relaxed) < window) continue;
     if (s.ioc.run_one() == 0) return;  // out of work: stopped
-    last = std::chrono::steady_clock::now();
+    s.last_activity_ns.store(now(), std::memory_order_relaxed);
   }
 }
 

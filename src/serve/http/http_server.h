@@ -49,10 +49,13 @@ struct HttpOptions {
   std::chrono::milliseconds read_timeout{30'000};
   // How long writing a response may take (a client that stops reading).
   std::chrono::milliseconds write_timeout{30'000};
-  // How long a network thread that ran out of ready work keeps polling
-  // before it blocks in epoll (so a reply posted by a worker, or the next
-  // request of a client, is taken at once instead of after a wake-up); 0:
-  // block at once. Costs CPU only in the window after activity.
+  // Busy polling: while any network thread ran a handler within this
+  // window, every network thread keeps polling (socket events and posted
+  // replies) instead of blocking in epoll, so a reply posted by a worker, or
+  // the next request of a client, is taken at once instead of after a
+  // thread's wake-up (tens of microseconds on an idle virtual machine). 0:
+  // block at once. Costs a core per network thread while the server is
+  // active: pair it with few --http-threads.
   std::chrono::microseconds busy_poll{0};
   AccessLogFormat access_log = AccessLogFormat::kNone;
   // Where access log lines go (info level); null: spdlog's default logger.
