@@ -268,7 +268,12 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     }
     if (old) old->batcher->Stop();
     if (loaded.ok()) {
-      spdlog::info("model '{}' version {} is READY ({})", name, v, (*loaded)->warmup.Describe());
+      std::string sessions;
+      for (int64_t rows : (*loaded)->session_per_batch_size) {
+        sessions += (sessions.empty() ? "; one session per batch size on each GPU instance: " : ", ") +
+                    std::to_string(rows);
+      }
+      spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }
     if (first_error.ok()) first_error = loaded.status();

@@ -115,6 +115,89 @@ TEST(ModelLoaderTest, WithPaddingOnlyThePreferredSizesAndMaxBatchSizeAreWarmed) 
   EXPECT_EQ(l.warmed, (std::vector<int64_t>{2, 4, 8}));
 }
 
+// Loads version 1 of `name` with KIND_GPU as the default kind and a factory
+// that counts the sessions asked for and makes CPU sessions whatever the
+// options say (no GPU here).
+Expected<std::shared_ptr<LoadedModel>> LoadAsGpu(const TempRepository& repo, const std::string& name, int& sessions,
+                                                 FakeClock& clock) {
+  auto source = ModelRepository::FromDirectory(repo.root()).ReadModel(name);
+  EXPECT_TRUE(source.ok()) << source.status().ToString();
+  auto parsed = ParseModelConfig(source->config_text, source->config_path);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  LoaderOptions options;
+  options.default_instance_kind = InstanceKind::kGpu;
+  LoaderDeps deps;
+  deps.session_factory = [&sessions](const std::string& path, const SessionOptions& so) {
+    ++sessions;
+    EXPECT_EQ(so.provider, Provider::kCuda);
+    SessionOptions cpu;
+    return Session::Load(path, cpu);
+  };
+  deps.clock = &clock;
+  return LoadModelVersion(*source, parsed->config, 1, options, deps);
+}
+
+// Issue 8: on a GPU every new batch shape costs a cuDNN set-up on each run,
+// so GPU instances pad by default and give each padded batch size a session
+// of its own; the config can turn either off.
+TEST(ModelLoaderTest, GpuInstancesPadAndGetOneSessionPerBatchSize) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 2 kind: KIND_GPU } ]
+  )pb");
+  FakeClock clock;
+  int sessions = 0;
+  auto m = LoadAsGpu(repo, "m", sessions, clock);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE((*m)->batching.pad_to_preferred_batch_size);
+  EXPECT_EQ((*m)->session_per_batch_size, (std::vector<int64_t>{2, 4, 8}));
+  EXPECT_EQ(sessions, 6);  // per instance: the main one (batch 8) and one each for 2 and 4
+
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 2 kind: KIND_GPU } ]
+    parameters { key: "session_per_batch_size" value { string_value: "false" } }
+  )pb");
+  sessions = 0;
+  m = LoadAsGpu(repo, "m", sessions, clock);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE((*m)->batching.pad_to_preferred_batch_size);
+  EXPECT_TRUE((*m)->session_per_batch_size.empty());
+  EXPECT_EQ(sessions, 2);
+
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 1 kind: KIND_GPU } ]
+    parameters { key: "pad_to_preferred_batch_size" value { string_value: "false" } }
+  )pb");
+  sessions = 0;
+  m = LoadAsGpu(repo, "m", sessions, clock);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_FALSE((*m)->batching.pad_to_preferred_batch_size);
+  EXPECT_EQ(sessions, 1);
+}
+
+TEST(ModelLoaderTest, CpuInstancesDoNotPadUnlessAsked) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 1 kind: KIND_CPU } ]
+  )pb");
+  RunLog log;
+  FakeClock clock;
+  Loaded l = Load(repo, "m", log, clock);
+  ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
+  EXPECT_FALSE((*l.model)->batching.pad_to_preferred_batch_size);
+  EXPECT_TRUE((*l.model)->session_per_batch_size.empty());
+}
+
 TEST(ModelLoaderTest, AConfigModelWarmupStillRunsAndItsFirstRowBuildsTheBatches) {
   TempRepository repo;
   repo.AddModel("m", 1, ScaleModel(2));
