@@ -273,6 +273,9 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
         sessions += (sessions.empty() ? "; one session per batch size on each GPU instance: " : ", ") +
                     std::to_string(rows);
       }
+      if ((*loaded)->workers_per_instance > 1) {
+        sessions += "; " + std::to_string((*loaded)->workers_per_instance) + " workers per instance";
+      }
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }

@@ -1,5 +1,6 @@
 #include "serve/repository/model_loader.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -380,6 +381,17 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     }
     auto session_runner = std::make_unique<SessionRunner>(std::move(sessions), RulesFor(model->config));
     if (i == 0) first_runner = session_runner.get();
+    // More workers on the same sessions: while one worker's batch runs on
+    // the GPU, another joins the next one (SessionRunner). Default 2 on GPU
+    // instances that batch dynamically, 1 otherwise.
+    const auto workers_param = params.find("workers_per_instance");
+    int workers = instances[i].kind == InstanceKind::kGpu && policy.dynamic_batching ? 2 : 1;
+    if (workers_param != params.end()) workers = std::clamp(std::atoi(workers_param->second.c_str()), 1, 8);
+    std::vector<std::unique_ptr<SessionRunner>> sharing;
+    for (int w = 1; w < workers; ++w) {
+      sharing.push_back(std::make_unique<SessionRunner>(session_runner->sessions(), RulesFor(model->config)));
+    }
+    if (i == 0) model->workers_per_instance = workers;
     std::unique_ptr<InstanceRunner> runner = std::move(session_runner);
     if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
     const int64_t warm_start = deps.clock->NowNanos();
@@ -399,9 +411,17 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     if (!samples.empty()) {
       ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], shapes.sizes, instances[i].Describe(i), *deps.clock));
     }
+    for (auto& extra : sharing) {
+      // The sessions are warm; one batch makes this worker's staging buffers.
+      if (!samples.empty() && !shapes.sizes.empty()) {
+        ORTGPU_RETURN_IF_ERROR(
+            WarmBatchSizes(*extra, samples[0], {shapes.sizes.front()}, instances[i].Describe(i), *deps.clock));
+      }
+    }
     warmup_ns += deps.clock->NowNanos() - warm_start;
     instance_options.push_back(so);
     runners.push_back(std::move(runner));
+    for (auto& extra : sharing) runners.push_back(std::move(extra));
   }
   if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));

@@ -103,6 +103,9 @@ struct LoadedModel {
   // Batch sizes with a session of their own on each GPU instance (see
   // InstanceSessions); empty when none.
   std::vector<int64_t> session_per_batch_size;
+  // Worker threads per instance sharing its sessions (config parameter
+  // workers_per_instance; 2 on GPU instances with dynamic batching).
+  int workers_per_instance = 1;
   // Declared last: stopped (and joined) first on destruction.
   std::unique_ptr<DynamicBatcher> batcher;
 };

@@ -51,23 +51,33 @@ Status ReshapeTensor(Tensor& t, const std::vector<int64_t>& dims, int64_t batch)
   return Status::Ok();
 }
 
-SessionRunner::SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules) : rules_(std::move(rules)) {
-  sessions_.main = std::move(session);
+namespace {
+std::shared_ptr<const InstanceSessions> OnlyMain(std::unique_ptr<Session> session) {
+  auto s = std::make_shared<InstanceSessions>();
+  s->main = std::move(session);
+  return s;
 }
+}  // namespace
+
+SessionRunner::SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules)
+    : sessions_(OnlyMain(std::move(session))), rules_(std::move(rules)) {}
 
 SessionRunner::SessionRunner(InstanceSessions sessions, ReshapeRules rules)
+    : sessions_(std::make_shared<InstanceSessions>(std::move(sessions))), rules_(std::move(rules)) {}
+
+SessionRunner::SessionRunner(std::shared_ptr<const InstanceSessions> sessions, ReshapeRules rules)
     : sessions_(std::move(sessions)), rules_(std::move(rules)) {}
 
 SessionRunner::~SessionRunner() = default;
 
 const Session& SessionRunner::SessionFor(int64_t rows) const {
-  auto it = sessions_.by_batch_rows.find(rows);
-  return it == sessions_.by_batch_rows.end() ? *sessions_.main : *it->second;
+  auto it = sessions_->by_batch_rows.find(rows);
+  return it == sessions_->by_batch_rows.end() ? *sessions_->main : *it->second;
 }
 
 std::vector<int64_t> SessionRunner::pinned_batch_sizes() const {
   std::vector<int64_t> sizes;
-  for (const auto& [rows, s] : sessions_.by_batch_rows) sizes.push_back(rows);
+  for (const auto& [rows, s] : sessions_->by_batch_rows) sizes.push_back(rows);
   return sizes;
 }
 
@@ -101,7 +111,7 @@ Expected<std::vector<Tensor>> SessionRunner::Run(const std::vector<Tensor>& inpu
 
 Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t rows) {
   // The staged inputs follow the model's input order; a request names each.
-  const auto& model_inputs = sessions_.main->inputs();
+  const auto& model_inputs = sessions_->main->inputs();
   bool fits = staging_ && staging_->max_rows() >= rows && staging_->input_count() == model_inputs.size();
   for (size_t i = 0; fits && i < model_inputs.size(); ++i) {
     const Tensor& t = first[staging_order_[i]];
@@ -122,8 +132,8 @@ Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t ro
   // Room for the largest batch this instance may run, so a later, larger
   // batch does not make the buffers again.
   int64_t max_rows = std::max(rows, rules_.max_batch_size);
-  for (const auto& [r, s] : sessions_.by_batch_rows) max_rows = std::max(max_rows, r);
-  ORTGPU_ASSIGN_OR_RETURN(staging_, InputStaging::Create(*sessions_.main, std::move(specs), max_rows));
+  for (const auto& [r, s] : sessions_->by_batch_rows) max_rows = std::max(max_rows, r);
+  ORTGPU_ASSIGN_OR_RETURN(staging_, InputStaging::Create(*sessions_->main, std::move(specs), max_rows));
   staging_order_ = std::move(order);
   return Status::Ok();
 }
@@ -133,7 +143,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
                                                       int64_t& inputs_ready_ns) {
   const std::vector<Tensor>& first = *requests.front();
   const bool stageable =
-      rules_.batched && !first.empty() && first.size() == sessions_.main->inputs().size() &&
+      rules_.batched && !first.empty() && first.size() == sessions_->main->inputs().size() &&
       std::all_of(first.begin(), first.end(), [](const Tensor& t) { return t.dtype != DataType::kString && !t.shape.empty(); });
   if (!stageable) return InstanceRunner::RunBatch(requests, padding_rows, clock, inputs_ready_ns);
   int64_t rows = padding_rows;

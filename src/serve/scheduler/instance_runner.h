@@ -62,10 +62,16 @@ struct InstanceSessions {
   std::map<int64_t, std::unique_ptr<Session>> by_batch_rows;
 };
 
+// The real runner. Several SessionRunners may share one InstanceSessions
+// (the loader's workers_per_instance): each has its own staging buffers and
+// worker thread, and ORT runs their batches on the shared sessions
+// concurrently (Session::Run is thread-safe), so one worker joins the next
+// batch while the other's runs on the GPU.
 class SessionRunner : public InstanceRunner {
  public:
   SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules);
   SessionRunner(InstanceSessions sessions, ReshapeRules rules);
+  SessionRunner(std::shared_ptr<const InstanceSessions> sessions, ReshapeRules rules);
   ~SessionRunner() override;
 
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
@@ -79,7 +85,9 @@ class SessionRunner : public InstanceRunner {
   // `inputs` as the model itself takes them (the config's reshape applied).
   Expected<std::vector<Tensor>> ModelInputs(const std::vector<Tensor>& inputs) const;
   // The main session (placement checks profile it).
-  const Session& session() const { return *sessions_.main; }
+  const Session& session() const { return *sessions_->main; }
+  // The sessions, for another runner of the same instance to share.
+  const std::shared_ptr<const InstanceSessions>& sessions() const { return sessions_; }
   // The session that runs batches of `rows` rows.
   const Session& SessionFor(int64_t rows) const;
   // Batch sizes with a session of their own, ascending.
@@ -95,7 +103,7 @@ class SessionRunner : public InstanceRunner {
   // `first`'s (re)made when too small or shaped otherwise.
   Status EnsureStaging(const std::vector<Tensor>& first, int64_t rows);
 
-  InstanceSessions sessions_;
+  std::shared_ptr<const InstanceSessions> sessions_;
   ReshapeRules rules_;
   std::unique_ptr<InputStaging> staging_;
   std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)

@@ -155,18 +155,21 @@ TEST(ModelLoaderTest, GpuInstancesPadAndGetOneSessionPerBatchSize) {
   EXPECT_TRUE((*m)->batching.pad_to_preferred_batch_size);
   EXPECT_EQ((*m)->session_per_batch_size, (std::vector<int64_t>{2, 4, 8}));
   EXPECT_EQ(sessions, 6);  // per instance: the main one (batch 8) and one each for 2 and 4
+  EXPECT_EQ((*m)->workers_per_instance, 2);  // sharing them, so joining overlaps running
 
   repo.WriteConfig("m", R"pb(
     max_batch_size: 8
     dynamic_batching { preferred_batch_size: [ 2, 4 ] }
     instance_group [ { count: 2 kind: KIND_GPU } ]
     parameters { key: "session_per_batch_size" value { string_value: "false" } }
+    parameters { key: "workers_per_instance" value { string_value: "1" } }
   )pb");
   sessions = 0;
   m = LoadAsGpu(repo, "m", sessions, clock);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_TRUE((*m)->batching.pad_to_preferred_batch_size);
   EXPECT_TRUE((*m)->session_per_batch_size.empty());
+  EXPECT_EQ((*m)->workers_per_instance, 1);
   EXPECT_EQ(sessions, 2);
 
   repo.WriteConfig("m", R"pb(

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "onnx/model_builder.h"
 #include "serve/scheduler/batching.h"
 
@@ -105,6 +107,36 @@ TEST_F(SessionRunnerTest, StagingGrowsForALargerBatchAndKeepsItsResults) {
     ASSERT_TRUE(want.ok());
     EXPECT_EQ((*got)[0].data, (*want)[0].data) << rows;
   }
+}
+
+// workers_per_instance: two runners on one instance's sessions, each with
+// its own staging buffers, run batches at the same time and each gets its
+// own batch's numbers.
+TEST_F(SessionRunnerTest, RunnersSharingSessionsRunConcurrentlyWithTheirOwnBuffers) {
+  InstanceSessions sessions;
+  sessions.main = Linear();
+  sessions.by_batch_rows[2] = Linear();
+  SessionRunner first(std::move(sessions), Batched());
+  SessionRunner second(first.sessions(), Batched());
+  EXPECT_EQ(&first.session(), &second.session());
+  SessionRunner reference(Linear(), Batched());
+  auto a = Request(2, 1.0f), b = Request(3, -1.0f);
+  auto want_a = reference.Run(a), want_b = reference.Run(b);
+  ASSERT_TRUE(want_a.ok() && want_b.ok());
+  auto work = [&](SessionRunner& r, const std::vector<Tensor>& req, const std::vector<Tensor>& want, bool& ok) {
+    int64_t ready = 0;
+    ok = true;
+    for (int i = 0; i < 200 && ok; ++i) {
+      auto got = r.RunBatch({&req}, 0, clock_, ready);
+      ok = got.ok() && (*got)[0].data == want[0].data;
+    }
+  };
+  bool ok1 = false, ok2 = false;
+  std::thread t([&] { work(second, b, *want_b, ok2); });
+  work(first, a, *want_a, ok1);
+  t.join();
+  EXPECT_TRUE(ok1);
+  EXPECT_TRUE(ok2);
 }
 
 TEST_F(SessionRunnerTest, ConfigReshapeAppliesToStagedBatches) {
