@@ -4,10 +4,12 @@
 // server could not be reached, 2 on bad usage.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.h"
@@ -35,7 +37,7 @@ struct PerfFlags {
   std::string distribution = "constant";
   int64_t request_count = 0;
   int connections = 64;
-  int threads = 1;
+  int threads = 0;
   int64_t request_timeout_ms = 10000;
   int64_t interval_ms = 5000;
   double stability_percentage = 10;
@@ -120,7 +122,10 @@ Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
   ORTGPU_ASSIGN_OR_RETURN(o.distribution, perf::ParseDistribution(f.distribution));
   o.rate_connections = f.connections;
   o.request_count = f.request_count;
-  o.threads = f.threads;
+  // One thread drives hundreds of connections of small requests, but 64
+  // connections of 602 KB bodies need about 4 on the H200 (docs/PERF.md).
+  o.threads = f.threads > 0 ? f.threads
+                            : static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
   o.request_timeout = std::chrono::milliseconds(f.request_timeout_ms);
   o.measure.window_ms = f.interval_ms;
   o.measure.stability = f.stability_percentage / 100;
@@ -229,7 +234,11 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--connections", f->connections, "Rate mode: connections kept open to send on")->check(CLI::PositiveNumber)->default_val(64);
   cmd->add_option("--request-count", f->request_count, "Send exactly this many requests per step (no windows, no stability check)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", f->threads, "Client I/O threads (one drives hundreds of connections)")->check(CLI::PositiveNumber)->default_val(1);
+  cmd->add_option("--threads", f->threads,
+                  "Client I/O threads; 0: a quarter of the cores, 1 to 4 (one drives hundreds of connections of small "
+                  "requests; large bodies need more)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
   cmd->add_option("--request-timeout-ms", f->request_timeout_ms, "A request unanswered this long counts as a timeout")
       ->check(CLI::PositiveNumber)
       ->default_val(10000);
