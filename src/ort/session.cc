@@ -1,6 +1,8 @@
 #include "ort/session.h"
 
 #include <chrono>
+#include <cstddef>
+#include <deque>
 #include <regex>
 #include <cstring>
 #include <unordered_map>
@@ -14,6 +16,9 @@
 
 namespace ortgpu {
 namespace {
+
+// What Session::Run guarantees input buffers (operator new's alignment).
+constexpr uintptr_t kInputAlignment = alignof(std::max_align_t);
 
 Ort::Env& Env() { return *static_cast<Ort::Env*>(Runtime::Get().env_handle()); }
 
@@ -209,6 +214,7 @@ Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs
     Ort::AllocatorWithDefaultOptions alloc;
     std::vector<Ort::Value> values;
     std::vector<const char*> in_names;
+    std::deque<std::vector<uint8_t>> aligned;  // copies of misaligned inputs, alive through Run
     values.reserve(inputs.size());
     for (const auto& t : inputs) {
       in_names.push_back(t.name.c_str());
@@ -220,9 +226,17 @@ Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs
         v.FillStringTensor(ptrs.data(), ptrs.size());
         values.push_back(std::move(v));
       } else {
+        const uint8_t* bytes = t.data.data();
+        // A tensor borrowed from a request body can start at any offset;
+        // kernels may expect their element alignment (and CPU kernels wider
+        // SIMD alignment), so a misaligned one runs from an aligned copy.
+        if (reinterpret_cast<uintptr_t>(bytes) % kInputAlignment != 0) {
+          aligned.emplace_back(t.data.begin(), t.data.end());
+          bytes = aligned.back().data();
+        }
         // ORT does not write to inputs; the cast only satisfies its signature.
-        values.push_back(Ort::Value::CreateTensor(cpu, const_cast<uint8_t*>(t.data.data()), t.data.size(),
-                                                  t.shape.data(), t.shape.size(), type));
+        values.push_back(Ort::Value::CreateTensor(cpu, const_cast<uint8_t*>(bytes), t.data.size(), t.shape.data(),
+                                                  t.shape.size(), type));
       }
     }
     std::vector<std::string> names = output_names;

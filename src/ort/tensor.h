@@ -3,11 +3,15 @@
 // order (or, for STRING/BYTES tensors, one std::string per element).
 //
 // DataType uses ONNX's TensorProto.DataType numbering, so it converts to and
-// from ORT's ONNXTensorElementDataType with a cast. A Tensor owns its data;
-// it is a value type with no internal synchronisation.
+// from ORT's ONNXTensorElementDataType with a cast. A Tensor owns its data,
+// or shares a read-only buffer it was decoded from (TensorBytes); it is a
+// value type with no internal synchronisation.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
 #include <map>
 #include <optional>
 #include <string>
@@ -62,11 +66,89 @@ Expected<std::vector<int64_t>> ParseShape(std::string_view text);
 // Parses a --shape flag value "NAME:DIMS" ("input_ids:1x128") into `out`.
 Status ParseShapeFlag(const std::string& text, std::map<std::string, std::vector<int64_t>>& out);
 
+// The bytes of a non-string Tensor: owned, or borrowed from a buffer that
+// an owner keeps alive (the request body a binary tensor was decoded from),
+// so a tensor that arrived over the network is not copied out of the body
+// it arrived in. Reading borrowed bytes is free; any mutable access first
+// copies them into owned storage (copy on write), so code written for a
+// std::vector<uint8_t> keeps working. Copying a TensorBytes that borrows
+// shares the buffer. A value type with no internal synchronisation.
+class TensorBytes {
+ public:
+  using value_type = uint8_t;
+  using size_type = size_t;
+  using iterator = uint8_t*;
+  using const_iterator = const uint8_t*;
+
+  TensorBytes() = default;
+  TensorBytes(std::initializer_list<uint8_t> bytes) : owned_(bytes) {}
+  TensorBytes(std::vector<uint8_t> bytes) : owned_(std::move(bytes)) {}  // NOLINT: a vector converts
+
+  // Borrows `size` bytes at `data`, which `owner` keeps alive.
+  void Borrow(std::shared_ptr<const void> owner, const uint8_t* data, size_t size) {
+    owned_.clear();
+    owner_ = std::move(owner);
+    view_ = data;
+    view_size_ = size;
+  }
+  bool borrowed() const { return owner_ != nullptr; }
+
+  const uint8_t* data() const { return owner_ ? view_ : owned_.data(); }
+  uint8_t* data() { Own(); return owned_.data(); }
+  size_t size() const { return owner_ ? view_size_ : owned_.size(); }
+  bool empty() const { return size() == 0; }
+  const uint8_t* begin() const { return data(); }
+  const uint8_t* end() const { return data() + size(); }
+  uint8_t* begin() { return data(); }
+  uint8_t* end() { return data() + size(); }
+  uint8_t& operator[](size_t i) { return data()[i]; }
+  const uint8_t& operator[](size_t i) const { return data()[i]; }
+
+  void resize(size_t n) { Own(); owned_.resize(n); }
+  void resize(size_t n, uint8_t v) { Own(); owned_.resize(n, v); }
+  void reserve(size_t n) { Own(); owned_.reserve(n); }
+  void pop_back() { Own(); owned_.pop_back(); }
+  void clear() { Drop(); owned_.clear(); }
+  void assign(size_t n, uint8_t v) { Drop(); owned_.assign(n, v); }
+  template <typename It>
+  void assign(It first, It last) {
+    std::vector<uint8_t> bytes(first, last);  // `first` may point into the borrowed bytes
+    Drop();
+    owned_ = std::move(bytes);
+  }
+  // REQUIRES: `pos` is in [begin(), end()] of this object.
+  template <typename It>
+  void insert(const uint8_t* pos, It first, It last) {
+    Own();
+    owned_.insert(owned_.begin() + (pos - owned_.data()), first, last);
+  }
+
+  friend bool operator==(const TensorBytes& a, const TensorBytes& b) {
+    return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size()) == 0);
+  }
+
+ private:
+  void Drop() {
+    owner_.reset();
+    view_ = nullptr;
+    view_size_ = 0;
+  }
+  void Own() {
+    if (!owner_) return;
+    owned_.assign(view_, view_ + view_size_);
+    Drop();
+  }
+  std::vector<uint8_t> owned_;
+  std::shared_ptr<const void> owner_;  // non-null while borrowing
+  const uint8_t* view_ = nullptr;
+  size_t view_size_ = 0;
+};
+
 struct Tensor {
   std::string name;
   DataType dtype = DataType::kUndefined;
   std::vector<int64_t> shape;
-  std::vector<uint8_t> data;          // ElementCount * ElementSize bytes (non-string)
+  TensorBytes data;                   // ElementCount * ElementSize bytes (non-string)
   std::vector<std::string> strings;   // ElementCount elements (kString only)
 
   int64_t element_count() const { return ElementCount(shape).value_or(0); }

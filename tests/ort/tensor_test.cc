@@ -6,6 +6,30 @@
 namespace ortgpu {
 namespace {
 
+// TensorBytes: borrowed bytes are read in place; writing copies them first,
+// so the buffer they came from is never changed.
+TEST(TensorBytesTest, BorrowedBytesAreSharedAndCopiedOnWrite) {
+  auto buffer = std::make_shared<std::vector<uint8_t>>(std::vector<uint8_t>{1, 2, 3, 4});
+  TensorBytes bytes;
+  bytes.Borrow(buffer, buffer->data() + 1, 2);
+  EXPECT_TRUE(bytes.borrowed());
+  EXPECT_EQ(static_cast<const TensorBytes&>(bytes).data(), buffer->data() + 1);
+  EXPECT_EQ(bytes.size(), 2u);
+  TensorBytes copy = bytes;  // shares the buffer
+  EXPECT_EQ(static_cast<const TensorBytes&>(copy).data(), buffer->data() + 1);
+  EXPECT_TRUE(copy == bytes);
+  copy.data()[0] = 9;  // a write: copy first
+  EXPECT_FALSE(copy.borrowed());
+  EXPECT_EQ((*buffer)[1], 2);
+  EXPECT_EQ(copy[0], 9);
+  EXPECT_EQ(copy[1], 3);
+  bytes.assign(bytes.begin(), bytes.end());  // from its own borrowed bytes
+  EXPECT_FALSE(bytes.borrowed());
+  EXPECT_TRUE(bytes == TensorBytes({2, 3}));
+  bytes.insert(bytes.end(), copy.begin(), copy.end());
+  EXPECT_TRUE(bytes == TensorBytes({2, 3, 9, 3}));
+}
+
 TEST(ValidateTensorSizeTest, AcceptsExactlyTheBytesTheShapeCallsFor) {
   Tensor t = Tensor::Zeros("x", DataType::kFloat, {2, 3});
   EXPECT_TRUE(ValidateTensorSize(t).ok());

@@ -87,10 +87,12 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
     }
     json_length = *n;
   }
-  auto decoded = protocol::DecodeInferRequest(request.body, json_length, route.model, route.version);
+  // The body moves into a shared buffer that the request's binary tensors
+  // borrow from (no copy); it is freed when the last of them is.
+  auto body = std::make_shared<const std::string>(std::move(request.body));
+  auto decoded = protocol::DecodeInferRequest(*body, json_length, route.model, route.version, body);
+  body.reset();
   if (decoded) decoded->deadline_ns = request.deadline_ns;
-  request.body.clear();
-  request.body.shrink_to_fit();
   if (!decoded) {
     HttpReply r = ErrorReply(decoded.status());
     r.model = route.model;

@@ -262,6 +262,9 @@ Status ReadBinaryStrings(std::string_view bytes, int64_t count, Tensor& t) {
 struct BinarySection {
   std::string_view bytes;
   size_t used = 0;
+  // Keeps `bytes` alive; when set, binary tensors borrow their bytes from
+  // the body instead of copying them (TensorBytes::Borrow).
+  std::shared_ptr<const void> owner;
 };
 
 Expected<Tensor> DecodeInput(element in, size_t position, BinarySection& binary, size_t json_size) {
@@ -359,7 +362,11 @@ Expected<Tensor> DecodeInput(element in, size_t position, BinarySection& binary,
             "{}: binary_data_size is {} bytes but shape [{}] of {} needs {} bytes", where, bytes.size(),
             ShapeToString(t.shape), datatype, expected));
       }
-      t.data.assign(bytes.begin(), bytes.end());
+      if (binary.owner) {
+        t.data.Borrow(binary.owner, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      } else {
+        t.data.assign(bytes.begin(), bytes.end());
+      }
     }
     return t;
   }
@@ -442,7 +449,8 @@ Expected<size_t> ParseInferenceHeaderLength(std::string_view value) {
 }
 
 Expected<InferRequest> DecodeInferRequest(std::string_view body, std::optional<size_t> json_length,
-                                          std::string model, std::string version) {
+                                          std::string model, std::string version,
+                                          std::shared_ptr<const void> body_owner) {
   size_t json_size = body.size();
   if (json_length) {
     if (*json_length > body.size()) {
@@ -452,7 +460,7 @@ Expected<InferRequest> DecodeInferRequest(std::string_view body, std::optional<s
     json_size = *json_length;
   }
   std::string_view json = body.substr(0, json_size);
-  BinarySection binary{body.substr(json_size), 0};
+  BinarySection binary{body.substr(json_size), 0, std::move(body_owner)};
 
   // One parser per thread: its buffers grow to the largest request seen and
   // are reused, which is most of simdjson's speed on repeated requests.

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,7 +53,11 @@ Expected<size_t> ParseInferenceHeaderLength(std::string_view value);
 // `version` come from the URL and are copied into the request.
 // Every inconsistency is InvalidArgument with a message naming the input and
 // the problem; unsupported features are Unimplemented.
+// With `body_owner` (which must keep `body`'s bytes alive and unchanged)
+// binary tensors borrow their bytes from the body instead of copying them:
+// the bytes of a request are then moved once, from the socket into the body.
 Expected<InferRequest> DecodeInferRequest(std::string_view body, std::optional<size_t> json_length,
-                                          std::string model, std::string version);
+                                          std::string model, std::string version,
+                                          std::shared_ptr<const void> body_owner = nullptr);
 
 }  // namespace ortgpu::serve::protocol

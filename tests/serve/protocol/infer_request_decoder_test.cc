@@ -232,6 +232,26 @@ TEST(DecodeInferRequestTest, BinaryMixedWithJsonInputs) {
   EXPECT_THAT(r->inputs[1].data, ElementsAre(7, 8, 9));
 }
 
+// Issue 8: with the body's owner, binary tensors are views of the body
+// (no copy), and they keep the body alive after the caller lets it go.
+TEST(DecodeInferRequestTest, BinaryTensorsBorrowTheBodyTheyArrivedIn) {
+  size_t jl = 0;
+  auto body = std::make_shared<const std::string>(BinaryBody(
+      R"({"inputs":[{"name":"b","datatype":"UINT8","shape":[3],"parameters":{"binary_data_size":3}}]})",
+      "\x07\x08\x09", &jl));
+  auto r = DecodeInferRequest(*body, jl, "m", "", body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Tensor& b = r->inputs[0];
+  EXPECT_TRUE(b.data.borrowed());
+  EXPECT_EQ(b.data.data(), reinterpret_cast<const uint8_t*>(body->data()) + jl);
+  std::weak_ptr<const std::string> weak = body;
+  body.reset();
+  EXPECT_FALSE(weak.expired());  // the tensor holds it
+  EXPECT_THAT(b.data, ElementsAre(7, 8, 9));
+  r->inputs.clear();
+  EXPECT_TRUE(weak.expired());
+}
+
 TEST(DecodeInferRequestTest, BinaryBytesAreLengthPrefixed) {
   size_t jl = 0;
   std::string bin = Le32(3) + "abc" + Le32(0) + Le32(2) + std::string("\0\xff", 2);
