@@ -4,10 +4,10 @@
 #include "sys/clock.h"
 
 #include <algorithm>
-#include <cstring>
-#include <new>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 #include <unordered_map>
