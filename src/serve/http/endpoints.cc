@@ -50,10 +50,10 @@ HttpReply Metadata(ModelServer& server, const protocol::Route& route) {
                     {"outputs", TensorsJson(md->outputs)}});
 }
 
-HttpReply RepositoryIndex(ModelServer& server, const std::string& body) {
+HttpReply RepositoryIndex(ModelServer& server, std::string_view body) {
   bool ready_only = false;
   if (!body.empty()) {
-    auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       return ErrorReply(InvalidArgument("repository index body must be a JSON object such as {\"ready\": true}"));
     }
@@ -87,11 +87,11 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
     }
     json_length = *n;
   }
-  // The body moves into a shared buffer that the request's binary tensors
-  // borrow from (no copy); it is freed when the last of them is.
-  auto body = std::make_shared<const std::string>(std::move(request.body));
-  auto decoded = protocol::DecodeInferRequest(*body, json_length, route.model, route.version, body);
-  body.reset();
+  // The request's binary tensors borrow the body (no copy); it is freed
+  // when the last of them is.
+  auto decoded = protocol::DecodeInferRequest(request.body.view(), json_length, route.model, route.version,
+                                              request.body.owner());
+  request.body = {};
   if (decoded) decoded->deadline_ns = request.deadline_ns;
   if (!decoded) {
     HttpReply r = ErrorReply(decoded.status());
@@ -193,7 +193,7 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
       reply(stats ? JsonReply(*stats) : ErrorReply(stats.status()));
       return;
     }
-    case Endpoint::kRepositoryIndex: reply(RepositoryIndex(server, request.body)); return;
+    case Endpoint::kRepositoryIndex: reply(RepositoryIndex(server, request.body.view())); return;
     case Endpoint::kRepositoryLoad:
     case Endpoint::kRepositoryUnload: {
       boost::asio::post(blocking, [&server, route, reply = std::move(reply)] {

@@ -6,9 +6,12 @@
 // the ModelServer, whose methods are thread-safe.
 #pragma once
 
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/thread_pool.hpp>
 
@@ -34,9 +37,40 @@ struct HttpReply {
 // returns, possibly later from another thread.
 using ReplyCallback = std::function<void(HttpReply)>;
 
+// A request body as the connection read it: one buffer allocated from the
+// Content-Length without being zero-filled (so its memory is committed only
+// as the bytes arrive), shared with the binary tensors decoded from it.
+// Copying a RequestBody shares the buffer.
+class RequestBody {
+ public:
+  RequestBody() = default;
+  // An uninitialised buffer of `size` bytes. Throws std::bad_alloc.
+  static RequestBody Allocate(size_t size) {
+    RequestBody b;
+    b.bytes_ = std::make_shared_for_overwrite<char[]>(size);
+    b.size_ = size;
+    return b;
+  }
+  static RequestBody Copy(std::string_view bytes) {
+    RequestBody b = Allocate(bytes.size());
+    if (!bytes.empty()) std::memcpy(b.bytes_.get(), bytes.data(), bytes.size());
+    return b;
+  }
+  char* data() { return bytes_.get(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::string_view view() const { return {bytes_.get(), size_}; }
+  // What keeps the bytes alive, for tensors that borrow them.
+  std::shared_ptr<const void> owner() const { return bytes_; }
+
+ private:
+  std::shared_ptr<char[]> bytes_;
+  size_t size_ = 0;
+};
+
 struct EndpointRequest {
   protocol::Route route;
-  std::string body;
+  RequestBody body;
   std::optional<std::string> inference_header_length;  // header value, if sent
   std::string content_encoding;                        // header value, "" if none
   bool draining = false;                               // health/ready reports not ready

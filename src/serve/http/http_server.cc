@@ -124,7 +124,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void ReadHeader() {
     if (state_->stopping) return;
     body_parser_.reset();
-    body_.clear();
+    body_ = {};
     header_parser_.emplace();
     header_parser_->body_limit(state_->options.max_body_bytes);
     header_parser_->header_limit(64 * 1024);
@@ -183,7 +183,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const size_t length = static_cast<size_t>(*header_parser_->content_length());
     stream_.expires_never();
     try {
-      body_.resize(length);
+      body_ = RequestBody::Allocate(length);
     } catch (const std::bad_alloc&) {
       close_after_ = true;
       return Write(ErrorReply(ResourceExhausted(fmt::format(
@@ -218,7 +218,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (ec == http::error::body_limit) return ReplyTooLarge();
     if (ec) return MaybeReplyMalformed(ec);
     stream_.expires_never();
-    body_ = std::move(body_parser_->get().body());
+    body_ = RequestBody::Copy(body_parser_->get().body());
     OnRequest();
   }
 
@@ -404,7 +404,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> body_parser_;  // chunked bodies only
-  std::string body_;          // the request body being read (Content-Length)
+  RequestBody body_;           // the request body being read
   bool reading_body_ = false;  // a body read is pending; timer_ guards it
   std::optional<http::response<http::string_body>> response_;
   std::array<char, 4096> discard_{};
