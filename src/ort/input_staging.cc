@@ -25,6 +25,7 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
   s->max_rows_ = max_rows;
   s->impl_ = std::make_unique<Impl>();
   for (const auto& o : session.outputs()) s->impl_->output_names.push_back(o.name);
+  std::vector<std::vector<int64_t>> shapes;  // each buffer's: [max_rows, row_shape...]
   for (const auto& in : inputs) {
     if (in.dtype == DataType::kString || ElementSize(in.dtype) == 0) {
       return InvalidArgument("input '" + in.name + "' holds strings, which are not staged in a batch buffer");
@@ -37,6 +38,7 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
                              " that cannot be staged (a variable or too large dimension)");
     }
     s->row_bytes_.push_back(static_cast<size_t>(*count) * ElementSize(in.dtype));
+    shapes.push_back(std::move(shape));
   }
   s->specs_ = std::move(inputs);
   try {
@@ -59,8 +61,7 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
     Ort::AllocatorWithDefaultOptions plain;
     for (size_t i = 0; i < s->specs_.size(); ++i) {
       const auto& in = s->specs_[i];
-      std::vector<int64_t> shape{max_rows};
-      shape.insert(shape.end(), in.row_shape.begin(), in.row_shape.end());
+      const auto& shape = shapes[i];
       const auto type = static_cast<ONNXTensorElementDataType>(in.dtype);
       Ort::Value v = pinned ? Ort::Value::CreateTensor(*pinned, shape.data(), shape.size(), type)
                             : Ort::Value::CreateTensor(plain, shape.data(), shape.size(), type);

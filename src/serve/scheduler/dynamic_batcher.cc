@@ -295,35 +295,26 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
   const int64_t executed_rows = ExecutedBatchSize(policy_, total_rows);
   const int64_t padding_rows = executed_rows - total_rows;
   Expected<std::vector<std::vector<Tensor>>> per_request = Status(Internal("not run"));
-  if (batch.size() == 1 && padding_rows == 0) {
-    // Runs on the request's own tensors: no copy.
-    const int64_t infer_start = clock_.NowNanos();
-    t.compute_input_ns = infer_start - start;
-    phase = "running the model";
-    auto out = runner.Run(batch[0].item.request.inputs);
-    t.compute_infer_ns = clock_.NowNanos() - infer_start;
-    if (out.ok()) {
-      per_request = std::vector<std::vector<Tensor>>{std::move(out).value()};
-    } else {
-      per_request = out.status();
-    }
+  phase = "running the model";  // the runner joins the inputs as part of its run
+  std::vector<const std::vector<Tensor>*> inputs;
+  for (const auto& p : batch) inputs.push_back(&p.item.request.inputs);
+  // The runner joins the inputs (into its reused staging buffers) and says
+  // when they were ready, so compute_input stays the joining time.
+  int64_t infer_start = 0;
+  auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start);
+  const int64_t infer_end = clock_.NowNanos();
+  if (infer_start == 0) infer_start = infer_end;  // failed before the inputs were ready
+  t.compute_input_ns = infer_start - start;
+  t.compute_infer_ns = infer_end - infer_start;
+  phase = "splitting the outputs";
+  if (!out.ok()) {
+    per_request = out.status();
+  } else if (batch.size() == 1 && padding_rows == 0) {
+    per_request = std::vector<std::vector<Tensor>>{std::move(out).value()};  // nothing to split
   } else {
-    phase = "running the model";  // the runner joins the inputs as part of its run
-    std::vector<const std::vector<Tensor>*> inputs;
-    for (const auto& p : batch) inputs.push_back(&p.item.request.inputs);
-    // The runner joins the inputs (into its reused staging buffers) and
-    // says when they were ready, so compute_input stays the joining time.
-    int64_t infer_start = 0;
-    auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start);
-    const int64_t infer_end = clock_.NowNanos();
-    if (infer_start == 0) infer_start = infer_end;  // failed before the inputs were ready
-    t.compute_input_ns = infer_start - start;
-    t.compute_infer_ns = infer_end - infer_start;
-    phase = "splitting the outputs";
-    per_request =
-        out.ok() ? SplitBatch(*out, rows, padding_rows) : Expected<std::vector<std::vector<Tensor>>>(out.status());
-    t.compute_output_ns = clock_.NowNanos() - infer_end;
+    per_request = SplitBatch(*out, rows, padding_rows);
   }
+  t.compute_output_ns = clock_.NowNanos() - infer_end;
   const int64_t end = clock_.NowNanos();
   const int64_t now_ms = WallMillis();
   if (per_request.ok()) {

@@ -30,8 +30,9 @@ class InstanceRunner {
   // all the batch's rows (padding included: the caller cuts it off).
   // Sets `inputs_ready_ns` (on `clock`) once the batch's inputs are joined
   // and the run itself starts, so the scheduler can tell joining from
-  // running (compute_input and compute_infer). The default joins them with
-  // ConcatBatch and calls Run.
+  // running (compute_input and compute_infer). The default runs a single
+  // request unpadded on its own tensors, and otherwise joins the requests
+  // with ConcatBatch; either way it calls Run.
   // REQUIRES: requests non-empty, all of one BatchKey, every input rank >= 1.
   virtual Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                  int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns);
