@@ -4,8 +4,10 @@
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
 # built, `ortgpu perf` must be in the carried bundle.
 #
-#   scripts/h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp] [perfwrk]   (default: all)
+#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk]   (default: all)
 #
+# ceiling what loopback HTTP alone gives for ResNet-50's 602 KB binary
+#         request: wrk against the bare Beast server (no model, no decode)
 # shapes  ortgpu_shape_switch on ResNet-50: what a change of batch size costs
 # resnet  in-process bench (batch 32) beside served ResNet-50 (64 connections,
 #         batch-1 binary requests) with dynamic batching and without
@@ -15,7 +17,7 @@
 # perfwrk scripts/perf_vs_wrk.sh: ortgpu perf against wrk on a bare server
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
-parts=${*:-shapes resnet bert mlp perfwrk}
+parts=${*:-shapes ceiling resnet bert mlp perfwrk}
 mkdir -p "$out"
 models=/tmp/models
 [ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
@@ -72,6 +74,22 @@ if [[ " $parts " == *" shapes "* ]]; then
     echo "\$ ortgpu_shape_switch $R cuda 1,2,4,8,12,16,20,24,28,32 prefer_nhwc=1"
     ortgpu_shape_switch "$R" cuda 1,2,4,8,12,16,20,24,28,32 prefer_nhwc=1
   } > "$out/shapes.txt" 2>&1
+fi
+
+if [[ " $parts " == *" ceiling "* ]]; then
+  {
+    len=$(python3 scripts/make_binary_request.py /tmp/resnet_b1.bin input:FP32:1x3x224x224 --output output)
+    for threads in 4 8; do
+      ortgpu_fixed_response_server 8010 $threads > /dev/null 2>&1 & fpid=$!
+      sleep 0.5
+      for wt in 4 8; do
+        echo "--- bare Beast server, $threads threads; wrk -t$wt -c64 -d${DURATION}s, $(stat -c %s /tmp/resnet_b1.bin)-byte bodies"
+        BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t$wt -c64 -d"${DURATION}s" --latency -s $LUA http://127.0.0.1:8010/v2/models/fixed/infer |
+          grep -E "50%|99%|Requests/sec|Transfer"
+      done
+      kill $fpid; wait $fpid 2>/dev/null
+    done
+  } > "$out/ceiling.txt" 2>&1
 fi
 
 if [[ " $parts " == *" resnet "* ]]; then

@@ -138,7 +138,8 @@ Status AddWarmupBytes(const std::string& what, DataType dtype, const std::vector
 Expected<std::vector<Tensor>> FirstRow(const std::vector<Tensor>& sample) {
   if (sample.empty() || sample[0].shape.empty()) return sample;
   const int64_t rows = sample[0].shape[0];
-  ORTGPU_ASSIGN_OR_RETURN(auto split, SplitBatch(sample, {1}, rows - 1));
+  std::vector<Tensor> copy = sample;
+  ORTGPU_ASSIGN_OR_RETURN(auto split, SplitBatch(copy, {1}, rows - 1));
   return std::move(split[0]);
 }
 

@@ -30,7 +30,7 @@ std::optional<std::vector<int64_t>> Reshaped(const std::vector<int64_t>& dims, i
 
 Expected<std::vector<Tensor>> InstanceRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                        int64_t padding_rows, const Clock& clock,
-                                                       int64_t& inputs_ready_ns) {
+                                                       int64_t& inputs_ready_ns, const std::vector<std::string>&) {
   if (requests.size() == 1 && padding_rows == 0) {  // runs on the request's own tensors
     inputs_ready_ns = clock.NowNanos();
     return Run(*requests.front());
@@ -144,7 +144,8 @@ Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t ro
 
 Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                       int64_t padding_rows, const Clock& clock,
-                                                      int64_t& inputs_ready_ns) {
+                                                      int64_t& inputs_ready_ns,
+                                                      const std::vector<std::string>& outputs) {
   const std::vector<Tensor>& first = *requests.front();
   const bool stageable =
       rules_.batched && !first.empty() && first.size() == sessions_->main->inputs().size() &&
@@ -184,9 +185,9 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
     shapes.push_back(std::move(shape));
   }
   inputs_ready_ns = clock.NowNanos();
-  ORTGPU_ASSIGN_OR_RETURN(auto outputs, staging_->Run(SessionFor(rows), rows, shapes));
-  ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(outputs, rows));
-  return outputs;
+  ORTGPU_ASSIGN_OR_RETURN(auto results, staging_->Run(SessionFor(rows), rows, shapes, outputs));
+  ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(results, rows));
+  return results;
 }
 
 }  // namespace ortgpu::serve

@@ -32,10 +32,13 @@ class InstanceRunner {
   // and the run itself starts, so the scheduler can tell joining from
   // running (compute_input and compute_infer). The default runs a single
   // request unpadded on its own tensors, and otherwise joins the requests
-  // with ConcatBatch; either way it calls Run.
+  // with ConcatBatch; either way it calls Run. `outputs` names the outputs
+  // some request of the batch asked for (empty: all); a runner may return
+  // only those, and the default returns all.
   // REQUIRES: requests non-empty, all of one BatchKey, every input rank >= 1.
   virtual Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
-                                                 int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns);
+                                                 int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
+                                                 const std::vector<std::string>& outputs = {});
 };
 
 struct ReshapeRules {
@@ -81,8 +84,10 @@ class SessionRunner : public InstanceRunner {
   // and runs the session for that batch size on them: one host copy per
   // byte, no allocation proportional to the batch once the buffers exist.
   // Batches with string inputs, or unbatched models, take the default path.
+  // Only `outputs` are fetched from the device (all when empty).
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
-                                         int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns) override;
+                                         int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
+                                         const std::vector<std::string>& outputs = {}) override;
   // `inputs` as the model itself takes them (the config's reshape applied).
   Expected<std::vector<Tensor>> ModelInputs(const std::vector<Tensor>& inputs) const;
   // The main session (placement checks profile it).

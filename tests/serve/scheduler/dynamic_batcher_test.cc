@@ -123,12 +123,19 @@ TEST(BatchingTest, ConcatThenSplitGivesBackEachRequestsRows) {
   ASSERT_TRUE(split.ok());
   EXPECT_EQ((*split)[0][0].data, a[0].data);
   EXPECT_EQ((*split)[1][0].data, b[0].data);
+  // The pieces are views of the batch's one output buffer, not copies.
+  const TensorBytes& first = (*split)[0][0].data;
+  const TensorBytes& second = (*split)[1][0].data;
+  EXPECT_TRUE(first.borrowed());
+  EXPECT_EQ(first.owner(), second.owner());
+  EXPECT_EQ(second.data(), first.data() + first.size());
   EXPECT_NE(BatchKey(a), BatchKey({Rows("x", {1, 2, 3}, 3)}));
   EXPECT_EQ(BatchKey(a), BatchKey(b));
 }
 
 TEST(BatchingTest, SplitRejectsAnOutputThatIsNotBatched) {
-  auto split = SplitBatch({Rows("y", {1, 2}, 2)}, {2, 1});
+  std::vector<Tensor> outputs{Rows("y", {1, 2}, 2)};
+  auto split = SplitBatch(outputs, {2, 1});
   ASSERT_FALSE(split.ok());
   EXPECT_NE(split.status().message().find("max_batch_size: 0"), std::string::npos);
 }
