@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ort/input_staging.h"
+#include "ort/io_binding.h"
 #include "ort/session.h"
 #include "status/expected.h"
 #include "sys/clock.h"
@@ -61,9 +62,17 @@ struct ReshapeRules {
 // convolution set-up every time (about 100 ms a run for ResNet-50 on an
 // H200, docs/BENCHMARKS.md), so an instance that runs a few padded batch
 // sizes gives each its own session, and no session ever sees a second shape.
+//
+// With `cuda_graphs` the by_batch_rows sessions were built with the CUDA
+// option enable_cuda_graph=1: each captures the graph of its one batch size
+// on its first bound runs and replays it after (ORT's CUDA graphs need
+// fixed device addresses, which the runner's BoundRunner per size keeps).
+// Such sessions are not safe to run concurrently, so they are never shared
+// between runners, and everything else (Run, unpadded sizes) goes to main.
 struct InstanceSessions {
   std::unique_ptr<Session> main;
   std::map<int64_t, std::unique_ptr<Session>> by_batch_rows;
+  bool cuda_graphs = false;
 };
 
 // The real runner. Several SessionRunners may share one InstanceSessions
@@ -109,10 +118,19 @@ class SessionRunner : public InstanceRunner {
   // `first`'s (re)made when too small or shaped otherwise.
   Status EnsureStaging(const std::vector<Tensor>& first, int64_t rows);
 
+  // Runs the staged batch of `rows` rows on its CUDA-graph session, through
+  // the BoundRunner bench measures (--io cuda-graph): the staged inputs
+  // copied into fixed device buffers, the graph replayed, the outputs asked
+  // for copied back. The first batch of a size creates the runner.
+  Expected<std::vector<Tensor>> RunGraph(const Session& session, int64_t rows,
+                                         const std::vector<std::vector<int64_t>>& shapes,
+                                         const std::vector<std::string>& outputs);
+
   std::shared_ptr<const InstanceSessions> sessions_;
   ReshapeRules rules_;
   std::unique_ptr<InputStaging> staging_;
   std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)
+  std::map<int64_t, std::unique_ptr<BoundRunner>> graphs_;  // by batch rows (cuda_graphs only)
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).
