@@ -42,7 +42,7 @@ start_server() {
     kill -0 $pid 2>/dev/null || { echo "serve died:"; tail -20 "$2"; return 1; }
     sleep 0.2
   done
-  echo "serve never became ready"; tail -20 "$2"; return 1
+  echo "serve never became ready"; tail -20 "$2"; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; return 1
 }
 stop_server() { kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; }
 stats() { python3 -c 'import sys, urllib.request as u; print(u.urlopen("http://127.0.0.1:8000/v2/models/%s/stats" % sys.argv[1]).read().decode())' "$1"; }
@@ -145,6 +145,10 @@ $extra")
       echo "=== ResNet-50 $tag"; grep -E "instance|dynamic|graph" $repo/resnet50/config.pbtxt
       start_server $repo "$out/serve_resnet_$tag.log" || continue
       grep -E "resnet50|WARMUP|warn" "$out/serve_resnet_$tag.log" | head -6
+      # The same 48 random images (sent at once, so batched) through every
+      # variant: their outputs must agree (scripts/infer_digest.py).
+      python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_$tag.json" &&
+        for d in "$out"/digest_*.json; do [ "$d" = "$out/digest_$tag.json" ] || { echo -n "outputs against $(basename "$d"): "; python3 scripts/infer_digest.py --compare "$d" "$out/digest_$tag.json"; }; done
       nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed 's/^/GPU memory after load: /'
       if [ "$variant" = b16-32-1inst ]; then
         # Cold start: the first 30 s after READY against the next 15 s.
@@ -153,6 +157,8 @@ $extra")
         BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d15s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
       fi
       load "resnet_$tag" resnet50 /tmp/resnet_b1.bin "$len" ${RESNET_CONCURRENCY:-64}
+      python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_after_$tag.json" &&
+        { echo -n "outputs after the load against before: "; python3 scripts/infer_digest.py --compare "$out/digest_$tag.json" "$out/digest_after_$tag.json"; }
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
       stop_server
     done

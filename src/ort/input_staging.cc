@@ -154,6 +154,7 @@ Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t 
                                        : Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
       for (const std::string* n : out_names) binding.BindOutput(n->c_str(), out_memory);
       Ort::RunOptions run_options;
+      std::shared_lock capture(ort_internal::CudaCaptureMutex());  // not while a graph is being captured
       session.native().Run(run_options, binding);
       return binding.GetOutputValues();
     };

@@ -110,7 +110,12 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
     if (options.mode == IoMode::kCudaGraph) {
       // Output addresses must not change between replays: learn the shapes
       // with one plain run, then preallocate the outputs on the device.
-      ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> shapes, session.Run(r->host_inputs_));
+      Expected<std::vector<Tensor>> learned = Status(Internal("not run"));
+      {
+        std::unique_lock capture(ort_internal::CudaCaptureMutex());
+        learned = session.Run(r->host_inputs_);
+      }
+      ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> shapes, std::move(learned));
       for (const auto& out : shapes) {
         Ort::Value v = Ort::Value::CreateTensor(impl->allocator, out.shape.data(), out.shape.size(),
                                                 static_cast<ONNXTensorElementDataType>(out.dtype));
@@ -136,7 +141,15 @@ Status BoundRunner::Run() {
     return Status::Ok();
   }
   try {
-    session_->native().Run(impl_->run_options, impl_->binding);
+    if (options_.mode == IoMode::kCudaGraph && graph_runs_ < kCaptureRuns) {
+      // The regular runs and the capture: no other CUDA work in the process
+      // meanwhile (CudaCaptureMutex).
+      std::unique_lock capture(ort_internal::CudaCaptureMutex());
+      ++graph_runs_;
+      session_->native().Run(impl_->run_options, impl_->binding);
+    } else {
+      session_->native().Run(impl_->run_options, impl_->binding);
+    }
   } catch (const Ort::Exception& e) {
     return StatusFromOrt(e, "running model " + session_->label() + " with I/O mode " + std::string(IoModeName(options_.mode)));
   }

@@ -85,6 +85,10 @@ class BoundRunner {
   std::vector<Tensor> last_host_outputs_;  // kHost only
   std::string memory_;
   std::unique_ptr<Impl> impl_;  // ORT objects, absent in kHost mode
+  // kCudaGraph: runs so far, up to kCaptureRuns (ORT's regular runs before
+  // the capture, and the capture itself, hold the capture lock).
+  static constexpr int kCaptureRuns = 3;
+  int graph_runs_ = 0;
 };
 
 }  // namespace ortgpu

@@ -363,7 +363,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     const bool per_size_sessions = instances[i].kind == InstanceKind::kGpu && policy.pad_to_preferred_batch_size &&
                                    (per_size == params.end() || ParameterIsTrue(per_size->second));
     // CUDA graphs need batches of a few fixed shapes: padded ones.
-    const bool graphs = !graph_request.empty() && per_size_sessions && !shapes.sizes.empty();
+    bool graphs = !graph_request.empty() && per_size_sessions && !shapes.sizes.empty();
     if (i == 0 && !graph_request.empty() && !graphs) {
       model->cuda_graph_warning =
           "CUDA graphs (" + graph_request + ") are not used: they replay fixed shapes, so `ortgpu serve` captures "
@@ -387,16 +387,29 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       }
       sessions.main = std::move(main);
       if (!per_size_sessions) return sessions;
-      SessionOptions sized = so;
-      if (graphs) sized.cuda_options["enable_cuda_graph"] = "1";
-      const size_t count = graphs ? shapes.sizes.size() : shapes.sizes.size() - 1;
-      for (size_t k = 0; k < count && !shapes.sizes.empty(); ++k) {
-        auto extra = deps.session_factory(path, sized);
-        if (!extra.ok()) {
-          return extra.status().WithContext("loading the batch-" + std::to_string(shapes.sizes[k]) + " session of " +
-                                            instances[i].Describe(i) + " of model '" + source.name + "'");
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        SessionOptions sized = so;
+        if (graphs) sized.cuda_options["enable_cuda_graph"] = "1";
+        const size_t count = graphs ? shapes.sizes.size() : shapes.sizes.size() - 1;
+        Status failed;
+        for (size_t k = 0; k < count && !shapes.sizes.empty(); ++k) {
+          auto extra = deps.session_factory(path, sized);
+          if (!extra.ok()) {
+            failed = extra.status().WithContext("loading the batch-" + std::to_string(shapes.sizes[k]) + " session of " +
+                                                instances[i].Describe(i) + " of model '" + source.name + "'");
+            break;
+          }
+          sessions.by_batch_rows[shapes.sizes[k]] = std::move(extra).value();
         }
-        sessions.by_batch_rows[shapes.sizes[k]] = std::move(extra).value();
+        if (failed.ok()) break;
+        if (!graphs || failed.message().find("graph capture") == std::string::npos) return failed;
+        // ORT refuses graphs for this model (nodes outside the CUDA EP):
+        // serve it without them, and say why.
+        model->cuda_graph_warning = "CUDA graphs (" + graph_request + ") are not used: ONNX Runtime cannot capture "
+                                    "this model (" + failed.message() + "); it runs without them";
+        spdlog::warn("model '{}': {}", source.name, model->cuda_graph_warning);
+        graphs = false;
+        sessions.by_batch_rows.clear();
       }
       sessions.cuda_graphs = graphs;
       return sessions;
@@ -408,6 +421,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       model->cuda_graphs = graphs;
     }
     auto session_runner = std::make_unique<SessionRunner>(std::move(sessions), RulesFor(model->config));
+    SessionRunner* session_runner_ptr = session_runner.get();
     if (i == 0) first_runner = session_runner.get();
     // More workers on the same sessions: while one worker's batch runs on
     // the GPU, another joins the next one (SessionRunner). Default 2 on GPU
@@ -442,10 +456,19 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                                 "is not valid for it, add model_warmup to config.pbtxt");
       }
     }
-    if (!samples.empty()) {
+    if (graphs && !samples.empty()) {
+      // ORT keeps a captured graph per thread: each worker captures its
+      // graphs on its own thread before the model is READY (PrepareOnWorker,
+      // DynamicBatcher::WaitUntilPrepared).
+      auto warm = [sample = samples[0], sizes = shapes.sizes, what = instances[i].Describe(i),
+                   clock = deps.clock](InstanceRunner& r) { return WarmBatchSizes(r, sample, sizes, what, *clock); };
+      session_runner_ptr->SetWorkerWarmup(warm);
+      for (auto& extra : sharing) extra->SetWorkerWarmup(warm);
+    } else if (!samples.empty()) {
       ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], shapes.sizes, instances[i].Describe(i), *deps.clock));
     }
     for (auto& extra : sharing) {
+      if (graphs) break;  // warmed on their worker threads
       // The sessions are warm; one batch makes this worker's staging buffers
       // (with graphs: every size, each capturing its graph).
       if (!samples.empty() && !shapes.sizes.empty()) {
@@ -481,6 +504,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   bo.busy_poll_ns = options.busy_poll_ns;
   model->stats = std::make_unique<ModelStats>();
   model->batcher = std::make_unique<DynamicBatcher>(bo, std::move(runners), *deps.clock, *model->stats, deps.observer);
+  const int64_t prepare_start = deps.clock->NowNanos();
+  ORTGPU_RETURN_IF_ERROR(model->batcher->WaitUntilPrepared());
+  model->warmup.ns += deps.clock->NowNanos() - prepare_start;
   return model;
 }
 

@@ -199,7 +199,20 @@ void DynamicBatcher::AnswerExpired(std::vector<Pending> expired) {
   }
 }
 
+Status DynamicBatcher::WaitUntilPrepared() {
+  std::unique_lock<std::mutex> lock(mu_);
+  prepared_cv_.wait(lock, [&] { return prepared_ == runners_.size(); });
+  return prepare_error_;
+}
+
 void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
+  Status prepared = runner->PrepareOnWorker();
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (!prepared.ok() && prepare_error_.ok()) prepare_error_ = prepared;
+    ++prepared_;
+  }
+  prepared_cv_.notify_all();
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<size_t> joinable;
   while (true) {

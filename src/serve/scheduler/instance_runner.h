@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,12 @@ namespace ortgpu::serve {
 class InstanceRunner {
  public:
   virtual ~InstanceRunner() = default;
+  // Called once, on the worker thread that will run this runner, before its
+  // first batch. Runners with per-thread state warm up here: ORT's CUDA EP
+  // keeps a captured CUDA graph in per-thread context, so a graph captured
+  // on the loader's thread would be captured again, under traffic, on the
+  // worker's. An error keeps the model from becoming READY.
+  virtual Status PrepareOnWorker() { return Status::Ok(); }
   // Runs one (possibly batched) request; returns every output, named.
   virtual Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
   // Runs the inputs of `requests` joined along dimension 0, followed by
@@ -87,6 +94,11 @@ class SessionRunner : public InstanceRunner {
   SessionRunner(std::shared_ptr<const InstanceSessions> sessions, ReshapeRules rules);
   ~SessionRunner() override;
 
+  // What PrepareOnWorker runs (the loader's warm-up of the CUDA-graph batch
+  // sizes); none by default.
+  void SetWorkerWarmup(std::function<Status(InstanceRunner&)> warmup) { worker_warmup_ = std::move(warmup); }
+  Status PrepareOnWorker() override { return worker_warmup_ ? worker_warmup_(*this) : Status::Ok(); }
+
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   // Joins the requests' rows straight into the instance's staging buffers
   // (pinned host memory on CUDA, sized for the largest batch seen, reused)
@@ -131,6 +143,7 @@ class SessionRunner : public InstanceRunner {
   std::unique_ptr<InputStaging> staging_;
   std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)
   std::map<int64_t, std::unique_ptr<BoundRunner>> graphs_;  // by batch rows (cuda_graphs only)
+  std::function<Status(InstanceRunner&)> worker_warmup_;
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).

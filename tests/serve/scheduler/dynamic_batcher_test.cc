@@ -431,6 +431,42 @@ TEST(DynamicBatcherTest, ARunnerThatThrowsFailsTheRequestWithInternalNamingTheEr
   EXPECT_TRUE(queued.get().ok());
 }
 
+// Per-thread runner state (ORT's captured CUDA graphs) is made on the
+// worker's own thread, and the loader learns of a failure before READY.
+class PreparingRunner : public DoublingRunner {
+ public:
+  explicit PreparingRunner(Status result) : result_(std::move(result)) {}
+  Status PrepareOnWorker() override {
+    prepared_on = std::this_thread::get_id();
+    return result_;
+  }
+  std::thread::id prepared_on;
+
+ private:
+  Status result_;
+};
+
+TEST(DynamicBatcherTest, EachRunnerIsPreparedOnItsOwnWorkerThreadAndAFailureIsReported) {
+  testing::FakeClock clock;
+  ModelStats stats;
+  std::vector<std::unique_ptr<InstanceRunner>> runners;
+  auto ok = std::make_unique<PreparingRunner>(Status::Ok());
+  auto bad = std::make_unique<PreparingRunner>(Internal("capture failed"));
+  PreparingRunner* first = ok.get();
+  PreparingRunner* second = bad.get();
+  runners.push_back(std::move(ok));
+  runners.push_back(std::move(bad));
+  BatcherOptions o;
+  o.batching = Batching(4, {4}, 0);
+  DynamicBatcher batcher(o, std::move(runners), clock, stats, nullptr);
+  Status prepared = batcher.WaitUntilPrepared();
+  EXPECT_EQ(prepared.message(), "capture failed");
+  EXPECT_NE(first->prepared_on, std::this_thread::get_id());
+  EXPECT_NE(second->prepared_on, std::this_thread::get_id());
+  EXPECT_NE(first->prepared_on, second->prepared_on);
+  batcher.Stop();
+}
+
 TEST(DynamicBatcherTest, ACallbackThatThrowsDoesNotStopTheWorker) {
   BatcherOptions o;
   Harness h(o);
