@@ -150,6 +150,9 @@ Status BoundRunner::Run() {
     } else {
       session_->native().Run(impl_->run_options, impl_->binding);
     }
+    // A replay is launched on ORT's stream and may still be running: wait,
+    // so the outputs read next (and the inputs written next) are this run's.
+    if (options_.mode == IoMode::kCudaGraph) ORTGPU_RETURN_IF_ERROR(ort_internal::SynchronizeDevice());
   } catch (const Ort::Exception& e) {
     return StatusFromOrt(e, "running model " + session_->label() + " with I/O mode " + std::string(IoModeName(options_.mode)));
   }
