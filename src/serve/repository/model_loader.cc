@@ -1,6 +1,7 @@
 #include "serve/repository/model_loader.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -362,19 +363,14 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     const auto per_size = params.find("session_per_batch_size");
     const bool per_size_sessions = instances[i].kind == InstanceKind::kGpu && policy.pad_to_preferred_batch_size &&
                                    (per_size == params.end() || ParameterIsTrue(per_size->second));
-    // CUDA graphs need batches of a few fixed shapes: padded ones. The
-    // graph path (one graph session per padded size and worker, captured on
-    // the worker's thread, fed through BoundRunner) is built and tested, but
-    // on the H200 its served outputs disagreed with the plain path's
-    // (scripts/infer_digest.py, docs/BENCHMARKS.md, 2026-12-01), so it
-    // stays off until that is found: kServeCudaGraphs.
-    constexpr bool kServeCudaGraphs = false;
-    bool graphs = kServeCudaGraphs && !graph_request.empty() && per_size_sessions && !shapes.sizes.empty();
+    // CUDA graphs need batches of a few fixed shapes: padded ones.
+    bool graphs = !graph_request.empty() && per_size_sessions && !shapes.sizes.empty();
     if (i == 0 && !graph_request.empty() && !graphs) {
       model->cuda_graph_warning =
-          "CUDA graphs (" + graph_request + ") are not used by `ortgpu serve` yet: its graph path gave outputs "
-          "that differ from the plain path's on the GPU test machine, so it is off until that is fixed; the model "
-          "runs without them (`ortgpu bench --io cuda-graph` measures what they would give)";
+          "CUDA graphs (" + graph_request + ") are not used: they replay fixed shapes, so `ortgpu serve` captures "
+          "them only on GPU instances whose batches are padded to the preferred sizes (dynamic_batching with "
+          "preferred_batch_size, pad_to_preferred_batch_size and session_per_batch_size left on); the model runs "
+          "without them";
       spdlog::warn("model '{}': {}", source.name, model->cuda_graph_warning);
     }
     // The sessions of one instance (or, with graphs, of one worker).
@@ -465,7 +461,11 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       // ORT keeps a captured graph per thread: each worker captures its
       // graphs on its own thread before the model is READY (PrepareOnWorker,
       // DynamicBatcher::WaitUntilPrepared).
-      auto warm = [sample = samples[0], sizes = shapes.sizes, what = instances[i].Describe(i),
+      // Three runs of each size: ORT's regular runs before the capture, and
+      // the capture itself, all before READY.
+      std::vector<int64_t> thrice;
+      for (int64_t n : shapes.sizes) thrice.insert(thrice.end(), 3, n);
+      auto warm = [sample = samples[0], sizes = thrice, what = instances[i].Describe(i),
                    clock = deps.clock](InstanceRunner& r) { return WarmBatchSizes(r, sample, sizes, what, *clock); };
       session_runner_ptr->SetWorkerWarmup(warm);
       for (auto& extra : sharing) extra->SetWorkerWarmup(warm);
