@@ -139,6 +139,8 @@ parameters { key: "workers_per_instance" value { string_value: "1" } }
 dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
         plain-nonhwc) config_base=$(echo "$nonhwc_graph_base" | grep -v optimization); digest_only=1; extra='instance_group [{ count: 1 kind: KIND_GPU }]
 dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
+        b32-1inst) extra='instance_group [{ count: 1 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }' ;;
         b16-32-1inst) extra='instance_group [{ count: 1 kind: KIND_GPU }]
 dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }' ;;
         b16-32-2inst) extra='instance_group [{ count: 2 kind: KIND_GPU }]
