@@ -9,14 +9,19 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/tensor_files.h"
 #include "e2e/kserve_client.h"
+#include "e2e/serve_process.h"
 #include "ort/session.h"
 #include "serve/core/conformance_cases.h"
 #include "serve/http/test_http_client.h"
@@ -194,6 +199,86 @@ TEST(RealModelsTest, Issue9AShapeTheGraphRejectsAtRunTimeIsA400NamingTheInputWit
     EXPECT_NE(error.find("pool_up/1/model.onnx"), std::string::npos) << error;
   }
   EXPECT_TRUE(server->Shutdown());
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The single-file user's two fixes: --warmup-input NAME=FILE.npy, and
+// --config FILE.pbtxt with a model_warmup (its data file beside the model).
+TEST(RealModelsTest, Issue9ASingleModelFileIsWarmedUpWithWarmupInputOrConfig) {
+  using namespace std::chrono_literals;
+  RealModels models;
+  if (!models.ok()) GTEST_SKIP() << "python3-onnx missing";
+  const std::string rate = models.root() + "/rate.npy";
+  {
+    auto npy = bench::SerializeNpy(Int64Scalar("rate", 16000));
+    ASSERT_TRUE(npy.ok());
+    std::ofstream(rate, std::ios::binary) << *npy;
+  }
+  ServeProcess with_input({"serve", "--model", models.Model("rate_if"), "--cpu", "--http-port", "0", "--metrics-port",
+                           "-1", "--warmup-input", "rate=" + rate});
+  ASSERT_TRUE(with_input.WaitForPorts(60s)) << with_input.output();
+  EXPECT_EQ(with_input.output().find("warning:"), std::string::npos) << with_input.output();
+  EXPECT_EQ(with_input.output().find("none (see warning)"), std::string::npos) << with_input.output();
+  with_input.Signal(SIGTERM);
+  EXPECT_EQ(with_input.WaitExit(30s), 0);
+
+  const std::string folder = models.root() + "/rate_if/1";
+  std::filesystem::create_directories(folder + "/warmup");
+  const int64_t sr = 16000;
+  std::ofstream(folder + "/warmup/rate.bin", std::ios::binary).write(reinterpret_cast<const char*>(&sr), sizeof sr);
+  const std::string config = models.root() + "/rate_if.pbtxt";
+  std::ofstream(config) << R"pb(model_warmup [ { name: "sixteen_khz" batch_size: 1 inputs [
+      { key: "x" value { data_type: TYPE_FP32 dims: [ 1, 32 ] random_data: true } },
+      { key: "rate" value { data_type: TYPE_INT64 dims: [ ] input_data_file: "rate.bin" } } ] } ])pb";
+  ServeProcess with_config({"serve", "--model", models.Model("rate_if"), "--config", config, "--cpu", "--http-port",
+                            "0", "--metrics-port", "-1", "--strict-warmup"});
+  ASSERT_TRUE(with_config.WaitForPorts(60s)) << with_config.output();
+  EXPECT_NE(with_config.output().find("model  1        READY"), std::string::npos) << with_config.output();
+  EXPECT_EQ(with_config.output().find("warning:"), std::string::npos) << with_config.output();
+  with_config.Signal(SIGTERM);
+  EXPECT_EQ(with_config.WaitExit(30s), 0);
+}
+
+// bench -> serve: the fragment `bench --sweep --config-out` writes loads in
+// serve with no warning, keeps the model's batching and its graph level.
+TEST(RealModelsTest, Issue9TheBenchSweepFragmentServesAsItIsWithEverySettingHonoured) {
+  using namespace std::chrono_literals;
+  RealModels models;
+  if (!models.ok()) GTEST_SKIP() << "python3-onnx missing";
+  const std::string fragment = models.root() + "/fragment.pbtxt";
+  ServeProcess bench({"bench", models.Model("reflect_pad"), "--provider", "cpu", "--sweep", "--sweep-axes",
+                      "opt=all|basic", "--shape", "samples:16", "--iterations", "20", "--warmup", "2", "--no-progress",
+                      "--config-out", fragment});
+  ASSERT_EQ(bench.WaitExit(120s), 0) << bench.output();
+  const std::string text = ReadText(fragment);
+  ASSERT_NE(text.find("max_batch_size: 4"), std::string::npos) << text;
+  ServeProcess serve({"serve", "--model", models.Model("reflect_pad"), "--config", fragment, "--cpu", "--http-port",
+                      "0", "--metrics-port", "-1"});
+  ASSERT_TRUE(serve.WaitForPorts(60s)) << serve.output();
+  const std::string out = serve.output();
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+  EXPECT_EQ(out.find("[warn"), std::string::npos) << out;
+  EXPECT_NE(out.find("READY"), std::string::npos) << out;
+  TestHttpClient client(serve.http_port);
+  auto config = nlohmann::json::parse(client.Get("/v2/models/model/config").body);
+  EXPECT_EQ(config["max_batch_size"], 4) << config.dump();
+  // Whichever level won is the one served (serve maps it to ORT's level, model_config_test).
+  if (text.find("graph { level: -1 }") != std::string::npos) {
+    EXPECT_EQ(config["optimization"]["graph"]["level"], -1) << config.dump();
+  } else {
+    EXPECT_FALSE(config.contains("optimization") && config["optimization"].contains("graph")) << config.dump();
+  }
+  // Three rows: a batch the fragment must not refuse.
+  auto request = EncodeInferRequest({Floats("x", {3, 2, 10})}, {}, TensorEncoding::kJson);
+  ASSERT_TRUE(request.ok());
+  auto got = DecodeInferResponse(client.Post("/v2/models/model/infer", request->body, request->headers));
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  serve.Signal(SIGTERM);
+  EXPECT_EQ(serve.WaitExit(30s), 0);
 }
 
 }  // namespace

@@ -164,7 +164,8 @@ std::vector<std::string> UnhonouredFieldWarnings(const inference::ModelConfig& c
                    {"max_queue_size"}, out);
   }
   if (config.has_optimization()) {
-    WarnUnhonoured(config.optimization(), "optimization.", {"execution_accelerators"}, out);
+    WarnUnhonoured(config.optimization(), "optimization.", {"execution_accelerators", "graph"}, out);
+    WarnUnhonoured(config.optimization().graph(), "optimization.graph.", {"level"}, out);
     const auto& acc = config.optimization().execution_accelerators();
     WarnUnhonoured(acc, "optimization.execution_accelerators.", {"gpu_execution_accelerator"}, out);
     for (const auto& a : acc.gpu_execution_accelerator()) {
@@ -320,6 +321,19 @@ std::string CudaGraphWarning(const inference::ModelConfig& config) {
   return "CUDA graphs are not yet honoured by `ortgpu serve` (" + where +
          " is ignored): the model runs without them, on ORT's ordinary run path. `ortgpu bench --io cuda-graph` "
          "measures what they would give";
+}
+
+Expected<OptimizationLevel> GraphOptimizationLevel(const inference::ModelConfig& config) {
+  switch (config.optimization().graph().level()) {
+    case 0: return OptimizationLevel::kAll;
+    case -1: return OptimizationLevel::kBasic;
+    case 1: return OptimizationLevel::kExtended;
+    case 2: return OptimizationLevel::kDisable;
+    default:
+      return InvalidArgument("optimization { graph { level: " + std::to_string(config.optimization().graph().level()) +
+                             " } } is not a level Triton's ONNX Runtime backend knows; use -1 (basic), 1 (extended), "
+                             "2 (none) or leave it out (all)");
+  }
 }
 
 std::map<std::string, std::string> ConfigParameters(const inference::ModelConfig& config) {

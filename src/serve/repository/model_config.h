@@ -85,6 +85,11 @@ inference::DataType ToConfigType(DataType t);
 // so and that the model runs without them. The loader drops the CUDA option.
 std::string CudaGraphWarning(const inference::ModelConfig& config);
 
+// The ORT graph optimization level of optimization { graph { level } }, as
+// Triton's ONNX Runtime backend reads it: 0 or absent all, -1 basic, 1
+// extended, 2 none. InvalidArgument for any other value.
+Expected<OptimizationLevel> GraphOptimizationLevel(const inference::ModelConfig& config);
+
 // The parameters block as a plain map (ModelParameter.string_value).
 std::map<std::string, std::string> ConfigParameters(const inference::ModelConfig& config);
 

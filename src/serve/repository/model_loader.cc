@@ -48,6 +48,7 @@ std::vector<InstanceSpec> ExpandInstances(const inference::ModelConfig& config, 
 Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config) {
   SessionOptions so;
   so.log_id = config.name();
+  ORTGPU_ASSIGN_OR_RETURN(so.optimization, GraphOptimizationLevel(config));
   for (const auto& a : config.optimization().execution_accelerators().gpu_execution_accelerator()) {
     if (a.name() != "cuda") continue;
     for (const auto& [k, v] : a.parameters()) so.cuda_options[k] = v;

@@ -150,6 +150,24 @@ TEST(ModelConfigTest, MaxBatchSizeIsSetOnlyByAFieldLine) {
   EXPECT_FALSE(SetsMaxBatchSize("model_warmup [ { name: \"max_batch_size\" } ]"));
 }
 
+TEST(ModelConfigTest, Issue9GraphLevelMapsToOrtsOptimizationLevelAsTritonReadsIt) {
+  for (auto [text, want] : {std::pair{"", OptimizationLevel::kAll},
+                            std::pair{"optimization { graph { level: -1 } }", OptimizationLevel::kBasic},
+                            std::pair{"optimization { graph { level: 1 } }", OptimizationLevel::kExtended},
+                            std::pair{"optimization { graph { level: 2 } }", OptimizationLevel::kDisable}}) {
+    auto parsed = ParseModelConfig(text, "m/config.pbtxt");
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_TRUE(parsed->warnings.empty()) << text << ": " << parsed->warnings[0];
+    auto level = GraphOptimizationLevel(parsed->config);
+    ASSERT_TRUE(level.ok());
+    EXPECT_EQ(*level, want) << text;
+  }
+  auto bad = ParseModelConfig("optimization { graph { level: 7 } }", "m/config.pbtxt");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_NE(GraphOptimizationLevel(bad->config).status().message().find("use -1 (basic), 1 (extended), 2 (none)"),
+            std::string::npos);
+}
+
 TEST(VersionPolicyTest, LatestAllAndSpecific) {
   inference::ModelVersionPolicy p;
   EXPECT_EQ(SelectVersions(p, {3, 1, 2}), (std::vector<int64_t>{3}));
