@@ -145,9 +145,9 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
 
 }  // namespace
 
-HttpReply ErrorReply(const Status& status) {
+HttpReply ErrorReply(const Status& status, HttpRefusal refusal) {
   HttpReply r;
-  r.status = static_cast<unsigned>(HttpStatusFor(status.code()));
+  r.status = static_cast<unsigned>(HttpStatusFor(status.code(), refusal));
   r.body = protocol::EncodeError(Status(status.code(), protocol::ClientText(status.message())));
   return r;
 }
