@@ -175,6 +175,14 @@ TEST(RealModelsTest, Issue9AModelNoGeneratedInputRunsIsReadyWithAWarningOrUnavai
   const auto index = client.Post("/v2/repository/index", "");
   EXPECT_NE(index.body.find("--strict-warmup keeps the model unavailable"), std::string::npos) << index.body;
   EXPECT_EQ(index.body.find(models.root()), std::string::npos) << index.body;
+  // The 503 of a request to it carries the reason, without server paths either.
+  auto request = EncodeInferRequest({Floats("x", {1, 32}), Int64Scalar("rate", 16000)}, {}, TensorEncoding::kJson);
+  ASSERT_TRUE(request.ok());
+  const auto refused = client.Post("/v2/models/rate_if/infer", request->body, request->headers);
+  EXPECT_EQ(refused.status, 503u) << refused.body;
+  EXPECT_NE(refused.body.find("no generated warm-up input ran"), std::string::npos) << refused.body;
+  EXPECT_EQ(refused.body.find(models.root()), std::string::npos) << refused.body;
+  EXPECT_EQ(refused.body.find("/tmp"), std::string::npos) << refused.body;
   EXPECT_TRUE(strict->Shutdown());
 }
 

@@ -1,6 +1,7 @@
 #include "serve/protocol/client_text.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace ortgpu::serve::protocol {
 namespace {
@@ -63,8 +64,13 @@ std::string ClientText(std::string_view text, const std::vector<std::string>& ro
       while (end < text.size() && !EndsPath(text[end])) ++end;
       const std::string_view path = text.substr(i, end - i);
       const size_t last = path.find_last_of('/');
-      // "/x" alone is not a file path worth hiding (e.g. "/metrics").
-      if (std::count(path.begin(), path.end(), '/') >= 2 && last + 1 < path.size()) {
+      // A file path: at least two components, and a file name with an extension or a path that
+      // exists here. A request target the client sent ("/v1/models/x") is neither and is kept.
+      const std::string_view name = path.substr(last + 1);
+      std::error_code ec;
+      const bool file_like = name.find('.') != std::string_view::npos ||
+                             std::filesystem::exists(std::filesystem::path(std::string(path)), ec);
+      if (std::count(path.begin(), path.end(), '/') >= 2 && !name.empty() && file_like) {
         out += path.substr(last + 1);
         i = end;
         continue;

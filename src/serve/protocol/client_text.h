@@ -5,7 +5,8 @@
 //
 //   - a path under one of the roots (the model repository, the folder of a
 //     --model file) becomes relative to it ("resnet/1/model.onnx");
-//   - any other absolute file path is reduced to its file name (ORT's
+//   - any other absolute file path (a file name with an extension, or a
+//     path that exists on this machine) is reduced to its file name (ORT's
 //     source locations are removed before, where ORT's messages enter:
 //     ort/ort_status.h); URL paths ("/v2/models/...") are left alone.
 //
