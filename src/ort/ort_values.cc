@@ -36,8 +36,14 @@ CudaMemcpyFn FindCudaMemcpy() {
 
 // Copies `bytes` between host and device memory with cudart, else with
 // ORT's CopyTensors on tensor views of the two buffers.
+std::shared_mutex& CudaCaptureMutex() {
+  static std::shared_mutex mu;
+  return mu;
+}
+
 Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value) {
   if (bytes == 0) return Status::Ok();
+  std::shared_lock capture(CudaCaptureMutex());
   if (CudaMemcpyFn memcpy_fn = FindCudaMemcpy()) {
     const int rc = memcpy_fn(dst, src, bytes, kind);
     if (rc != 0) return Internal("cudaMemcpy of " + std::to_string(bytes) + " bytes failed with CUDA error " + std::to_string(rc));

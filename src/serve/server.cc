@@ -44,9 +44,7 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   s.warmup = loaded->warmup.Brief();
   s.completed = loaded->completed;
   if (!loaded->warmup.warning.empty()) s.warnings.push_back(loaded->warmup.warning);
-  if (std::string cuda_graphs = CudaGraphWarning(config); !cuda_graphs.empty()) {
-    s.warnings.push_back(std::move(cuda_graphs));
-  }
+  if (!loaded->cuda_graph_warning.empty()) s.warnings.push_back(loaded->cuda_graph_warning);
   // The same expansion as the loader: KIND_AUTO/KIND_MODEL take the default kind.
   for (const auto& g : config.instance_group()) {
     bool gpu = default_kind == InstanceKind::kGpu;

@@ -25,9 +25,11 @@ class RejectionExplainingRunner : public InstanceRunner {
   // `declared`: the model's inputs as clients see them (LoadedModel::inputs).
   RejectionExplainingRunner(std::unique_ptr<InstanceRunner> inner, std::vector<TensorMetadata> declared);
 
+  Status PrepareOnWorker() override { return inner_->PrepareOnWorker(); }
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
-                                         int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns) override;
+                                         int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
+                                         const std::vector<std::string>& outputs = {}) override;
 
  private:
   std::unique_ptr<InstanceRunner> inner_;
