@@ -14,6 +14,7 @@
 #include "bench/tensor_files.h"
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
+#include "ort/tensor.h"
 #include "serve/server.h"
 
 namespace ortgpu::cli {
@@ -24,6 +25,7 @@ struct ServeFlags {
   std::string model;
   std::string config;                      // --config FILE.pbtxt (with --model)
   std::vector<std::string> warmup_inputs;  // --warmup-input NAME=FILE.npy
+  std::vector<std::string> warmup_shapes;  // --warmup-shape NAME:DIMS
   bool strict_warmup = false;
   std::string model_control = "none";
   int64_t poll_interval_ms = 5000;
@@ -81,6 +83,10 @@ int RunServeCommand(const ServeFlags& flags) {
     auto tensor = bench::ReadTensorFile(spec.substr(eq + 1), name);
     if (!tensor.ok()) Usage("--warmup-input " + spec + ": " + tensor.status().message());
     options.core.loader.warmup_inputs[name] = std::move(tensor).value();
+  }
+  for (const std::string& spec : flags.warmup_shapes) {
+    Status st = ParseShapeFlag(spec, options.core.loader.warmup_shapes);
+    if (!st.ok()) Usage("--warmup-shape: " + st.message());
   }
 
   // GPU instances by default; CPU with --cpu or when no GPU can be used, so
@@ -155,6 +161,10 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--warmup-input", flags->warmup_inputs,
                   "NAME=FILE.npy (or .pb): warm-up uses this tensor for input NAME, as a request would send it "
                   "(batch dim first when the model batches); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--warmup-shape", flags->warmup_shapes,
+                  "NAME:DIMS for generated warm-up inputs, as bench's --shape: input NAME's full shape "
+                  "(audio:1x512) or a symbolic dim's size (samples:512); repeatable")
       ->allow_extra_args(false);
   cmd->add_flag("--strict-warmup", flags->strict_warmup,
                 "A model without model_warmup none of whose generated warm-up inputs runs stays UNAVAILABLE "

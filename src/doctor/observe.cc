@@ -102,14 +102,7 @@ void ObserveRuns(const std::string* path, const std::string& bytes, const std::s
 Expected<std::vector<Tensor>> MakeInputs(const Session& session, const ObserveOptions& options,
                                          std::vector<std::string>* described, std::vector<std::string>* defaulted) {
   // Only the flags naming this model's inputs or symbolic dims apply to it.
-  ShapeFlags mine;
-  for (const auto& [name, dims] : options.shapes) {
-    for (const auto& in : session.inputs()) {
-      if (in.name == name || std::find(in.dim_names.begin(), in.dim_names.end(), name) != in.dim_names.end()) {
-        mine[name] = dims;
-      }
-    }
-  }
+  const ShapeFlags mine = ShapeFlagsFor(session.inputs(), options.shapes);
   ORTGPU_RETURN_IF_ERROR(CheckShapeFlags(session.inputs(), mine));
   std::vector<Tensor> out;
   for (const auto& in : session.inputs()) {

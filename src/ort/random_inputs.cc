@@ -88,8 +88,8 @@ Status CheckShapeFits(const TensorInfo& input, const std::vector<int64_t>& shape
 
 namespace {
 
-std::string Flag(const std::string& name, const std::vector<int64_t>& dims) {
-  return "--shape " + name + ":" + ShapeToString(dims);
+std::string Flag(std::string_view flag, const std::string& name, const std::vector<int64_t>& dims) {
+  return std::string(flag) + " " + name + ":" + ShapeToString(dims);
 }
 
 // "x (?x3x?: batch, width), mask (?)" for messages.
@@ -108,35 +108,48 @@ std::string DescribeInputs(const std::vector<TensorInfo>& inputs) {
 
 }  // namespace
 
-Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes) {
+ShapeFlags ShapeFlagsFor(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes) {
+  ShapeFlags mine;
+  for (const auto& [name, dims] : shapes) {
+    for (const auto& in : inputs) {
+      if (in.name == name || std::find(in.dim_names.begin(), in.dim_names.end(), name) != in.dim_names.end()) {
+        mine[name] = dims;
+      }
+    }
+  }
+  return mine;
+}
+
+Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes, std::string_view flag) {
   for (const auto& [name, dims] : shapes) {
     const auto input = std::find_if(inputs.begin(), inputs.end(), [&](const TensorInfo& i) { return i.name == name; });
     if (input != inputs.end()) {
-      ORTGPU_RETURN_IF_ERROR(CheckShapeFits(*input, dims, Flag(name, dims)));
+      ORTGPU_RETURN_IF_ERROR(CheckShapeFits(*input, dims, Flag(flag, name, dims)));
       continue;
     }
     const bool is_dim = std::any_of(inputs.begin(), inputs.end(), [&](const TensorInfo& i) {
       return std::find(i.dim_names.begin(), i.dim_names.end(), name) != i.dim_names.end();
     });
     if (!is_dim) {
-      return InvalidArgument(Flag(name, dims) + ": the model has no input or symbolic dimension '" + name +
+      return InvalidArgument(Flag(flag, name, dims) + ": the model has no input or symbolic dimension '" + name +
                              "'; its inputs: " + DescribeInputs(inputs) +
                              ". Give an input's full shape (NAME:1x3x224x224) or a symbolic dimension's size "
                              "(batch:8)");
     }
     if (dims.size() != 1 || dims[0] < 1) {
-      return InvalidArgument(Flag(name, dims) + ": '" + name +
-                             "' is a symbolic dimension, so it takes one size of at least 1 (e.g. --shape " + name +
-                             ":8)");
+      return InvalidArgument(Flag(flag, name, dims) + ": '" + name +
+                             "' is a symbolic dimension, so it takes one size of at least 1 (e.g. " +
+                             std::string(flag) + " " + name + ":8)");
     }
   }
   return Status::Ok();
 }
 
 Expected<std::vector<int64_t>> ResolveInputShape(const TensorInfo& input, const ShapeFlags& shapes,
-                                                 UnsizedDims unsized, std::vector<std::string>* defaulted) {
+                                                 UnsizedDims unsized, std::vector<std::string>* defaulted,
+                                                 std::string_view flag) {
   if (auto given = shapes.find(input.name); given != shapes.end()) {
-    ORTGPU_RETURN_IF_ERROR(CheckShapeFits(input, given->second, Flag(input.name, given->second)));
+    ORTGPU_RETURN_IF_ERROR(CheckShapeFits(input, given->second, Flag(flag, input.name, given->second)));
     return given->second;
   }
   std::vector<int64_t> shape = input.shape;
@@ -152,7 +165,7 @@ Expected<std::vector<int64_t>> ResolveInputShape(const TensorInfo& input, const 
     if (size < 0) {
       return InvalidArgument("input '" + input.name + "' has symbolic dimension " + std::to_string(d) +
                              (dim_name.empty() ? "" : " ('" + dim_name + "')") + " (shape " +
-                             ShapeToString(input.shape) + "); give its size with --shape " +
+                             ShapeToString(input.shape) + "); give its size with " + std::string(flag) + " " +
                              (dim_name.empty() ? input.name + ":<dims>" : dim_name + ":<size>"));
     }
     shape[d] = size;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ort/session.h"
@@ -46,7 +47,9 @@ using ShapeFlags = std::map<std::string, std::vector<int64_t>>;
 // inputs (and its DIMS are one size of at least 1): "--shape nosuch:3: the
 // model has no input or symbolic dimension 'nosuch'; its inputs: x
 // (?x3x?: batch, width)".
-Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes);
+// `flag` names the flag in messages (serve's warm-up: "--warmup-shape").
+Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes,
+                       std::string_view flag = "--shape");
 
 // How a symbolic dimension no --shape sizes is set: `leading` for dimension
 // 0 (the batch), `others` for the rest; -1 makes it an error asking for
@@ -60,6 +63,12 @@ struct UnsizedDims {
 // The concrete shape of `input`: its --shape, else each symbolic dimension
 // from the --shape of its name, else `unsized`.
 Expected<std::vector<int64_t>> ResolveInputShape(const TensorInfo& input, const ShapeFlags& shapes,
-                                                 UnsizedDims unsized, std::vector<std::string>* defaulted = nullptr);
+                                                 UnsizedDims unsized, std::vector<std::string>* defaulted = nullptr,
+                                                 std::string_view flag = "--shape");
+
+// The flags of `shapes` that name an input of `inputs` or a symbolic
+// dimension of one: what applies to this model when one command line serves
+// several (doctor's --model, serve's repository).
+ShapeFlags ShapeFlagsFor(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes);
 
 }  // namespace ortgpu

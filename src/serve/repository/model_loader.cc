@@ -400,7 +400,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                             options.completion, model->config, &model->completed)
                                  .WithContext("config of model '" + source.name + "'"));
       if (model->config.model_warmup().empty()) {
-        ORTGPU_ASSIGN_OR_RETURN(candidates, GenerateWarmupCandidates(model->config, options.warmup_inputs));
+        WarmupHints hints{options.warmup_inputs, ShapeFlagsFor((*session)->inputs(), options.warmup_shapes),
+                          (*session)->inputs()};
+        ORTGPU_ASSIGN_OR_RETURN(candidates, GenerateWarmupCandidates(model->config, hints));
       } else {
         ORTGPU_ASSIGN_OR_RETURN(samples, WarmupSamples(model->config, source.dir));
       }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ort/random_inputs.h"
 #include "ort/session.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
@@ -71,6 +72,10 @@ struct LoaderOptions {
   // candidate of a model that has such an input (serve --warmup-input
   // NAME=FILE.npy); as a request sends them, batch dim first when batching.
   std::map<std::string, Tensor> warmup_inputs;
+  // Sizes for generated warm-up inputs (serve --warmup-shape NAME:DIMS, the
+  // --shape grammar: an input's full shape or a symbolic dim's size); each
+  // model takes the flags that name its inputs or dims.
+  ShapeFlags warmup_shapes;
 };
 
 struct LoaderDeps {

@@ -1,6 +1,7 @@
 #include "serve/repository/warmup_inputs.h"
 
 #include <algorithm>
+#include <optional>
 #include <cctype>
 #include <random>
 
@@ -88,8 +89,29 @@ std::string DescribeWarmupCandidates() {
 }
 
 Expected<std::vector<WarmupCandidate>> GenerateWarmupCandidates(const inference::ModelConfig& config,
-                                                                const std::map<std::string, Tensor>& given) {
+                                                                const WarmupHints& hints) {
+  const std::map<std::string, Tensor>& given = hints.inputs;
   const bool batched = config.max_batch_size() > 0;
+  ORTGPU_RETURN_IF_ERROR(CheckShapeFlags(hints.model_inputs, hints.shapes, "--warmup-shape"));
+  // The dims of config input `in` a --warmup-shape sizes: its full shape, or
+  // the sizes of its named symbolic dims (-1 where none).
+  auto sized_by_flags = [&](const inference::ModelInput& in) -> std::optional<std::vector<int64_t>> {
+    if (auto full = hints.shapes.find(in.name()); full != hints.shapes.end()) return full->second;
+    const auto model = std::find_if(hints.model_inputs.begin(), hints.model_inputs.end(),
+                                    [&](const TensorInfo& t) { return t.name == in.name(); });
+    if (model == hints.model_inputs.end()) return std::nullopt;
+    std::vector<int64_t> dims(model->shape.size(), -1);
+    bool any = false;
+    for (size_t d = 0; d < dims.size() && d < model->dim_names.size(); ++d) {
+      auto named = hints.shapes.find(model->dim_names[d]);
+      if (named != hints.shapes.end() && !model->dim_names[d].empty()) {
+        dims[d] = named->second[0];
+        any = true;
+      }
+    }
+    if (!any) return std::nullopt;
+    return dims;
+  };
   for (const auto& [name, t] : given) {
     const auto it = std::find_if(config.input().begin(), config.input().end(),
                                  [&](const inference::ModelInput& in) { return in.name() == name; });
@@ -103,9 +125,15 @@ Expected<std::vector<WarmupCandidate>> GenerateWarmupCandidates(const inference:
                              (batched ? " (batch dimension first)" : "") + "; give a tensor as a request would send it");
     }
   }
-  bool any_variable = false;
+  bool any_variable = false;  // a dim no flag sizes: the candidates differ in it
   for (const auto& in : config.input()) {
-    any_variable = any_variable || std::any_of(in.dims().begin(), in.dims().end(), [](int64_t d) { return d < 0; });
+    if (given.count(in.name())) continue;
+    const auto flagged = sized_by_flags(in);
+    for (int k = 0; k < in.dims_size(); ++k) {
+      const size_t model_dim = static_cast<size_t>(k) + (batched ? 1 : 0);
+      const bool sized = flagged && model_dim < flagged->size() && (*flagged)[model_dim] >= 0;
+      any_variable = any_variable || (in.dims(k) < 0 && !sized);
+    }
   }
   std::vector<WarmupCandidate> out;
   for (int64_t size : kWarmupDimSizes) {
@@ -122,6 +150,11 @@ Expected<std::vector<WarmupCandidate>> GenerateWarmupCandidates(const inference:
       std::vector<int64_t> shape;
       if (batched) shape.push_back(1);
       for (int64_t d : in.dims()) shape.push_back(d < 0 ? size : d);
+      if (const auto flagged = sized_by_flags(in); flagged && flagged->size() == shape.size()) {
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if ((*flagged)[d] >= 0) shape[d] = (*flagged)[d];
+        }
+      }
       const DataType dtype = FromConfigType(in.data_type());
       const auto n = ElementCount(shape);
       const int64_t each = dtype == DataType::kString ? 2 : static_cast<int64_t>(ElementSize(dtype));

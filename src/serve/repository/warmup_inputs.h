@@ -11,7 +11,10 @@
 // 16000) or 1, never 0, so a branch on them takes its usual path and an
 // index stays valid; booleans are true; strings are "1", non-empty and a
 // number, so a Cast of strings parses. Inputs the user supplies (serve
-// --warmup-input NAME=FILE.npy) are used as given in every candidate.
+// --warmup-input NAME=FILE.npy) are used as given in every candidate, and
+// sizes the user gives (serve --warmup-shape, the --shape grammar of
+// ort/random_inputs.h: an input's full shape or a symbolic dim's size) are
+// kept in every candidate.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -22,6 +25,8 @@
 #include <vector>
 
 #include "model_config.pb.h"
+#include "ort/random_inputs.h"
+#include "ort/session.h"
 #include "ort/tensor.h"
 #include "status/expected.h"
 
@@ -42,12 +47,23 @@ struct WarmupCandidate {
 // or 1.
 int64_t IntegerHint(const std::string& input_name);
 
-// The candidates for a completed config, in the order to try. `given` holds
-// user-supplied inputs by name, as a request would send them (batch dim
-// included when the config batches). InvalidArgument when a given tensor's
-// type or rank does not match the config's input.
+// What the user says about warm-up inputs.
+struct WarmupHints {
+  // Tensors by input name, as a request would send them (batch dim included
+  // when the config batches).
+  std::map<std::string, Tensor> inputs;
+  // --warmup-shape flags that apply to this model (ShapeFlagsFor).
+  ShapeFlags shapes;
+  // The model's own inputs, for the names of its symbolic dims; may be
+  // empty (then only input names in `shapes` apply).
+  std::vector<TensorInfo> model_inputs;
+};
+
+// The candidates for a completed config, in the order to try.
+// InvalidArgument when a given tensor's type or rank does not match the
+// config's input, or a shape flag does not fit (naming --warmup-shape).
 Expected<std::vector<WarmupCandidate>> GenerateWarmupCandidates(const inference::ModelConfig& config,
-                                                                const std::map<std::string, Tensor>& given);
+                                                                const WarmupHints& hints);
 
 // What the candidates try, for messages: "variable dims 1, 2, 16 and 64,
 // integer inputs 1 (16000 for a sample rate), strings \"1\"".

@@ -56,13 +56,45 @@ TEST(WarmupInputsTest, GivenInputsAreUsedAsTheyAreAndCheckedAgainstTheConfig) {
   )pb");
   Tensor rate = Tensor::Zeros("rate", DataType::kInt64, {1, 1});
   rate.data_as<int64_t>()[0] = 8000;
-  auto c = GenerateWarmupCandidates(config, {{"rate", rate}});
+  auto c = GenerateWarmupCandidates(config, WarmupHints{{{"rate", rate}}, {}, {}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   for (const auto& candidate : *c) EXPECT_EQ(candidate.inputs[1].data_as<int64_t>()[0], 8000);
-  auto wrong = GenerateWarmupCandidates(config, {{"rate", Tensor::Zeros("rate", DataType::kInt32, {1, 1})}});
+  auto wrong =
+      GenerateWarmupCandidates(config, WarmupHints{{{"rate", Tensor::Zeros("rate", DataType::kInt32, {1, 1})}}, {}, {}});
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("the warm-up input given for 'rate' is int32"), std::string::npos)
       << wrong.status().message();
+}
+
+TEST(WarmupInputsTest, WarmupShapeFlagsSizeDimsByNameOrAWholeInputLikeShape) {
+  auto config = Parse(R"pb(
+    max_batch_size: 4
+    input [ { name: "audio" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "state" data_type: TYPE_FP32 dims: [ 2, -1 ] } ]
+  )pb");
+  TensorInfo audio;
+  audio.name = "audio";
+  audio.dtype = DataType::kFloat;
+  audio.shape = {-1, -1};
+  audio.dim_names = {"batch", "samples"};
+  TensorInfo state;
+  state.name = "state";
+  state.dtype = DataType::kFloat;
+  state.shape = {-1, 2, -1};
+  state.dim_names = {"batch", "", "hidden"};
+  WarmupHints hints{{}, {{"samples", {512}}}, {audio, state}};
+  auto c = GenerateWarmupCandidates(config, hints);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->size(), 4u) << "'hidden' still varies";
+  for (const auto& candidate : *c) EXPECT_EQ(candidate.inputs[0].shape, (std::vector<int64_t>{1, 512}));
+  EXPECT_EQ((*c)[2].inputs[1].shape, (std::vector<int64_t>{1, 2, 16}));
+  hints.shapes["state"] = {1, 2, 128};
+  c = GenerateWarmupCandidates(config, hints);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->size(), 1u) << "every dim sized: one candidate";
+  EXPECT_EQ((*c)[0].inputs[1].shape, (std::vector<int64_t>{1, 2, 128}));
+  hints.shapes["state"] = {1, 3, 128};
+  EXPECT_NE(GenerateWarmupCandidates(config, hints).status().message().find("--warmup-shape state:1x3x128 gives"),
+            std::string::npos);
 }
 
 TEST(WarmupInputsTest, CandidatesPastTheByteBoundAreLeftOut) {
