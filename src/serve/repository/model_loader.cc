@@ -291,19 +291,6 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
   const int mbs = config.max_batch_size();
   std::vector<std::vector<Tensor>> out;
   int64_t total_bytes = 0;
-  if (config.model_warmup().empty()) {
-    std::vector<Tensor> sample;
-    for (const auto& c : config.input()) {
-      std::vector<int64_t> shape;
-      if (mbs > 0) shape.push_back(1);
-      for (int64_t d : c.dims()) shape.push_back(d < 0 ? 1 : d);
-      ORTGPU_RETURN_IF_ERROR(AddWarmupBytes("the default warm-up sample of input '" + c.name() + "'",
-                                            FromConfigType(c.data_type()), shape, 1, total_bytes));
-      sample.push_back(Tensor::Zeros(c.name(), FromConfigType(c.data_type()), shape));
-    }
-    out.push_back(std::move(sample));
-    return out;
-  }
   uint32_t seed = 1;
   for (const auto& w : config.model_warmup()) {
     if (mbs == 0 && w.batch_size() > 1) {

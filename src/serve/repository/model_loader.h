@@ -168,9 +168,9 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instan
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
                       const std::string& instance, const Clock& clock);
 
-// The warm-up requests of a completed config: its model_warmup samples, or
-// one zero-filled request (batch 1, variable dims 1) when it has none (the
-// loader then tries GenerateWarmupCandidates instead).
+// The warm-up requests of a completed config: its model_warmup samples
+// (none without model_warmup: the loader then tries
+// GenerateWarmupCandidates, warmup_inputs.h).
 // `model_dir` holds warmup/<input_data_file>. InvalidArgument past the
 // bounds above.
 Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelConfig& config,
