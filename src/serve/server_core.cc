@@ -251,7 +251,8 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
         old = std::move(slot.model);
         slot.model = *loaded;
         slot.state = ModelState::kReady;
-        slot.reason.clear();
+        // READY without a proven warm-up says so in the index too (docs/SERVING.md, Warm-up).
+        slot.reason = (*loaded)->warmup.warning;
         slot.failed_load.clear();
       } else {
         const std::string why = loaded.status().message();

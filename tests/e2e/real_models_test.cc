@@ -164,6 +164,15 @@ TEST(RealModelsTest, Issue9AModelNoGeneratedInputRunsIsReadyWithAWarningOrUnavai
     EXPECT_NE(m.warnings[0].find("with variable dims 64 node"), std::string::npos) << m.warnings[0];
   }
   EXPECT_TRUE(seen);
+  // Remote users see it too: the repository index gives the warning as the READY model's reason.
+  TestHttpClient index_client(server->http_port());
+  const auto listed = nlohmann::json::parse(index_client.Post("/v2/repository/index", "").body);
+  for (const auto& e : listed) {
+    if (e["name"] == "rate_if") {
+      EXPECT_EQ(e["state"], "READY");
+      EXPECT_NE(e["reason"].get<std::string>().find("no generated warm-up input ran"), std::string::npos) << e.dump();
+    }
+  }
   EXPECT_TRUE(server->Shutdown());
 
   auto strict = Serve(models.root(), /*strict=*/true);
