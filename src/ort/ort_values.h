@@ -29,6 +29,10 @@ Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::
 // hold it shared (uncontended once every graph is captured).
 std::shared_mutex& CudaCaptureMutex();
 
+// Waits for all work on the current CUDA device (a CUDA graph replay may
+// return before its kernels finish, on a stream the caller cannot name).
+Status SynchronizeDevice();
+
 // Whether `info` is CPU memory (pinned memory counts as CPU).
 bool OnCpu(const Ort::ConstMemoryInfo& info);
 

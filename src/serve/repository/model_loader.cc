@@ -1,6 +1,7 @@
 #include "serve/repository/model_loader.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -550,7 +551,11 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       // ORT keeps a captured graph per thread: each worker captures its
       // graphs on its own thread before the model is READY (PrepareOnWorker,
       // DynamicBatcher::WaitUntilPrepared).
-      auto warm = [sample = samples[0], sizes = shapes.sizes, what = instances[i].Describe(i),
+      // Three runs of each size: ORT's regular runs before the capture, and
+      // the capture itself, all before READY.
+      std::vector<int64_t> thrice;
+      for (int64_t n : shapes.sizes) thrice.insert(thrice.end(), 3, n);
+      auto warm = [sample = samples[0], sizes = thrice, what = instances[i].Describe(i),
                    clock = deps.clock](InstanceRunner& r) { return WarmBatchSizes(r, sample, sizes, what, *clock); };
       session_runner_ptr->SetWorkerWarmup(warm);
       for (SessionRunner* extra : sharing_ptrs) extra->SetWorkerWarmup(warm);
