@@ -67,7 +67,10 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 // The one place where error codes meet the outside world's numbers
 // (after Triton's StatusCodeToTritonCode): HTTP status for `serve`, process
 // exit code for the commands.
-int HttpStatusFor(Code code);
+// `refusal` names the two HTTP-only outcomes no Code stands for: a method
+// the endpoint does not take (405) and a body past the limit (413).
+enum class HttpRefusal { kNone, kMethodNotAllowed, kBodyTooLarge };
+int HttpStatusFor(Code code, HttpRefusal refusal = HttpRefusal::kNone);
 int ExitCodeFor(Code code);
 
 }  // namespace ortgpu

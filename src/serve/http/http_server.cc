@@ -235,8 +235,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (!route) return Write(ErrorReply(route.status()));
     if (req.method_string() != route->method) {
       HttpReply r = ErrorReply(InvalidArgument(fmt::format("{} takes {}, not {}", protocol::EndpointName(route->endpoint),
-                                                           route->method, std::string(req.method_string()))));
-      r.status = 405;
+                                                           route->method, std::string(req.method_string()))),
+                               HttpRefusal::kMethodNotAllowed);
       allow_ = route->method;
       return Write(std::move(r));
     }
@@ -285,8 +285,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     close_after_ = true;
     HttpReply r = ErrorReply(ResourceExhausted(fmt::format(
         "request body exceeds the limit of {} bytes; send a smaller batch or raise --max-body-bytes",
-        state_->options.max_body_bytes)));
-    r.status = 413;
+        state_->options.max_body_bytes)), HttpRefusal::kBodyTooLarge);
     Write(std::move(r));
   }
 
