@@ -65,9 +65,11 @@ inline Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
 // The one place where error codes meet the outside world's numbers
-// (after Triton's StatusCodeToTritonCode): HTTP status for `serve`, process
-// exit code for the commands.
+// (after Triton's StatusCodeToTritonCode): HTTP status and gRPC status code
+// (grpc::StatusCode's numbers) for `serve`, process exit code for the
+// commands.
 int HttpStatusFor(Code code);
+int GrpcCodeFor(Code code);
 int ExitCodeFor(Code code);
 
 }  // namespace ortgpu

@@ -6,15 +6,12 @@
 
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
+#include "serve/protocol/server_metadata.h"
 
 namespace ortgpu::serve {
 namespace {
 
 using protocol::Endpoint;
-
-#ifndef ORTGPU_VERSION
-#define ORTGPU_VERSION "0.0.0"
-#endif
 
 HttpReply JsonReply(const nlohmann::json& j) {
   HttpReply r;
@@ -145,11 +142,9 @@ HttpReply ErrorReply(const Status& status) {
 }
 
 std::string ServerMetadataJson() {
-  nlohmann::json j = {{"name", "ortgpu"},
-                      {"version", ORTGPU_VERSION},
-                      {"extensions",
-                       {"binary_tensor_data", "statistics", "model_repository", "model_configuration",
-                        "schedule_policy"}}};
+  nlohmann::json j = {{"name", protocol::kServerName},
+                      {"version", protocol::ServerVersion()},
+                      {"extensions", protocol::ServerExtensions()}};
   return j.dump();
 }
 

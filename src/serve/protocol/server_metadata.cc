@@ -1,0 +1,15 @@
+#include "serve/protocol/server_metadata.h"
+
+#ifndef ORTGPU_VERSION
+#define ORTGPU_VERSION "0.0.0"
+#endif
+
+namespace ortgpu::serve::protocol {
+
+std::string ServerVersion() { return ORTGPU_VERSION; }
+
+std::vector<std::string> ServerExtensions() {
+  return {"binary_tensor_data", "statistics", "model_repository", "model_configuration", "schedule_policy"};
+}
+
+}  // namespace ortgpu::serve::protocol
