@@ -96,14 +96,16 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
   ORTGPU_ASSIGN_OR_RETURN(s->core_, ServerCore::Create(options.core, deps.core));
   for (const auto& w : s->core_->Warnings()) spdlog::debug("config: {}", w);  // already logged by the core
 
-  auto http = HttpServer::Start(*s->core_, options.http);
+  s->settings_ = std::make_unique<RuntimeSettings>();
+  HttpOptions http_options = options.http;
+  http_options.settings = s->settings_.get();
+  auto http = HttpServer::Start(*s->core_, http_options);
   if (!http.ok()) {
     s->core_->Shutdown();
     return http.status().WithContext("HTTP endpoint (--host/--http-port)");
   }
   s->http_ = std::move(http).value();
 
-  s->settings_ = std::make_unique<RuntimeSettings>();
   if (options.grpc_port >= 0) {
     GrpcOptions go;
     go.host = options.http.host;

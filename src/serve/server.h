@@ -128,8 +128,8 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<SchedulerObserver> observer_;
   std::unique_ptr<ServerCore> core_;
+  std::unique_ptr<RuntimeSettings> settings_;  // before the front ends, which point at it
   std::unique_ptr<HttpServer> http_;
-  std::unique_ptr<RuntimeSettings> settings_;
   std::unique_ptr<GrpcServer> grpc_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<GpuMetricsPoller> gpu_poller_;

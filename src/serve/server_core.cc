@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "serve/config_json.h"
 #include "serve/scheduler/request_validation.h"
 
 namespace ortgpu::serve {
@@ -343,7 +344,9 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
   if (it == models_.end()) {
     std::string names;
     for (const auto& [n, r] : models_) names += (names.empty() ? "" : ", ") + n;
-    return NotFound("unknown model '" + model + "'; the server has: " + (names.empty() ? "no models" : names));
+    // Triton's wording, which its clients and tests read; ortgpu's hint after it.
+    return NotFound("Request for unknown model: '" + model + "' is not found; the server has: " +
+                    (names.empty() ? "no models" : names));
   }
   const ModelRecord& rec = it->second;
   if (version.empty()) {
@@ -361,8 +364,8 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
   if (slot == rec.versions.end()) {
     std::string have;
     for (const auto& [n, s] : rec.versions) have += (have.empty() ? "" : ", ") + std::to_string(n);
-    return NotFound("model '" + model + "' has no version '" + version + "'; loaded versions: " +
-                    (have.empty() ? "none" : have));
+    return NotFound("Request for unknown model: '" + model + "' version " + version + " is not found; loaded "
+                    "versions: " + (have.empty() ? "none" : have));
   }
   if (slot->second.state != ModelState::kReady || !slot->second.model) {
     return Unavailable("model '" + model + "' version " + version + " is " +
@@ -421,7 +424,7 @@ Expected<nlohmann::json> ServerCore::ModelConfig(const std::string& model, const
   if (shutting_down_) return Unavailable("the server is shutting down");
   std::lock_guard<std::mutex> lock(mu_);
   ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
-  return ConfigToJson(m->config);
+  return TritonConfigJson(m->config);
 }
 
 Expected<nlohmann::json> ServerCore::Statistics(const std::string& model, const std::string& version) const {

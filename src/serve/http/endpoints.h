@@ -17,6 +17,7 @@
 
 #include "serve/model_server.h"
 #include "serve/protocol/route.h"
+#include "serve/runtime_settings.h"
 
 namespace ortgpu::serve {
 
@@ -77,6 +78,8 @@ struct EndpointRequest {
   // Infer only: when the HTTP layer stops waiting (steady clock, ns; 0: no
   // limit). The scheduler drops the request unrun once it has passed.
   int64_t deadline_ns = 0;
+  // The logging and trace settings (HttpOptions::settings); null: 501.
+  RuntimeSettings* settings = nullptr;
 };
 
 // The error reply for `status`: {"error": message} with HttpStatusFor.

@@ -232,7 +232,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                      : static_cast<const http::request_header<>&>(header_parser_->get());
     auto route = protocol::MatchRoute(req.target());
     if (!route) return Write(ErrorReply(route.status()));
-    if (req.method_string() != route->method) {
+    if (!route->AllowsMethod(req.method_string())) {
       HttpReply r = ErrorReply(InvalidArgument(fmt::format("{} takes {}, not {}", protocol::EndpointName(route->endpoint),
                                                            route->method, std::string(req.method_string()))));
       r.status = 405;
@@ -247,6 +247,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     er.content_encoding = std::string(req[http::field::content_encoding]);
     er.draining = state_->draining;
+    er.settings = state_->options.settings;
     header_parser_.reset();
     body_parser_.reset();
     bool is_infer = er.route.endpoint == protocol::Endpoint::kInfer;

@@ -105,7 +105,9 @@ std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferRe
   std::vector<bool> binary(response.outputs.size(), request.binary_data_output);
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     for (const RequestedOutput& r : request.outputs) {
-      if (r.name == response.outputs[i].name) binary[i] = r.binary_data;
+      // An output that names no binary_data of its own takes the request's
+      // binary_data_output, as in Triton.
+      if (r.name == response.outputs[i].name && r.parameters.count("binary_data") > 0) binary[i] = r.binary_data;
     }
     if (i < response.output_binary.size() && response.output_binary[i]) binary[i] = true;
   }

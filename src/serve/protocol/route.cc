@@ -71,6 +71,9 @@ Expected<Route> ModelRoute(std::string model, std::string version, std::string_v
   } else if (action == "infer") {
     r.endpoint = Endpoint::kInfer;
     r.method = "POST";
+  } else if (action == "trace/setting") {
+    r.endpoint = Endpoint::kTraceSetting;
+    r.method = "GET, POST";
   } else {
     return NotFound(fmt::format("no endpoint '{}' for a model; use ready, config, stats or infer", Printable(action)));
   }
@@ -93,6 +96,8 @@ std::string_view EndpointName(Endpoint e) {
     case Endpoint::kRepositoryIndex: return "repository_index";
     case Endpoint::kRepositoryLoad: return "repository_load";
     case Endpoint::kRepositoryUnload: return "repository_unload";
+    case Endpoint::kLogging: return "logging";
+    case Endpoint::kTraceSetting: return "trace_setting";
   }
   return "unknown";
 }
@@ -151,6 +156,16 @@ Expected<Route> MatchRoute(std::string_view target) {
     else return not_found();
     return r;
   }
+  if (n == 2 && seg[1] == "logging") {
+    r.endpoint = Endpoint::kLogging;
+    r.method = "GET, POST";
+    return r;
+  }
+  if (n == 3 && seg[1] == "trace" && seg[2] == "setting") {
+    r.endpoint = Endpoint::kTraceSetting;
+    r.method = "GET, POST";
+    return r;
+  }
   if (seg[1] == "repository" && n >= 3) {
     r.method = "POST";
     if (n == 3 && seg[2] == "index") {
@@ -171,6 +186,9 @@ Expected<Route> MatchRoute(std::string_view target) {
     return r;
   }
   // /v2/models/{m}, /v2/models/{m}/{action}, /v2/models/{m}/versions/{v}[/{action}]
+  if (n >= 5 && seg[n - 2] == "trace" && seg[n - 1] == "setting" && (n == 5 || (n == 7 && seg[3] == "versions"))) {
+    return ModelRoute(seg[2], n == 7 ? seg[4] : "", "trace/setting");
+  }
   if (n == 3) return ModelRoute(seg[2], "", "");
   if (n == 4) {
     if (seg[3] == "versions") return ModelRoute(seg[2], "", "versions");

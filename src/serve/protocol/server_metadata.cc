@@ -8,8 +8,11 @@ namespace ortgpu::serve::protocol {
 
 std::string ServerVersion() { return ORTGPU_VERSION; }
 
+// "trace" is not listed: the trace settings endpoints answer, but no trace
+// is recorded (docs/PROTOCOL.md).
 std::vector<std::string> ServerExtensions() {
-  return {"binary_tensor_data", "statistics", "model_repository", "model_configuration", "schedule_policy"};
+  return {"binary_tensor_data", "statistics", "model_repository", "model_configuration", "schedule_policy",
+          "logging"};
 }
 
 }  // namespace ortgpu::serve::protocol

@@ -114,7 +114,7 @@ TEST_F(HttpServerTest, ServerMetadataListsExtensions) {
   EXPECT_EQ(j["name"], "ortgpu");
   EXPECT_TRUE(j["version"].is_string());
   EXPECT_EQ(j["extensions"], nlohmann::json({"binary_tensor_data", "statistics", "model_repository",
-                                             "model_configuration", "schedule_policy"}));
+                                             "model_configuration", "schedule_policy", "logging"}));
   EXPECT_EQ(r.header("Content-Type"), "application/json");
 }
 

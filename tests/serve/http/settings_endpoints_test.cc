@@ -1,0 +1,101 @@
+// Triton's logging and trace extensions over HTTP: GET/POST /v2/logging
+// (the log level changes at run time), /v2/trace/setting and
+// /v2/models/M/trace/setting, on an HttpServer over a FakeModelServer.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "fakes/fake_model_server.h"
+#include "serve/http/http_server.h"
+#include "serve/http/test_http_client.h"
+
+namespace ortgpu::serve {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::HttpResult;
+using testing::TestHttpClient;
+
+class SettingsEndpointsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpOptions o;
+    o.port = 0;
+    o.threads = 1;
+    o.settings = &settings_;
+    auto s = HttpServer::Start(fake_, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+    level_ = spdlog::get_level();
+  }
+  void TearDown() override {
+    server_->Stop();
+    spdlog::set_level(level_);
+  }
+  static nlohmann::json Json(const HttpResult& r) { return nlohmann::json::parse(r.body, nullptr, false); }
+
+  FakeModelServer fake_;
+  RuntimeSettings settings_;
+  std::unique_ptr<HttpServer> server_;
+  spdlog::level::level_enum level_ = spdlog::level::info;
+};
+
+TEST_F(SettingsEndpointsTest, LoggingChangesTheLevelAtRunTime) {
+  TestHttpClient c(server_->port());
+  HttpResult r = c.Get("/v2/logging");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["log_file"], "");
+  EXPECT_TRUE(Json(r).contains("log_verbose_level"));
+
+  r = c.Post("/v2/logging", R"({"log_verbose_level": 2})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["log_verbose_level"], 2);
+  EXPECT_EQ(spdlog::get_level(), spdlog::level::trace);
+
+  r = c.Post("/v2/logging", R"({"log_verbose_level": 0, "log_info": false, "log_warning": true})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(spdlog::get_level(), spdlog::level::warn);
+
+  r = c.Post("/v2/logging", R"({"log_file": "/tmp/x.log"})");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("stderr"));
+  r = c.Post("/v2/logging", R"([1])");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(spdlog::get_level(), spdlog::level::warn);  // a refused change changes nothing
+}
+
+TEST_F(SettingsEndpointsTest, TraceSettingsGlobalAndPerModel) {
+  TestHttpClient c(server_->port());
+  HttpResult r = c.Get("/v2/trace/setting");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["trace_level"], nlohmann::json::array({"OFF"}));
+  EXPECT_EQ(Json(r)["trace_rate"], "1000");
+
+  r = c.Post("/v2/models/echo/trace/setting", R"({"trace_rate": "10"})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["trace_rate"], "10");
+  r = c.Get("/v2/models/echo/versions/1/trace/setting");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r)["trace_rate"], "10");
+  r = c.Post("/v2/models/echo/trace/setting", R"({"trace_rate": null})");
+  EXPECT_EQ(Json(r)["trace_rate"], "1000");
+
+  r = c.Post("/v2/trace/setting", R"({"trace_level": ["TIMESTAMPS"]})");
+  EXPECT_EQ(r.status, 501u);
+  r = c.Get("/v2/models/nope/trace/setting");
+  EXPECT_EQ(r.status, 404u);
+  r = c.Post("/v2/trace/setting", R"({"trace_colour": "red"})");
+  EXPECT_EQ(r.status, 400u);
+}
+
+TEST_F(SettingsEndpointsTest, OtherMethodsAre405NamingBoth) {
+  TestHttpClient c(server_->port());
+  HttpResult r = c.Send(boost::beast::http::verb::put, "/v2/logging", "{}");
+  EXPECT_EQ(r.status, 405u);
+  EXPECT_EQ(r.header("Allow"), "GET, POST");
+}
+
+}  // namespace
+}  // namespace ortgpu::serve
