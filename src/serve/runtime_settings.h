@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "serve/shared_memory.h"
 #include "status/status.h"
 
 namespace ortgpu::serve {
@@ -61,10 +62,13 @@ class TraceSettings {
   std::map<std::string, Map> models_;   // guarded by mu_
 };
 
-// Both, as the server owns them and hands them to its front ends.
+// What clients change while the server runs, as the server owns it and
+// hands it to both front ends: the log and trace settings and the system
+// shared memory regions registered.
 struct RuntimeSettings {
   LogSettings log;
   TraceSettings trace;
+  SharedMemoryRegistry system_shm;
 };
 
 }  // namespace ortgpu::serve

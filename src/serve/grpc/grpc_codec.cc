@@ -88,11 +88,6 @@ Status ParseSerializedStrings(std::string_view raw, Tensor& t) {
 
 Status CheckUnsupported(const google::protobuf::Map<std::string, inference::InferParameter>& params,
                         const std::string& where) {
-  if (params.count("shared_memory_region") > 0) {
-    return Unimplemented(fmt::format("{}: the shared memory extension is not supported over gRPC yet; send the data "
-                                     "in raw_input_contents",
-                                     where));
-  }
   if (params.count("classification") > 0) {
     return Unimplemented(fmt::format("{}: the classification extension is not supported; request the raw output "
                                      "and take the top classes on the client",
@@ -105,7 +100,22 @@ void CopyParameters(const google::protobuf::Map<std::string, inference::InferPar
   for (const auto& [key, value] : from) to[key] = GrpcParameterToJsonText(value);
 }
 
-Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in, std::string* raw) {
+// The tensor's shared memory region, when its parameters name one.
+Expected<std::optional<SharedMemoryRegistry::View>> SharedMemoryOf(
+    const google::protobuf::Map<std::string, inference::InferParameter>& params, const std::string& where,
+    const SharedMemoryRegistry* shm) {
+  Parameters p;
+  CopyParameters(params, p);
+  ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(p, where));
+  if (!ref) return std::optional<SharedMemoryRegistry::View>();
+  if (shm == nullptr) return Unimplemented(fmt::format("{}: this server has no shared memory", where));
+  ORTGPU_ASSIGN_OR_RETURN(auto view, shm->Find(ref->region, ref->offset, ref->byte_size));
+  return std::optional<SharedMemoryRegistry::View>(std::move(view));
+}
+
+// `raw` (moved from) or `region` holds the bytes; neither: typed contents.
+Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in, std::string* raw,
+                             const std::optional<SharedMemoryRegistry::View>& region) {
   Tensor t;
   t.name = in.name();
   if (t.name.empty()) return InvalidArgument("an input has no name");
@@ -125,7 +135,22 @@ Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in,
   if (!count) return InvalidArgument(fmt::format("input '{}': shape {} is too large", t.name, ShapeText(in.shape())));
   ORTGPU_RETURN_IF_ERROR(CheckUnsupported(in.parameters(), fmt::format("input '{}'", t.name)));
 
-  if (raw != nullptr) {
+  if (region) {
+    if (in.has_contents()) {
+      return InvalidArgument(fmt::format("input '{}' names a shared memory region and sets contents; use one", t.name));
+    }
+    if (t.dtype == DataType::kString) {
+      ORTGPU_RETURN_IF_ERROR(
+          ParseSerializedStrings(std::string_view(reinterpret_cast<const char*>(region->data), region->size), t));
+    } else {
+      const size_t want = static_cast<size_t>(*count) * ElementSize(t.dtype);
+      if (region->size != want) {
+        return InvalidArgument(fmt::format("input '{}': shared_memory_byte_size is {}, but shape {} of {} needs {}",
+                                           t.name, region->size, ShapeText(in.shape()), in.datatype(), want));
+      }
+      t.data.Borrow(region->owner, region->data, region->size);  // read in place, no copy
+    }
+  } else if (raw != nullptr) {
     if (t.dtype == DataType::kString) {
       ORTGPU_RETURN_IF_ERROR(ParseSerializedStrings(*raw, t));
     } else {
@@ -175,28 +200,38 @@ void AppendRaw(const Tensor& t, std::string& out) {
 
 }  // namespace
 
-Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request) {
+Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request, const SharedMemoryRegistry* shm) {
   InferRequest r;
   r.model_name = request.model_name();
   if (r.model_name.empty()) return InvalidArgument("model_name is empty; name the model to run");
   r.model_version = request.model_version();
   r.id = request.id();
   CopyParameters(request.parameters(), r.parameters);
+  std::vector<std::optional<SharedMemoryRegistry::View>> regions;
+  int in_memory = 0;  // inputs not in a shared memory region
+  for (const auto& in : request.inputs()) {
+    ORTGPU_ASSIGN_OR_RETURN(auto region, SharedMemoryOf(in.parameters(), fmt::format("input '{}'", in.name()), shm));
+    if (!region) ++in_memory;
+    regions.push_back(std::move(region));
+  }
   const int raw_count = request.raw_input_contents_size();
-  if (raw_count > 0 && raw_count != request.inputs_size()) {
-    return InvalidArgument(fmt::format("the request has {} inputs but {} raw_input_contents; send one entry per "
-                                       "input, in input order",
-                                       request.inputs_size(), raw_count));
+  if (raw_count > 0 && raw_count != in_memory) {
+    return InvalidArgument(fmt::format("the request has {} inputs outside shared memory but {} raw_input_contents; "
+                                       "send one entry per such input, in input order",
+                                       in_memory, raw_count));
   }
   r.inputs.reserve(static_cast<size_t>(request.inputs_size()));
+  int next_raw = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     auto& in = *request.mutable_inputs(i);
-    if (raw_count > 0 && in.has_contents()) {
+    const auto& region = regions[static_cast<size_t>(i)];
+    if (raw_count > 0 && !region && in.has_contents()) {
       return InvalidArgument(fmt::format("input '{}' sets contents while the request uses raw_input_contents; use "
                                          "one or the other",
                                          in.name()));
     }
-    ORTGPU_ASSIGN_OR_RETURN(Tensor t, DecodeInput(in, raw_count > 0 ? request.mutable_raw_input_contents(i) : nullptr));
+    std::string* raw = raw_count > 0 && !region ? request.mutable_raw_input_contents(next_raw++) : nullptr;
+    ORTGPU_ASSIGN_OR_RETURN(Tensor t, DecodeInput(in, raw, region));
     for (const Tensor& other : r.inputs) {
       if (other.name == t.name) return InvalidArgument(fmt::format("input '{}' is given twice", t.name));
     }
@@ -204,7 +239,9 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   }
   for (const auto& out : request.outputs()) {
     if (out.name().empty()) return InvalidArgument("a requested output has no name");
-    ORTGPU_RETURN_IF_ERROR(CheckUnsupported(out.parameters(), fmt::format("output '{}'", out.name())));
+    const std::string where = fmt::format("output '{}'", out.name());
+    ORTGPU_RETURN_IF_ERROR(CheckUnsupported(out.parameters(), where));
+    ORTGPU_RETURN_IF_ERROR(SharedMemoryOf(out.parameters(), where, shm).status());  // the region exists, early
     RequestedOutput o;
     o.name = out.name();
     CopyParameters(out.parameters(), o.parameters);
@@ -213,7 +250,8 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   return r;
 }
 
-Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out) {
+Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out,
+                               const std::vector<RequestedOutput>& requested, const SharedMemoryRegistry* shm) {
   out.set_model_name(response.model_name);
   out.set_model_version(response.model_version);
   out.set_id(response.id);
@@ -226,7 +264,27 @@ Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelIn
     o->set_name(t.name);
     o->set_datatype(std::string(dtype));
     for (int64_t d : t.shape) o->add_shape(d);
-    AppendRaw(t, *out.add_raw_output_contents());
+    std::string& raw = *out.add_raw_output_contents();
+    AppendRaw(t, raw);
+    for (const RequestedOutput& r : requested) {
+      if (r.name != t.name) continue;
+      const std::string where = fmt::format("output '{}'", t.name);
+      ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(r.parameters, where));
+      if (!ref) break;
+      if (shm == nullptr) return Unimplemented(where + ": this server has no shared memory");
+      if (raw.size() > ref->byte_size) {
+        return InvalidArgument(fmt::format("{} has {} bytes but its shared memory region '{}' takes {}; give a "
+                                           "larger shared_memory_byte_size",
+                                           where, raw.size(), ref->region, ref->byte_size));
+      }
+      ORTGPU_ASSIGN_OR_RETURN(auto view, shm->Find(ref->region, ref->offset, raw.size()));
+      if (!raw.empty()) std::memcpy(view.data, raw.data(), raw.size());
+      (*o->mutable_parameters())["shared_memory_region"].set_string_param(ref->region);
+      (*o->mutable_parameters())["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(raw.size()));
+      if (ref->offset > 0) (*o->mutable_parameters())["shared_memory_offset"].set_int64_param(static_cast<int64_t>(ref->offset));
+      raw.clear();  // in the region, not in the message; the entry keeps the indices aligned
+      break;
+    }
   }
   return Status::Ok();
 }

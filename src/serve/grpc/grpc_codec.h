@@ -20,8 +20,13 @@
 //     Triton's gRPC endpoint does.
 //   - Parameters travel as the core's JSON text: bool_param -> true/false,
 //     int64_param -> the integer, string_param -> a JSON string.
-//   - `classification` and `shared_memory_region` parameters are
-//     Unimplemented, as on HTTP (docs/PROTOCOL.md).
+//   - An input or output whose parameters name a shared_memory_region (with
+//     shared_memory_byte_size and optionally shared_memory_offset) lives in
+//     that registered region: the input tensor borrows the mapped bytes; the
+//     output is copied into the region and its raw_output_contents entry is
+//     left empty (so the indices of the others stay aligned). The inputs in
+//     regions have no raw_input_contents entry.
+//   - `classification` is Unimplemented, as on HTTP (docs/PROTOCOL.md).
 #pragma once
 
 #include <string>
@@ -30,19 +35,26 @@
 
 #include "grpc_service.pb.h"
 #include "serve/inference.h"
+#include "serve/shared_memory.h"
 #include "status/expected.h"
 
 namespace ortgpu::serve {
 
 // Decodes `request`, moving its raw_input_contents into the returned
 // tensors (the message is left without them). InvalidArgument naming the
-// input and the problem for any inconsistency; Unimplemented for features
-// ortgpu does not serve.
-Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request);
+// input and the problem for any inconsistency; NotFound for an unknown
+// shared memory region; Unimplemented for features ortgpu does not serve
+// (shared memory when `shm` is null).
+Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request,
+                                              const SharedMemoryRegistry* shm = nullptr);
 
-// Fills `out` from `response`. Internal when an output's datatype has no
-// KServe name or its data does not match its shape.
-Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out);
+// Fills `out` from `response`; outputs `requested` in a shared memory region
+// are written there. Internal when an output's datatype has no KServe name or
+// its data does not match its shape; InvalidArgument when an output does not
+// fit its region.
+Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out,
+                               const std::vector<RequestedOutput>& requested = {},
+                               const SharedMemoryRegistry* shm = nullptr);
 
 // One parameter as the core keeps it (JSON text) and as gRPC sends it.
 std::string GrpcParameterToJsonText(const inference::InferParameter& p);

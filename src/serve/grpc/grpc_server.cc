@@ -71,25 +71,33 @@ struct GrpcServer::State {
     if (--in_flight == 0) idle.notify_all();
   }
   // Decodes `request` (moving its raw contents out) and queues it on the
-  // core; `complete` runs on a worker with the outcome.
+  // core; `complete` runs on a worker with the response, encoded into
+  // `out`, or the failure.
   template <typename Complete>
-  void Infer(::grpc::CallbackServerContext& ctx, inference::ModelInferRequest& request, Complete complete) {
+  void Infer(::grpc::CallbackServerContext& ctx, inference::ModelInferRequest& request,
+             inference::ModelInferResponse* out, Complete complete) {
     if (draining) {
-      complete(Expected<InferResponse>(Unavailable("the server is shutting down; send the request to another "
-                                                   "instance")));
+      complete(Unavailable("the server is shutting down; send the request to another instance"));
       return;
     }
-    auto decoded = DecodeGrpcInferRequest(request);
+    auto decoded = DecodeGrpcInferRequest(request, &settings.system_shm);
     if (!decoded) {
-      complete(Expected<InferResponse>(decoded.status()));
+      complete(decoded.status());
       return;
     }
     decoded->deadline_ns = DeadlineNs(ctx, options.request_timeout);
+    // What the encoder needs of the request: the outputs to write into shared memory.
+    std::vector<RequestedOutput> in_shm;
+    for (const auto& o : decoded->outputs) {
+      if (o.parameters.count("shared_memory_region") > 0) in_shm.push_back(o);
+    }
     Begin();
-    core.Infer(std::move(decoded).value(), [this, complete](Expected<InferResponse> result) {
+    core.Infer(std::move(decoded).value(), [this, out, complete, in_shm = std::move(in_shm)](
+                                               Expected<InferResponse> result) {
       // Off the instance worker: it goes back to its queue at once.
-      boost::asio::post(workers, [this, complete, result = std::move(result)]() mutable {
-        complete(std::move(result));
+      boost::asio::post(workers, [this, out, complete, in_shm, result = std::move(result)]() mutable {
+        complete(result.ok() ? EncodeGrpcInferResponse(*result, *out, in_shm, &settings.system_shm)
+                             : result.status());
         End();
       });
     });
@@ -131,11 +139,13 @@ class StreamInfer : public ::grpc::ServerBidiReactor<inference::ModelInferReques
       MaybeFinish(lock);
       return;
     }
+    auto response = std::make_shared<inference::ModelStreamInferResponse>();
     {
       std::lock_guard lock(mu_);
       ++pending_;
     }
-    state_.Infer(*ctx_, request_, [this](Expected<InferResponse> result) { Complete(std::move(result)); });
+    state_.Infer(*ctx_, request_, response->mutable_infer_response(),
+                 [this, response](const Status& st) { Complete(response, st); });
     request_.Clear();
     StartRead(&request_);
   }
@@ -160,9 +170,7 @@ class StreamInfer : public ::grpc::ServerBidiReactor<inference::ModelInferReques
   void OnDone() override { delete this; }
 
  private:
-  void Complete(Expected<InferResponse> result) {
-    auto response = std::make_unique<inference::ModelStreamInferResponse>();
-    Status st = result.ok() ? EncodeGrpcInferResponse(*result, *response->mutable_infer_response()) : result.status();
+  void Complete(std::shared_ptr<inference::ModelStreamInferResponse> response, const Status& st) {
     if (!st.ok()) {
       response->Clear();
       response->set_error_message(st.message());
@@ -193,7 +201,7 @@ class StreamInfer : public ::grpc::ServerBidiReactor<inference::ModelInferReques
   ::grpc::CallbackServerContext* ctx_;
   inference::ModelInferRequest request_;  // the read in progress
   std::mutex mu_;
-  std::deque<std::unique_ptr<inference::ModelStreamInferResponse>> queue_;  // guarded by mu_; front is being written
+  std::deque<std::shared_ptr<inference::ModelStreamInferResponse>> queue_;  // guarded by mu_; front is being written
   int pending_ = 0;                                                        // guarded by mu_
   bool reads_done_ = false;                                                // guarded by mu_
   bool writing_ = false;                                                   // guarded by mu_
@@ -253,10 +261,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
     // The request message is this call's until it finishes, and not const
     // in memory: its raw contents are moved into the tensors, not copied.
     auto& request = const_cast<inference::ModelInferRequest&>(*req);
-    s_.Infer(*ctx, request, [reactor, resp](Expected<InferResponse> result) {
-      Status st = result.ok() ? EncodeGrpcInferResponse(*result, *resp) : result.status();
-      reactor->Finish(ToGrpc(st));
-    });
+    s_.Infer(*ctx, request, resp, [reactor](const Status& st) { reactor->Finish(ToGrpc(st)); });
     return reactor;
   }
 
@@ -312,19 +317,28 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
 
   ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
                                                        const inference::SystemSharedMemoryStatusRequest* req,
-                                                       inference::SystemSharedMemoryStatusResponse*) override {
-    return Reply(ctx, NoRegion(req->name(), "system"));
+                                                       inference::SystemSharedMemoryStatusResponse* resp) override {
+    auto regions = s_.settings.system_shm.Regions(req->name());
+    if (!regions) return Reply(ctx, regions.status());
+    for (const auto& r : *regions) {
+      auto& e = (*resp->mutable_regions())[r.name];
+      e.set_name(r.name);
+      e.set_key(r.key);
+      e.set_offset(r.offset);
+      e.set_byte_size(r.byte_size);
+    }
+    return Reply(ctx, Status::Ok());
   }
   ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
-                                                         const inference::SystemSharedMemoryRegisterRequest*,
+                                                         const inference::SystemSharedMemoryRegisterRequest* req,
                                                          inference::SystemSharedMemoryRegisterResponse*) override {
-    return Reply(ctx, Unimplemented("system shared memory is not supported yet; send tensors in "
-                                    "raw_input_contents"));
+    return Reply(ctx, s_.settings.system_shm.Register(req->name(), req->key(), req->offset(), req->byte_size()));
   }
   ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
-                                                           const inference::SystemSharedMemoryUnregisterRequest*,
+                                                           const inference::SystemSharedMemoryUnregisterRequest* req,
                                                            inference::SystemSharedMemoryUnregisterResponse*) override {
-    return Reply(ctx, Status::Ok());  // nothing is ever registered
+    s_.settings.system_shm.Unregister(req->name());
+    return Reply(ctx, Status::Ok());
   }
   ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
                                                      const inference::CudaSharedMemoryStatusRequest* req,

@@ -115,7 +115,9 @@ TEST(GrpcCodecTest, InconsistenciesAreNamed) {
   auto shm = base;
   auto* in = AddInput(shm, "x", "FP32", {1});
   (*in->mutable_parameters())["shared_memory_region"].set_string_param("r");
-  expect_error(shm, "shared memory", Code::kUnimplemented);
+  expect_error(shm, "shared_memory_byte_size is required");
+  (*in->mutable_parameters())["shared_memory_byte_size"].set_int64_param(4);
+  expect_error(shm, "this server has no shared memory", Code::kUnimplemented);
 
   auto classification = base;
   AddInput(classification, "x", "FP32", {1})->mutable_contents()->add_fp32_contents(1);

@@ -6,6 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <thread>
 
@@ -260,7 +264,7 @@ TEST_F(GrpcServerTest, BadInferInputsAreInvalidArgumentAndTheServerStaysUp) {
   ctx = Ctx();
   st = stub_->ModelInfer(ctx.get(), two_raws, &resp);
   EXPECT_EQ(st.error_code(), ::grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(st.error_message(), HasSubstr("1 inputs but 2 raw_input_contents"));
+  EXPECT_THAT(st.error_message(), HasSubstr("1 inputs outside shared memory but 2 raw_input_contents"));
 
   auto bad_type = EchoRequest();
   bad_type.mutable_inputs(0)->set_datatype("FLOAT");
@@ -442,19 +446,122 @@ TEST_F(GrpcServerTest, TraceSettingsAreKeptPerModelAndTracingIsUnimplemented) {
   EXPECT_EQ(stub_->TraceSetting(ctx.get(), req, &resp).error_code(), ::grpc::StatusCode::NOT_FOUND);
 }
 
-TEST_F(GrpcServerTest, SharedMemoryRpcsAnswerClearly) {
+// A POSIX shared memory object of `size` bytes, removed at the end.
+class ShmObject {
+ public:
+  explicit ShmObject(size_t size) : key_("/ortgpu-grpc-test-" + std::to_string(::getpid())), size_(size) {
+    const int fd = ::shm_open(key_.c_str(), O_CREAT | O_RDWR, 0600);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+    base_ = static_cast<uint8_t*>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    ::close(fd);
+  }
+  ~ShmObject() {
+    ::munmap(base_, size_);
+    ::shm_unlink(key_.c_str());
+  }
+  const std::string& key() const { return key_; }
+  uint8_t* bytes() { return base_; }
+
+ private:
+  std::string key_;
+  size_t size_;
+  uint8_t* base_ = nullptr;
+};
+
+TEST_F(GrpcServerTest, SystemSharedMemoryCarriesInputsAndOutputs) {
+  ShmObject shm(64);
+  const float in[2] = {4.5f, -7.0f};
+  std::memcpy(shm.bytes(), in, sizeof in);
+
+  inference::SystemSharedMemoryRegisterRequest reg;
+  reg.set_name("r0");
+  reg.set_key(shm.key());
+  reg.set_byte_size(64);
+  inference::SystemSharedMemoryRegisterResponse reg_resp;
+  auto ctx = Ctx();
+  ASSERT_TRUE(stub_->SystemSharedMemoryRegister(ctx.get(), reg, &reg_resp).ok());
+  ctx = Ctx();
+  EXPECT_EQ(stub_->SystemSharedMemoryRegister(ctx.get(), reg, &reg_resp).error_code(),
+            ::grpc::StatusCode::ALREADY_EXISTS);
+
+  inference::SystemSharedMemoryStatusResponse status;
+  ctx = Ctx();
+  ASSERT_TRUE(stub_->SystemSharedMemoryStatus(ctx.get(), {}, &status).ok());
+  ASSERT_EQ(status.regions().count("r0"), 1u);
+  EXPECT_EQ(status.regions().at("r0").key(), shm.key());
+  EXPECT_EQ(status.regions().at("r0").byte_size(), 64u);
+
+  // Input from bytes 0-7, output into bytes 16-23.
+  inference::ModelInferRequest req;
+  req.set_model_name("echo");
+  auto* input = req.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(1);
+  input->add_shape(2);
+  (*input->mutable_parameters())["shared_memory_region"].set_string_param("r0");
+  (*input->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  auto* output = req.add_outputs();
+  output->set_name("x");
+  (*output->mutable_parameters())["shared_memory_region"].set_string_param("r0");
+  (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  (*output->mutable_parameters())["shared_memory_offset"].set_int64_param(16);
+  inference::ModelInferResponse resp;
+  ctx = Ctx();
+  auto st = stub_->ModelInfer(ctx.get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(resp.outputs_size(), 1);
+  EXPECT_EQ(resp.outputs(0).parameters().at("shared_memory_region").string_param(), "r0");
+  EXPECT_EQ(resp.outputs(0).parameters().at("shared_memory_byte_size").int64_param(), 8);
+  ASSERT_EQ(resp.raw_output_contents_size(), 1);
+  EXPECT_TRUE(resp.raw_output_contents(0).empty());
+  float out[2];
+  std::memcpy(out, shm.bytes() + 16, sizeof out);
+  EXPECT_EQ(out[0], 4.5f);
+  EXPECT_EQ(out[1], -7.0f);
+
+  // An output larger than its region's byte size is refused, saying so.
+  (*req.mutable_outputs(0)->mutable_parameters())["shared_memory_byte_size"].set_int64_param(4);
+  ctx = Ctx();
+  st = stub_->ModelInfer(ctx.get(), req, &resp);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("larger shared_memory_byte_size"));
+
+  inference::SystemSharedMemoryUnregisterRequest unreg;
+  unreg.set_name("r0");
+  inference::SystemSharedMemoryUnregisterResponse unreg_resp;
+  ctx = Ctx();
+  ASSERT_TRUE(stub_->SystemSharedMemoryUnregister(ctx.get(), unreg, &unreg_resp).ok());
+  ctx = Ctx();
+  st = stub_->ModelInfer(ctx.get(), req, &resp);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(st.error_message(), HasSubstr("Unable to find system shared memory region: 'r0'"));
+  ExpectAlive();
+}
+
+TEST_F(GrpcServerTest, SharedMemoryErrorsAreClear) {
+  inference::SystemSharedMemoryStatusRequest named;
+  named.set_name("r9");
   inference::SystemSharedMemoryStatusResponse status;
   auto ctx = Ctx();
-  ASSERT_TRUE(stub_->SystemSharedMemoryStatus(ctx.get(), {}, &status).ok());
-  EXPECT_EQ(status.regions_size(), 0);
-  inference::SystemSharedMemoryStatusRequest named;
-  named.set_name("r0");
-  ctx = Ctx();
   EXPECT_EQ(stub_->SystemSharedMemoryStatus(ctx.get(), named, &status).error_code(), ::grpc::StatusCode::NOT_FOUND);
-  inference::SystemSharedMemoryRegisterResponse reg;
+  inference::SystemSharedMemoryRegisterRequest reg;
+  reg.set_name("r9");
+  reg.set_key("/ortgpu-no-such-object");
+  reg.set_byte_size(8);
+  inference::SystemSharedMemoryRegisterResponse reg_resp;
   ctx = Ctx();
-  EXPECT_EQ(stub_->SystemSharedMemoryRegister(ctx.get(), {}, &reg).error_code(),
-            ::grpc::StatusCode::UNIMPLEMENTED);
+  auto st = stub_->SystemSharedMemoryRegister(ctx.get(), reg, &reg_resp);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(st.error_message(), HasSubstr("Unable to open shared memory region: '/ortgpu-no-such-object'"));
+  ShmObject shm(16);
+  reg.set_key(shm.key());
+  reg.set_byte_size(32);
+  ctx = Ctx();
+  EXPECT_EQ(stub_->SystemSharedMemoryRegister(ctx.get(), reg, &reg_resp).error_code(),
+            ::grpc::StatusCode::INVALID_ARGUMENT);
+
   inference::CudaSharedMemoryStatusResponse cuda;
   ctx = Ctx();
   EXPECT_TRUE(stub_->CudaSharedMemoryStatus(ctx.get(), {}, &cuda).ok());
