@@ -134,4 +134,95 @@ Expected<std::optional<SharedMemoryRef>> SharedMemoryRefFromParameters(const std
   return std::optional<SharedMemoryRef>(ref);
 }
 
+std::string SerializedTensorBytes(const Tensor& t) {
+  if (t.dtype != DataType::kString) return std::string(reinterpret_cast<const char*>(t.data.data()), t.data.size());
+  std::string out;
+  size_t total = 0;
+  for (const auto& s : t.strings) total += 4 + s.size();
+  out.reserve(total);
+  for (const auto& s : t.strings) {
+    const auto n = static_cast<uint32_t>(s.size());
+    out.append(reinterpret_cast<const char*>(&n), 4);
+    out.append(s);
+  }
+  return out;
+}
+
+Status ParseSerializedStrings(std::string_view raw, Tensor& t) {
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    if (raw.size() - pos < 4) {
+      return InvalidArgument(fmt::format("input '{}': BYTES data ends inside an element's 4-byte length", t.name));
+    }
+    uint32_t n = 0;
+    std::memcpy(&n, raw.data() + pos, 4);
+    pos += 4;
+    if (raw.size() - pos < n) {
+      return InvalidArgument(fmt::format("input '{}': a BYTES element says {} bytes but only {} remain", t.name, n,
+                                         raw.size() - pos));
+    }
+    t.strings.emplace_back(raw.substr(pos, n));
+    pos += n;
+  }
+  return Status::Ok();
+}
+
+Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry& shm) {
+  for (Tensor& t : request.inputs) {
+    auto it = request.shared_memory_inputs.find(t.name);
+    if (it == request.shared_memory_inputs.end()) continue;
+    const std::string where = fmt::format("input '{}'", t.name);
+    ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(it->second, where));
+    if (!ref) continue;
+    ORTGPU_ASSIGN_OR_RETURN(auto view, shm.Find(ref->region, ref->offset, ref->byte_size));
+    if (t.dtype == DataType::kString) {
+      ORTGPU_RETURN_IF_ERROR(
+          ParseSerializedStrings(std::string_view(reinterpret_cast<const char*>(view.data), view.size), t));
+      if (static_cast<int64_t>(t.strings.size()) != t.element_count()) {
+        return InvalidArgument(fmt::format("{}: the region holds {} BYTES elements, but shape [{}] needs {}", where,
+                                           t.strings.size(), ShapeToString(t.shape), t.element_count()));
+      }
+      continue;
+    }
+    const size_t want = static_cast<size_t>(t.element_count()) * ElementSize(t.dtype);
+    if (view.size != want) {
+      return InvalidArgument(fmt::format("{}: shared_memory_byte_size is {}, but shape [{}] of {} needs {}", where,
+                                         view.size, ShapeToString(t.shape), KServeName(t.dtype), want));
+    }
+    t.data.Borrow(view.owner, view.data, view.size);  // read in place, no copy
+  }
+  request.shared_memory_inputs.clear();
+  return Status::Ok();
+}
+
+Status WriteSharedMemoryOutputs(InferResponse& response, const std::vector<RequestedOutput>& requested,
+                                const SharedMemoryRegistry& shm) {
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const Tensor& t = response.outputs[i];
+    for (const RequestedOutput& r : requested) {
+      if (r.name != t.name) continue;
+      const std::string where = fmt::format("output '{}'", t.name);
+      ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(r.parameters, where));
+      if (!ref) break;
+      const std::string bytes = SerializedTensorBytes(t);
+      if (bytes.size() > ref->byte_size) {
+        return InvalidArgument(fmt::format("{} has {} bytes but its shared memory region '{}' takes {}; give a larger "
+                                           "shared_memory_byte_size",
+                                           where, bytes.size(), ref->region, ref->byte_size));
+      }
+      ORTGPU_ASSIGN_OR_RETURN(auto view, shm.Find(ref->region, ref->offset, bytes.size()));
+      if (!bytes.empty()) std::memcpy(view.data, bytes.data(), bytes.size());
+      if (response.output_parameters.size() < response.outputs.size()) {
+        response.output_parameters.resize(response.outputs.size());
+      }
+      Parameters& p = response.output_parameters[i];
+      p["shared_memory_region"] = nlohmann::json(ref->region).dump();
+      p["shared_memory_byte_size"] = std::to_string(bytes.size());
+      if (ref->offset > 0) p["shared_memory_offset"] = std::to_string(ref->offset);
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace ortgpu::serve

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/inference.h"
 #include "status/expected.h"
 
 namespace ortgpu::serve {
@@ -68,5 +69,24 @@ struct SharedMemoryRef {
 // wrong type.
 Expected<std::optional<SharedMemoryRef>> SharedMemoryRefFromParameters(const std::map<std::string, std::string>& p,
                                                                        const std::string& where);
+
+// A tensor's bytes as they travel: raw for fixed-size types, Triton's BYTES
+// serialisation (4-byte little-endian length, then the bytes) for strings.
+std::string SerializedTensorBytes(const Tensor& t);
+// Parses Triton's BYTES serialisation into t.strings; InvalidArgument naming
+// the tensor when an element is cut short.
+Status ParseSerializedStrings(std::string_view raw, Tensor& t);
+
+// Points the data of every input of request.shared_memory_inputs at its
+// region (BYTES inputs are parsed from it). NotFound for an unknown region;
+// InvalidArgument when the byte size does not match the input's shape.
+Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry& shm);
+
+// Writes every output that `requested` places in a shared memory region
+// into it and records the region in response.output_parameters (the
+// encoders then send it without data). InvalidArgument when an output is
+// larger than its region's byte size.
+Status WriteSharedMemoryOutputs(InferResponse& response, const std::vector<RequestedOutput>& requested,
+                                const SharedMemoryRegistry& shm);
 
 }  // namespace ortgpu::serve

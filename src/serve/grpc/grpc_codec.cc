@@ -65,27 +65,6 @@ Status FromContents(const InferTensorContents& c, Tensor& t) {
   }
 }
 
-// Triton's BYTES serialisation: per element a uint32 little-endian length, then the bytes.
-Status ParseSerializedStrings(std::string_view raw, Tensor& t) {
-  size_t pos = 0;
-  while (pos < raw.size()) {
-    if (raw.size() - pos < 4) {
-      return InvalidArgument(fmt::format("input '{}': BYTES raw contents end inside an element's 4-byte length",
-                                         t.name));
-    }
-    uint32_t n = 0;
-    std::memcpy(&n, raw.data() + pos, 4);
-    pos += 4;
-    if (raw.size() - pos < n) {
-      return InvalidArgument(fmt::format("input '{}': a BYTES element says {} bytes but only {} remain", t.name, n,
-                                         raw.size() - pos));
-    }
-    t.strings.emplace_back(raw.substr(pos, n));
-    pos += n;
-  }
-  return Status::Ok();
-}
-
 Status CheckUnsupported(const google::protobuf::Map<std::string, inference::InferParameter>& params,
                         const std::string& where) {
   if (params.count("classification") > 0) {
@@ -182,22 +161,6 @@ Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in,
   return t;
 }
 
-// The raw bytes of one output tensor (Triton's BYTES serialisation for strings).
-void AppendRaw(const Tensor& t, std::string& out) {
-  if (t.dtype != DataType::kString) {
-    out.assign(reinterpret_cast<const char*>(t.data.data()), t.data.size());
-    return;
-  }
-  size_t total = 0;
-  for (const auto& s : t.strings) total += 4 + s.size();
-  out.reserve(total);
-  for (const auto& s : t.strings) {
-    const auto n = static_cast<uint32_t>(s.size());
-    out.append(reinterpret_cast<const char*>(&n), 4);
-    out.append(s);
-  }
-}
-
 }  // namespace
 
 Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request, const SharedMemoryRegistry* shm) {
@@ -250,13 +213,13 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   return r;
 }
 
-Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out,
-                               const std::vector<RequestedOutput>& requested, const SharedMemoryRegistry* shm) {
+Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out) {
   out.set_model_name(response.model_name);
   out.set_model_version(response.model_version);
   out.set_id(response.id);
   for (const auto& [key, text] : response.parameters) (*out.mutable_parameters())[key] = GrpcParameterFromJsonText(text);
-  for (const Tensor& t : response.outputs) {
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const Tensor& t = response.outputs[i];
     const std::string_view dtype = KServeName(t.dtype);
     if (dtype.empty()) return Internal(fmt::format("output '{}' has a datatype with no KServe name", t.name));
     ORTGPU_RETURN_IF_ERROR(ValidateTensorSize(t));
@@ -264,26 +227,17 @@ Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelIn
     o->set_name(t.name);
     o->set_datatype(std::string(dtype));
     for (int64_t d : t.shape) o->add_shape(d);
-    std::string& raw = *out.add_raw_output_contents();
-    AppendRaw(t, raw);
-    for (const RequestedOutput& r : requested) {
-      if (r.name != t.name) continue;
-      const std::string where = fmt::format("output '{}'", t.name);
-      ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(r.parameters, where));
-      if (!ref) break;
-      if (shm == nullptr) return Unimplemented(where + ": this server has no shared memory");
-      if (raw.size() > ref->byte_size) {
-        return InvalidArgument(fmt::format("{} has {} bytes but its shared memory region '{}' takes {}; give a "
-                                           "larger shared_memory_byte_size",
-                                           where, raw.size(), ref->region, ref->byte_size));
+    const bool in_region = i < response.output_parameters.size() &&
+                           response.output_parameters[i].count("shared_memory_region") > 0;
+    if (in_region) {
+      // Written into its region (WriteSharedMemoryOutputs); the empty entry
+      // keeps the indices of the other outputs aligned.
+      for (const auto& [key, text] : response.output_parameters[i]) {
+        (*o->mutable_parameters())[key] = GrpcParameterFromJsonText(text);
       }
-      ORTGPU_ASSIGN_OR_RETURN(auto view, shm->Find(ref->region, ref->offset, raw.size()));
-      if (!raw.empty()) std::memcpy(view.data, raw.data(), raw.size());
-      (*o->mutable_parameters())["shared_memory_region"].set_string_param(ref->region);
-      (*o->mutable_parameters())["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(raw.size()));
-      if (ref->offset > 0) (*o->mutable_parameters())["shared_memory_offset"].set_int64_param(static_cast<int64_t>(ref->offset));
-      raw.clear();  // in the region, not in the message; the entry keeps the indices aligned
-      break;
+      out.add_raw_output_contents();
+    } else {
+      *out.add_raw_output_contents() = SerializedTensorBytes(t);
     }
   }
   return Status::Ok();

@@ -48,13 +48,11 @@ namespace ortgpu::serve {
 Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request,
                                               const SharedMemoryRegistry* shm = nullptr);
 
-// Fills `out` from `response`; outputs `requested` in a shared memory region
-// are written there. Internal when an output's datatype has no KServe name or
-// its data does not match its shape; InvalidArgument when an output does not
-// fit its region.
-Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out,
-                               const std::vector<RequestedOutput>& requested = {},
-                               const SharedMemoryRegistry* shm = nullptr);
+// Fills `out` from `response`; outputs already written into a shared memory
+// region (WriteSharedMemoryOutputs) carry their region's parameters and an
+// empty raw entry. Internal when an output's datatype has no KServe name or
+// its data does not match its shape.
+Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out);
 
 // One parameter as the core keeps it (JSON text) and as gRPC sends it.
 std::string GrpcParameterToJsonText(const inference::InferParameter& p);

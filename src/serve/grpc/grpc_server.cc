@@ -96,8 +96,10 @@ struct GrpcServer::State {
                                                Expected<InferResponse> result) {
       // Off the instance worker: it goes back to its queue at once.
       boost::asio::post(workers, [this, out, complete, in_shm, result = std::move(result)]() mutable {
-        complete(result.ok() ? EncodeGrpcInferResponse(*result, *out, in_shm, &settings.system_shm)
-                             : result.status());
+        Status st = result.status();
+        if (st.ok() && !in_shm.empty()) st = WriteSharedMemoryOutputs(*result, in_shm, settings.system_shm);
+        if (st.ok()) st = EncodeGrpcInferResponse(*result, *out);
+        complete(st);
         End();
       });
     });

@@ -153,6 +153,48 @@ Expected<InferRequest> RawBinaryRequest(ModelServer& server, const protocol::Rou
   return r;
 }
 
+HttpReply SharedMemory(const EndpointRequest& request) {
+  using protocol::Endpoint;
+  const Endpoint e = request.route.endpoint;
+  if (e == Endpoint::kCudaShmStatus) {
+    if (!request.route.region.empty()) {
+      return ErrorReply(NotFound(fmt::format("Unable to find CUDA shared memory region: '{}'", request.route.region)));
+    }
+    return JsonReply(nlohmann::json::array());
+  }
+  if (e == Endpoint::kCudaShmUnregister) return JsonReply(nlohmann::json::object());
+  if (e == Endpoint::kCudaShmRegister) {
+    return ErrorReply(Unimplemented("CUDA shared memory is not supported yet; use system shared memory or send the "
+                                    "tensors in the request"));
+  }
+  if (request.settings == nullptr) return ErrorReply(Unimplemented("this server has no shared memory"));
+  SharedMemoryRegistry& shm = request.settings->system_shm;
+  if (e == Endpoint::kSystemShmUnregister) {
+    shm.Unregister(request.route.region);
+    return JsonReply(nlohmann::json::object());
+  }
+  if (e == Endpoint::kSystemShmRegister) {
+    const std::string_view body = request.body.view();
+    auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j["key"].is_string() ||
+        !j.contains("byte_size") || !j["byte_size"].is_number_unsigned() ||
+        (j.contains("offset") && !j["offset"].is_number_unsigned())) {
+      return ErrorReply(InvalidArgument("the register body must be a JSON object such as "
+                                        R"({"key": "/shm-name", "offset": 0, "byte_size": 1024})"));
+    }
+    Status st = shm.Register(request.route.region, j["key"].get<std::string>(), j.value("offset", uint64_t{0}),
+                             j["byte_size"].get<uint64_t>());
+    return st.ok() ? JsonReply(nlohmann::json::object()) : ErrorReply(st);
+  }
+  auto regions = shm.Regions(request.route.region);
+  if (!regions) return ErrorReply(regions.status());
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : *regions) {
+    arr.push_back({{"name", r.name}, {"key", r.key}, {"offset", r.offset}, {"byte_size", r.byte_size}});
+  }
+  return JsonReply(arr);
+}
+
 void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   const protocol::Route& route = request.route;
   if (!request.content_encoding.empty() && request.content_encoding != "identity") {
@@ -176,6 +218,12 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                                                                   route.version, request.body.owner());
   request.body = {};
   if (decoded) decoded->deadline_ns = request.deadline_ns;
+  SharedMemoryRegistry* shm = request.settings != nullptr ? &request.settings->system_shm : nullptr;
+  if (decoded && !decoded->shared_memory_inputs.empty()) {
+    Status st = shm != nullptr ? ReadSharedMemoryInputs(*decoded, *shm)
+                               : Unimplemented("this server has no shared memory");
+    if (!st.ok()) decoded = st;
+  }
   if (!decoded) {
     HttpReply r = ErrorReply(decoded.status());
     r.model = route.model;
@@ -189,7 +237,7 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   shape_of_request.binary_data_output = decoded->binary_data_output;
   std::string model = route.model;
   server.Infer(std::move(decoded).value(),
-               [reply = std::move(reply), req = std::move(shape_of_request), model](Expected<InferResponse> result) {
+               [reply = std::move(reply), req = std::move(shape_of_request), model, shm](Expected<InferResponse> result) {
                  if (!result) {
                    HttpReply r = ErrorReply(result.status());
                    r.model = model;
@@ -200,9 +248,12 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                  HttpReply deferred;
                  deferred.model = model;
                  deferred.finish = [response = std::make_shared<InferResponse>(std::move(result).value()), req,
-                                    model]() {
+                                    model, shm]() {
                    response->output_binary = protocol::ResolveOutputBinary(req, *response);
-                   auto encoded = protocol::EncodeInferResponse(*response);
+                   Status written = shm != nullptr ? WriteSharedMemoryOutputs(*response, req.outputs, *shm)
+                                                   : Status::Ok();
+                   auto encoded = written.ok() ? protocol::EncodeInferResponse(*response)
+                                               : Expected<protocol::EncodedBody>(written);
                    HttpReply r;
                    if (!encoded) {
                      r = ErrorReply(encoded.status());
@@ -294,6 +345,12 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     case Endpoint::kInfer: Infer(server, std::move(request), std::move(reply)); return;
     case Endpoint::kLogging: reply(Logging(request)); return;
     case Endpoint::kTraceSetting: reply(TraceSetting(server, request)); return;
+    case Endpoint::kSystemShmStatus:
+    case Endpoint::kSystemShmRegister:
+    case Endpoint::kSystemShmUnregister:
+    case Endpoint::kCudaShmStatus:
+    case Endpoint::kCudaShmRegister:
+    case Endpoint::kCudaShmUnregister: reply(SharedMemory(request)); return;
   }
   reply(ErrorReply(Internal("unhandled endpoint")));
 }

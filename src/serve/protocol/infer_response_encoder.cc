@@ -143,10 +143,15 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     AppendParameters(out, response.parameters);
   }
   out += ",\"outputs\":[";
+  // An output written into a shared memory region is sent with its
+  // parameters and without data.
+  auto in_shared_memory = [&](size_t i) {
+    return i < response.output_parameters.size() && response.output_parameters[i].count("shared_memory_region") > 0;
+  };
   bool any_binary = false;
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     const Tensor& t = response.outputs[i];
-    bool binary = i < response.output_binary.size() && response.output_binary[i];
+    bool binary = i < response.output_binary.size() && response.output_binary[i] && !in_shared_memory(i);
     if (i > 0) out += ',';
     out += "{\"name\":";
     AppendJsonString(out, t.name);
@@ -158,6 +163,12 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
       AppendNumber(out, t.shape[d]);
     }
     out += ']';
+    if (in_shared_memory(i)) {
+      out += ",\"parameters\":";
+      AppendParameters(out, response.output_parameters[i]);
+      out += '}';
+      continue;
+    }
     if (binary) {
       any_binary = true;
       out += ",\"parameters\":{\"binary_data_size\":";
@@ -178,7 +189,9 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     encoded.json_length = out.size();
     encoded.content_type = "application/octet-stream";
     for (size_t i = 0; i < response.outputs.size(); ++i) {
-      if (i < response.output_binary.size() && response.output_binary[i]) AppendBinary(out, response.outputs[i]);
+      if (i < response.output_binary.size() && response.output_binary[i] && !in_shared_memory(i)) {
+        AppendBinary(out, response.outputs[i]);
+      }
     }
   }
   return encoded;

@@ -98,6 +98,12 @@ std::string_view EndpointName(Endpoint e) {
     case Endpoint::kRepositoryUnload: return "repository_unload";
     case Endpoint::kLogging: return "logging";
     case Endpoint::kTraceSetting: return "trace_setting";
+    case Endpoint::kSystemShmStatus: return "system_shared_memory_status";
+    case Endpoint::kSystemShmRegister: return "system_shared_memory_register";
+    case Endpoint::kSystemShmUnregister: return "system_shared_memory_unregister";
+    case Endpoint::kCudaShmStatus: return "cuda_shared_memory_status";
+    case Endpoint::kCudaShmRegister: return "cuda_shared_memory_register";
+    case Endpoint::kCudaShmUnregister: return "cuda_shared_memory_unregister";
   }
   return "unknown";
 }
@@ -164,6 +170,28 @@ Expected<Route> MatchRoute(std::string_view target) {
   if (n == 3 && seg[1] == "trace" && seg[2] == "setting") {
     r.endpoint = Endpoint::kTraceSetting;
     r.method = "GET, POST";
+    return r;
+  }
+  if (seg[1] == "systemsharedmemory" || seg[1] == "cudasharedmemory") {
+    // [/region/{r}]/{status|register|unregister}
+    const bool system = seg[1] == "systemsharedmemory";
+    if (n != 3 && !(n == 5 && seg[2] == "region")) return not_found();
+    if (n == 5) {
+      ORTGPU_RETURN_IF_ERROR(ValidateModelName(seg[3]).WithContext("shared memory region name"));
+      r.region = seg[3];
+    }
+    const std::string& action = seg[n - 1];
+    if (action == "status") {
+      r.endpoint = system ? Endpoint::kSystemShmStatus : Endpoint::kCudaShmStatus;
+    } else if (action == "register" && n == 5) {
+      r.endpoint = system ? Endpoint::kSystemShmRegister : Endpoint::kCudaShmRegister;
+      r.method = "POST";
+    } else if (action == "unregister") {
+      r.endpoint = system ? Endpoint::kSystemShmUnregister : Endpoint::kCudaShmUnregister;
+      r.method = "POST";
+    } else {
+      return not_found();
+    }
     return r;
   }
   if (seg[1] == "repository" && n >= 3) {

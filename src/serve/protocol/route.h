@@ -33,6 +33,12 @@ enum class Endpoint {
   kRepositoryUnload,  // POST /v2/repository/models/{m}/unload
   kLogging,           // GET|POST /v2/logging
   kTraceSetting,      // GET|POST /v2/trace/setting; with a model: /v2/models/{m}[/versions/{v}]/trace/setting
+  kSystemShmStatus,      // GET  /v2/systemsharedmemory[/region/{r}]/status
+  kSystemShmRegister,    // POST /v2/systemsharedmemory/region/{r}/register
+  kSystemShmUnregister,  // POST /v2/systemsharedmemory[/region/{r}]/unregister
+  kCudaShmStatus,        // GET  /v2/cudasharedmemory[/region/{r}]/status
+  kCudaShmRegister,      // POST /v2/cudasharedmemory/region/{r}/register
+  kCudaShmUnregister,    // POST /v2/cudasharedmemory[/region/{r}]/unregister
 };
 
 // "model_metadata", for logs.
@@ -48,6 +54,7 @@ struct Route {
   }
   std::string model;    // decoded; "" when the endpoint has none
   std::string version;  // decoded; "" when absent
+  std::string region;   // shared memory endpoints: the region name, "" for all
 };
 
 // Maps `target` (path plus optional "?query", which is ignored). The method

@@ -11,7 +11,7 @@
 namespace ortgpu::serve {
 namespace {
 
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 
 inference::ModelInferRequest::InferInputTensor* AddInput(inference::ModelInferRequest& req, const std::string& name,
                                                           const std::string& datatype, std::vector<int64_t> shape) {
@@ -47,7 +47,7 @@ TEST(GrpcCodecTest, RawContentsAreMovedIntoBorrowingTensors) {
   ASSERT_EQ(r->inputs.size(), 2u);
   EXPECT_TRUE(r->inputs[0].data.borrowed());
   EXPECT_EQ(r->inputs[0].data_as<int32_t>()[1], -9);
-  EXPECT_THAT(r->inputs[1].strings, testing::ElementsAre("hi", ""));
+  EXPECT_THAT(r->inputs[1].strings, ::testing::ElementsAre("hi", ""));
   EXPECT_TRUE(req.raw_input_contents(0).empty());  // moved, not copied
 }
 

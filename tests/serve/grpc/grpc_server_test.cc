@@ -6,10 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <thread>
 
@@ -20,11 +16,13 @@
 #include "fakes/fake_model_server.h"
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
+#include "support/shm_object.h"
 
 namespace ortgpu::serve {
 namespace {
 
-using testing::HasSubstr;
+using ::testing::HasSubstr;
+using ortgpu::testing::ShmObject;
 using namespace std::chrono_literals;
 
 class GrpcServerTest : public ::testing::Test {
@@ -89,8 +87,8 @@ TEST_F(GrpcServerTest, HealthAndServerMetadata) {
   ASSERT_TRUE(stub_->ServerMetadata(ctx.get(), {}, &md).ok());
   EXPECT_EQ(md.name(), "ortgpu");
   EXPECT_FALSE(md.version().empty());
-  EXPECT_THAT(md.extensions(), testing::Contains("statistics"));
-  EXPECT_THAT(md.extensions(), testing::Contains("binary_tensor_data"));
+  EXPECT_THAT(md.extensions(), ::testing::Contains("statistics"));
+  EXPECT_THAT(md.extensions(), ::testing::Contains("binary_tensor_data"));
 }
 
 TEST_F(GrpcServerTest, GrpcHealthCheckFollowsReadiness) {
@@ -133,7 +131,7 @@ TEST_F(GrpcServerTest, ModelReadyMetadataConfigAndStatistics) {
   EXPECT_EQ(md.platform(), "onnxruntime_onnx");
   ASSERT_EQ(md.inputs_size(), 1);
   EXPECT_EQ(md.inputs(0).datatype(), "FP32");
-  EXPECT_THAT(md.inputs(0).shape(), testing::ElementsAre(-1, 2));
+  EXPECT_THAT(md.inputs(0).shape(), ::testing::ElementsAre(-1, 2));
 
   inference::ModelConfigRequest cr;
   cr.set_name("echo");
@@ -220,7 +218,7 @@ TEST_F(GrpcServerTest, ModelInferRawContentsRoundTrip) {
   ASSERT_EQ(resp.outputs_size(), 1);
   EXPECT_EQ(resp.outputs(0).name(), "x");
   EXPECT_EQ(resp.outputs(0).datatype(), "FP32");
-  EXPECT_THAT(resp.outputs(0).shape(), testing::ElementsAre(1, 2));
+  EXPECT_THAT(resp.outputs(0).shape(), ::testing::ElementsAre(1, 2));
   ASSERT_EQ(resp.raw_output_contents_size(), 1);
   float out[2];
   ASSERT_EQ(resp.raw_output_contents(0).size(), sizeof out);
@@ -445,29 +443,6 @@ TEST_F(GrpcServerTest, TraceSettingsAreKeptPerModelAndTracingIsUnimplemented) {
   ctx = Ctx();
   EXPECT_EQ(stub_->TraceSetting(ctx.get(), req, &resp).error_code(), ::grpc::StatusCode::NOT_FOUND);
 }
-
-// A POSIX shared memory object of `size` bytes, removed at the end.
-class ShmObject {
- public:
-  explicit ShmObject(size_t size) : key_("/ortgpu-grpc-test-" + std::to_string(::getpid())), size_(size) {
-    const int fd = ::shm_open(key_.c_str(), O_CREAT | O_RDWR, 0600);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
-    base_ = static_cast<uint8_t*>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-    ::close(fd);
-  }
-  ~ShmObject() {
-    ::munmap(base_, size_);
-    ::shm_unlink(key_.c_str());
-  }
-  const std::string& key() const { return key_; }
-  uint8_t* bytes() { return base_; }
-
- private:
-  std::string key_;
-  size_t size_;
-  uint8_t* base_ = nullptr;
-};
 
 TEST_F(GrpcServerTest, SystemSharedMemoryCarriesInputsAndOutputs) {
   ShmObject shm(64);

@@ -114,7 +114,8 @@ TEST_F(HttpServerTest, ServerMetadataListsExtensions) {
   EXPECT_EQ(j["name"], "ortgpu");
   EXPECT_TRUE(j["version"].is_string());
   EXPECT_EQ(j["extensions"], nlohmann::json({"binary_tensor_data", "statistics", "model_repository",
-                                             "model_configuration", "schedule_policy", "logging"}));
+                                             "model_configuration", "schedule_policy", "logging",
+                                             "system_shared_memory"}));
   EXPECT_EQ(r.header("Content-Type"), "application/json");
 }
 
