@@ -6,6 +6,7 @@
 
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
+#include "serve/http/content_encoding.h"
 #include "serve/http/settings_json.h"
 #include "serve/protocol/server_metadata.h"
 
@@ -153,6 +154,27 @@ Expected<InferRequest> RawBinaryRequest(ModelServer& server, const protocol::Rou
   return r;
 }
 
+// A load or unload body may carry Triton's parameters ({"parameters":
+// {"config": "...", "file:1/model.onnx": "..."}}). ortgpu does not apply them
+// yet: a request that sends any is refused naming it, not silently served
+// with the repository's files.
+Status CheckLoadParameters(std::string_view body) {
+  if (body.empty()) return Status::Ok();
+  auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgument("the load/unload body must be a JSON object such as {\"parameters\": {}}");
+  }
+  if (!j.contains("parameters")) return Status::Ok();
+  if (!j["parameters"].is_object()) return InvalidArgument("the load/unload 'parameters' must be an object");
+  for (const auto& [key, value] : j["parameters"].items()) {
+    if (key == "unload_dependents") continue;  // no ensembles: nothing depends on a model
+    return Unimplemented(fmt::format("load parameter '{}' is not supported yet; change the model's config.pbtxt or "
+                                     "files in the repository and load it again",
+                                     key));
+  }
+  return Status::Ok();
+}
+
 HttpReply SharedMemory(const EndpointRequest& request) {
   using protocol::Endpoint;
   const Endpoint e = request.route.endpoint;
@@ -197,11 +219,23 @@ HttpReply SharedMemory(const EndpointRequest& request) {
 
 void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   const protocol::Route& route = request.route;
-  if (!request.content_encoding.empty() && request.content_encoding != "identity") {
-    reply(ErrorReply(Unimplemented(fmt::format(
-        "Content-Encoding '{}' is not supported; send the request body uncompressed", request.content_encoding))));
+  auto coding = ParseContentEncoding(request.content_encoding);
+  if (!coding) {
+    reply(ErrorReply(coding.status()));
     return;
   }
+  if (*coding != ContentCoding::kIdentity) {
+    // The limit is on what the body decompresses to, not on what was sent.
+    auto plain = Decompress(request.body.view(), *coding, request.max_body_bytes);
+    if (!plain) {
+      HttpReply r = ErrorReply(plain.status());
+      if (plain.status().code() == Code::kResourceExhausted) r.status = 413;
+      reply(std::move(r));
+      return;
+    }
+    request.body = RequestBody::Copy(*plain);
+  }
+  const std::optional<ContentCoding> answer_coding = ChooseResponseCoding(request.accept_encoding);
   std::optional<size_t> json_length;
   if (request.inference_header_length) {
     auto n = protocol::ParseInferenceHeaderLength(*request.inference_header_length);
@@ -237,7 +271,8 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   shape_of_request.binary_data_output = decoded->binary_data_output;
   std::string model = route.model;
   server.Infer(std::move(decoded).value(),
-               [reply = std::move(reply), req = std::move(shape_of_request), model, shm](Expected<InferResponse> result) {
+               [reply = std::move(reply), req = std::move(shape_of_request), model, shm,
+                answer_coding](Expected<InferResponse> result) {
                  if (!result) {
                    HttpReply r = ErrorReply(result.status());
                    r.model = model;
@@ -248,7 +283,7 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                  HttpReply deferred;
                  deferred.model = model;
                  deferred.finish = [response = std::make_shared<InferResponse>(std::move(result).value()), req,
-                                    model, shm]() {
+                                    model, shm, answer_coding]() {
                    response->output_binary = protocol::ResolveOutputBinary(req, *response);
                    Status written = shm != nullptr ? WriteSharedMemoryOutputs(*response, req.outputs, *shm)
                                                    : Status::Ok();
@@ -260,7 +295,14 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                    } else {
                      r.body = std::move(encoded->body);
                      r.content_type = std::move(encoded->content_type);
-                     r.inference_header_length = encoded->json_length;
+                     r.inference_header_length = encoded->json_length;  // of the JSON before compression
+                     if (answer_coding) {
+                       auto packed = Compress(r.body, *answer_coding);
+                       if (packed) {
+                         r.body = std::move(packed).value();
+                         r.content_encoding = std::string(ContentCodingName(*answer_coding));
+                       }
+                     }
                    }
                    r.model = model;
                    return r;
@@ -328,6 +370,10 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     case Endpoint::kRepositoryIndex: reply(RepositoryIndex(server, request.body.view())); return;
     case Endpoint::kRepositoryLoad:
     case Endpoint::kRepositoryUnload: {
+      if (Status st = CheckLoadParameters(request.body.view()); !st.ok()) {
+        reply(ErrorReply(st));
+        return;
+      }
       boost::asio::post(blocking, [&server, route, reply = std::move(reply)] {
         Status st = route.endpoint == Endpoint::kRepositoryLoad ? server.LoadModel(route.model)
                                                                 : server.UnloadModel(route.model);

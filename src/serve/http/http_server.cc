@@ -246,6 +246,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       er.inference_header_length = std::string(it->value());
     }
     er.content_encoding = std::string(req[http::field::content_encoding]);
+    er.accept_encoding = std::string(req[http::field::accept_encoding]);
+    er.max_body_bytes = state_->options.max_body_bytes;
     er.draining = state_->draining;
     er.settings = state_->options.settings;
     header_parser_.reset();
@@ -320,6 +322,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       res.set(protocol::kInferenceHeaderContentLength, std::to_string(*reply.inference_header_length));
     }
     if (!allow_.empty()) res.set(http::field::allow, allow_);
+    if (!reply.content_encoding.empty()) res.set(http::field::content_encoding, reply.content_encoding);
     if (state_->draining) close_after_ = true;
     res.keep_alive(keep_alive_ && !close_after_);
     res.body() = std::move(reply.body);

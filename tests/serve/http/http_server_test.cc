@@ -229,7 +229,7 @@ TEST_F(HttpServerTest, InferErrorsCarryStatusAndMessage) {
   EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("UNAVAILABLE"));
   r = c.Post("/v2/models/echo/infer", R"({"inputs":[],"outputs":[{"name":"x","parameters":{"classification":1}}]})");
   EXPECT_EQ(r.status, 501u);
-  r = c.Post("/v2/models/echo/infer", kEchoBody, {{"Content-Encoding", "gzip"}});
+  r = c.Post("/v2/models/echo/infer", kEchoBody, {{"Content-Encoding", "br"}});
   EXPECT_EQ(r.status, 501u);
 }
 

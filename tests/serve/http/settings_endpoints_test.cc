@@ -97,5 +97,18 @@ TEST_F(SettingsEndpointsTest, OtherMethodsAre405NamingBoth) {
   EXPECT_EQ(r.header("Allow"), "GET, POST");
 }
 
+// Issue 10: a load that carries parameters (a config override, files) is
+// refused naming them instead of loading the repository's files unchanged.
+TEST_F(SettingsEndpointsTest, LoadParametersAreRefusedNamingThem) {
+  TestHttpClient c(server_->port());
+  auto r = c.Post("/v2/repository/models/echo/load", R"({"parameters": {"config": "{\"max_batch_size\": 4}"}})");
+  EXPECT_EQ(r.status, 501u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("load parameter 'config'"));
+  EXPECT_EQ(c.Post("/v2/repository/models/echo/load", R"({"parameters": {}})").status, 200u);
+  EXPECT_EQ(c.Post("/v2/repository/models/echo/unload", R"({"parameters": {"unload_dependents": true}})").status,
+            200u);
+  EXPECT_EQ(c.Post("/v2/repository/models/echo/load", "[").status, 400u);
+}
+
 }  // namespace
 }  // namespace ortgpu::serve
