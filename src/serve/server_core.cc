@@ -5,6 +5,7 @@
 #include <new>
 #include <set>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "serve/config_json.h"
@@ -449,6 +450,36 @@ Expected<nlohmann::json> ServerCore::Statistics(const std::string& model, const 
     }
   }
   return nlohmann::json{{"model_stats", stats}};
+}
+
+Expected<std::vector<std::string>> ServerCore::OutputLabels(const std::string& model, const std::string& version,
+                                                            const std::string& output) const {
+  std::string label_file;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
+    for (const auto& o : m->config.output()) {
+      if (o.name() == output) label_file = o.label_filename();
+    }
+  }
+  std::vector<std::string> labels;
+  if (label_file.empty()) return labels;
+  ORTGPU_ASSIGN_OR_RETURN(ModelSource source, repository_.ReadModel(model));
+  auto text = RealFileSystem().ReadFile(source.dir + "/" + label_file);
+  if (!text.ok()) {
+    return NotFound(fmt::format("model '{}' output '{}': its label_filename '{}' cannot be read; put the file in "
+                                "the model's folder",
+                                model, output, label_file));
+  }
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    const size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    labels.emplace_back(line);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  }
+  return labels;
 }
 
 std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) const {

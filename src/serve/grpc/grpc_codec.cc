@@ -65,16 +65,6 @@ Status FromContents(const InferTensorContents& c, Tensor& t) {
   }
 }
 
-Status CheckUnsupported(const google::protobuf::Map<std::string, inference::InferParameter>& params,
-                        const std::string& where) {
-  if (params.count("classification") > 0) {
-    return Unimplemented(fmt::format("{}: the classification extension is not supported; request the raw output "
-                                     "and take the top classes on the client",
-                                     where));
-  }
-  return Status::Ok();
-}
-
 void CopyParameters(const google::protobuf::Map<std::string, inference::InferParameter>& from, Parameters& to) {
   for (const auto& [key, value] : from) to[key] = GrpcParameterToJsonText(value);
 }
@@ -112,7 +102,6 @@ Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in,
   }
   const auto count = ElementCount(t.shape);
   if (!count) return InvalidArgument(fmt::format("input '{}': shape {} is too large", t.name, ShapeText(in.shape())));
-  ORTGPU_RETURN_IF_ERROR(CheckUnsupported(in.parameters(), fmt::format("input '{}'", t.name)));
 
   if (region) {
     if (in.has_contents()) {
@@ -203,7 +192,6 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   for (const auto& out : request.outputs()) {
     if (out.name().empty()) return InvalidArgument("a requested output has no name");
     const std::string where = fmt::format("output '{}'", out.name());
-    ORTGPU_RETURN_IF_ERROR(CheckUnsupported(out.parameters(), where));
     ORTGPU_RETURN_IF_ERROR(SharedMemoryOf(out.parameters(), where, shm).status());  // the region exists, early
     RequestedOutput o;
     o.name = out.name();

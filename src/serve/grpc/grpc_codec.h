@@ -26,7 +26,8 @@
 //     output is copied into the region and its raw_output_contents entry is
 //     left empty (so the indices of the others stay aligned). The inputs in
 //     regions have no raw_input_contents entry.
-//   - `classification` is Unimplemented, as on HTTP (docs/PROTOCOL.md).
+//   - `classification` on an output is kept in its parameters; the server
+//     classifies the output (serve/classification.h), as on HTTP.
 #pragma once
 
 #include <string>
@@ -43,8 +44,7 @@ namespace ortgpu::serve {
 // Decodes `request`, moving its raw_input_contents into the returned
 // tensors (the message is left without them). InvalidArgument naming the
 // input and the problem for any inconsistency; NotFound for an unknown
-// shared memory region; Unimplemented for features ortgpu does not serve
-// (shared memory when `shm` is null).
+// shared memory region; Unimplemented for shared memory when `shm` is null.
 Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request,
                                               const SharedMemoryRegistry* shm = nullptr);
 

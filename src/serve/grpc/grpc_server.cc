@@ -13,6 +13,7 @@
 
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
+#include "serve/classification.h"
 #include "serve/grpc/grpc_codec.h"
 #include "serve/grpc/grpc_settings.h"
 #include "serve/protocol/server_metadata.h"
@@ -86,18 +87,22 @@ struct GrpcServer::State {
       return;
     }
     decoded->deadline_ns = DeadlineNs(ctx, options.request_timeout);
-    // What the encoder needs of the request: the outputs to write into shared memory.
-    std::vector<RequestedOutput> in_shm;
+    // What the response needs of the request: the outputs to classify or
+    // to write into shared memory.
+    std::vector<RequestedOutput> special;
     for (const auto& o : decoded->outputs) {
-      if (o.parameters.count("shared_memory_region") > 0) in_shm.push_back(o);
+      if (o.parameters.count("shared_memory_region") > 0 || o.parameters.count("classification") > 0) {
+        special.push_back(o);
+      }
     }
     Begin();
-    core.Infer(std::move(decoded).value(), [this, out, complete, in_shm = std::move(in_shm)](
+    core.Infer(std::move(decoded).value(), [this, out, complete, special = std::move(special)](
                                                Expected<InferResponse> result) {
       // Off the instance worker: it goes back to its queue at once.
-      boost::asio::post(workers, [this, out, complete, in_shm, result = std::move(result)]() mutable {
+      boost::asio::post(workers, [this, out, complete, special, result = std::move(result)]() mutable {
         Status st = result.status();
-        if (st.ok() && !in_shm.empty()) st = WriteSharedMemoryOutputs(*result, in_shm, settings.system_shm);
+        if (st.ok() && WantsClassification(special)) st = ApplyClassification(core, special, *result);
+        if (st.ok() && !special.empty()) st = WriteSharedMemoryOutputs(*result, special, settings.system_shm);
         if (st.ok()) st = EncodeGrpcInferResponse(*result, *out);
         complete(st);
         End();

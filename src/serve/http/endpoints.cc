@@ -6,6 +6,7 @@
 
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
+#include "serve/classification.h"
 #include "serve/http/content_encoding.h"
 #include "serve/http/settings_json.h"
 #include "serve/protocol/server_metadata.h"
@@ -271,7 +272,7 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   shape_of_request.binary_data_output = decoded->binary_data_output;
   std::string model = route.model;
   server.Infer(std::move(decoded).value(),
-               [reply = std::move(reply), req = std::move(shape_of_request), model, shm,
+               [&server, reply = std::move(reply), req = std::move(shape_of_request), model, shm,
                 answer_coding](Expected<InferResponse> result) {
                  if (!result) {
                    HttpReply r = ErrorReply(result.status());
@@ -283,10 +284,12 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                  HttpReply deferred;
                  deferred.model = model;
                  deferred.finish = [response = std::make_shared<InferResponse>(std::move(result).value()), req,
-                                    model, shm, answer_coding]() {
+                                    model, shm, answer_coding, &server]() {
+                   Status written = WantsClassification(req.outputs)
+                                        ? ApplyClassification(server, req.outputs, *response)
+                                        : Status::Ok();
                    response->output_binary = protocol::ResolveOutputBinary(req, *response);
-                   Status written = shm != nullptr ? WriteSharedMemoryOutputs(*response, req.outputs, *shm)
-                                                   : Status::Ok();
+                   if (written.ok() && shm != nullptr) written = WriteSharedMemoryOutputs(*response, req.outputs, *shm);
                    auto encoded = written.ok() ? protocol::EncodeInferResponse(*response)
                                                : Expected<protocol::EncodedBody>(written);
                    HttpReply r;

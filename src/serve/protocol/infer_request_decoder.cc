@@ -421,11 +421,6 @@ Status DecodeOutputs(element outputs, InferRequest& request) {
       if (params.type() != element_type::OBJECT) {
         return InvalidArgument(fmt::format("{}: 'parameters' must be an object", where));
       }
-      if (!params.at_key("classification").error()) {
-        return Unimplemented(fmt::format("{}: the classification extension is not supported; request the raw "
-                                         "output and take the top-k on the client",
-                                         where));
-      }
       ORTGPU_ASSIGN_OR_RETURN(r.binary_data, BoolParameter(params, "binary_data", where));
       ORTGPU_RETURN_IF_ERROR(ReadParameters(params, where, r.parameters));
     }

@@ -119,12 +119,6 @@ TEST(GrpcCodecTest, InconsistenciesAreNamed) {
   (*in->mutable_parameters())["shared_memory_byte_size"].set_int64_param(4);
   expect_error(shm, "this server has no shared memory", Code::kUnimplemented);
 
-  auto classification = base;
-  AddInput(classification, "x", "FP32", {1})->mutable_contents()->add_fp32_contents(1);
-  auto* o = classification.add_outputs();
-  o->set_name("y");
-  (*o->mutable_parameters())["classification"].set_int64_param(3);
-  expect_error(classification, "classification", Code::kUnimplemented);
 }
 
 TEST(GrpcCodecTest, ResponseOutputsAreRawInOutputOrder) {

@@ -248,6 +248,21 @@ TEST_F(GrpcServerTest, ModelInferTypedContentsAndParameters) {
   EXPECT_EQ(fake_.last_request().parameters.at("priority"), "2");
 }
 
+TEST_F(GrpcServerTest, ClassificationReturnsTheTopClassesAsBytes) {
+  auto req = EchoRequest({0.5f, 3.0f});
+  auto* out = req.add_outputs();
+  out->set_name("x");
+  (*out->mutable_parameters())["classification"].set_int64_param(2);
+  inference::ModelInferResponse resp;
+  auto ctx = Ctx();
+  auto st = stub_->ModelInfer(ctx.get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.outputs(0).datatype(), "BYTES");
+  EXPECT_THAT(resp.outputs(0).shape(), ::testing::ElementsAre(1, 2));
+  EXPECT_EQ(resp.raw_output_contents(0), std::string("\x03\0\0\0", 4) + "3:1" + std::string("\x05\0\0\0", 4) +
+                                             "0.5:0");
+}
+
 TEST_F(GrpcServerTest, BadInferInputsAreInvalidArgumentAndTheServerStaysUp) {
   inference::ModelInferResponse resp;
   auto wrong_size = EchoRequest();

@@ -183,11 +183,10 @@ TEST(DecodeInferRequestTest, RequestedOutputs) {
                 "must be true or false");
 }
 
-TEST(DecodeInferRequestTest, ClassificationIsUnimplemented) {
+TEST(DecodeInferRequestTest, ClassificationIsKeptForTheFrontEnd) {
   auto r = Decode(R"({"inputs":[],"outputs":[{"name":"a","parameters":{"classification":3}}]})");
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), Code::kUnimplemented);
-  EXPECT_THAT(r.status().message(), HasSubstr("classification"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outputs[0].parameters.at("classification"), "3");
 }
 
 TEST(DecodeInferRequestTest, SharedMemoryInputsAreLeftToTheFrontEnd) {
