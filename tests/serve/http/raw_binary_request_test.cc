@@ -9,9 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fakes/fake_model_server.h"
-#include "serve/http/http_server.h"
-#include "serve/http/test_http_client.h"
+#include "serve/http/front_end_fixture.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -19,23 +17,10 @@ namespace {
 using ::testing::HasSubstr;
 using testing::TestHttpClient;
 
-class RawBinaryRequestTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    HttpOptions o;
-    o.port = 0;
-    o.threads = 1;
-    auto s = HttpServer::Start(fake_, o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
-  }
-  void TearDown() override { server_->Stop(); }
-  FakeModelServer fake_;  // "echo": one input x, FP32 [-1, 2]
-  std::unique_ptr<HttpServer> server_;
-};
+using RawBinaryRequestTest = testing::FrontEndTest;
 
 TEST_F(RawBinaryRequestTest, TheBodyIsTheOneInput) {
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   const float v[4] = {1, 2, 3, 4};
   auto r = c.Post("/v2/models/echo/infer", std::string(reinterpret_cast<const char*>(v), sizeof v),
                   {{"Inference-Header-Content-Length", "0"}, {"Content-Type", "application/octet-stream"}});
@@ -50,7 +35,7 @@ TEST_F(RawBinaryRequestTest, TheBodyIsTheOneInput) {
 }
 
 TEST_F(RawBinaryRequestTest, ABodyThatDoesNotFitIs400) {
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   auto r = c.Post("/v2/models/echo/infer", std::string(6, '\0'), {{"Inference-Header-Content-Length", "0"}});
   EXPECT_EQ(r.status, 400u);
   EXPECT_THAT(r.body, HasSubstr("raw binary body of 6 bytes does not fit input 'x'"));

@@ -7,9 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "fakes/fake_model_server.h"
-#include "serve/http/http_server.h"
-#include "serve/http/test_http_client.h"
+#include "serve/http/front_end_fixture.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -18,32 +16,21 @@ using ::testing::HasSubstr;
 using testing::HttpResult;
 using testing::TestHttpClient;
 
-class SettingsEndpointsTest : public ::testing::Test {
+class SettingsEndpointsTest : public testing::FrontEndTest {
  protected:
   void SetUp() override {
-    HttpOptions o;
-    o.port = 0;
-    o.threads = 1;
-    o.settings = &settings_;
-    auto s = HttpServer::Start(fake_, o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
+    FrontEndTest::SetUp();
     level_ = spdlog::get_level();
   }
   void TearDown() override {
-    server_->Stop();
+    FrontEndTest::TearDown();
     spdlog::set_level(level_);
   }
-  static nlohmann::json Json(const HttpResult& r) { return nlohmann::json::parse(r.body, nullptr, false); }
-
-  FakeModelServer fake_;
-  RuntimeSettings settings_;
-  std::unique_ptr<HttpServer> server_;
   spdlog::level::level_enum level_ = spdlog::level::info;
 };
 
 TEST_F(SettingsEndpointsTest, LoggingChangesTheLevelAtRunTime) {
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   HttpResult r = c.Get("/v2/logging");
   ASSERT_EQ(r.status, 200u) << r.body;
   EXPECT_EQ(Json(r)["log_file"], "");
@@ -67,7 +54,7 @@ TEST_F(SettingsEndpointsTest, LoggingChangesTheLevelAtRunTime) {
 }
 
 TEST_F(SettingsEndpointsTest, TraceSettingsGlobalAndPerModel) {
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   HttpResult r = c.Get("/v2/trace/setting");
   ASSERT_EQ(r.status, 200u) << r.body;
   EXPECT_EQ(Json(r)["trace_level"], nlohmann::json::array({"OFF"}));
@@ -91,7 +78,7 @@ TEST_F(SettingsEndpointsTest, TraceSettingsGlobalAndPerModel) {
 }
 
 TEST_F(SettingsEndpointsTest, OtherMethodsAre405NamingBoth) {
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   HttpResult r = c.Send(boost::beast::http::verb::put, "/v2/logging", "{}");
   EXPECT_EQ(r.status, 405u);
   EXPECT_EQ(r.header("Allow"), "GET, POST");
@@ -100,7 +87,7 @@ TEST_F(SettingsEndpointsTest, OtherMethodsAre405NamingBoth) {
 // Issue 10: a load that carries parameters (a config override, files) is
 // refused naming them instead of loading the repository's files unchanged.
 TEST_F(SettingsEndpointsTest, LoadParametersAreRefusedNamingThem) {
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   auto r = c.Post("/v2/repository/models/echo/load", R"({"parameters": {"config": "{\"max_batch_size\": 4}"}})");
   EXPECT_EQ(r.status, 501u);
   EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("load parameter 'config'"));

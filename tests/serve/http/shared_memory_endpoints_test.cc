@@ -8,9 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fakes/fake_model_server.h"
-#include "serve/http/http_server.h"
-#include "serve/http/test_http_client.h"
+#include "serve/http/front_end_fixture.h"
 #include "support/shm_object.h"
 
 namespace ortgpu::serve {
@@ -20,29 +18,14 @@ using ::testing::HasSubstr;
 using ortgpu::testing::ShmObject;
 using serve::testing::TestHttpClient;
 
-class SharedMemoryEndpointsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    HttpOptions o;
-    o.port = 0;
-    o.threads = 1;
-    o.settings = &settings_;
-    auto s = HttpServer::Start(fake_, o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
-  }
-  void TearDown() override { server_->Stop(); }
-  FakeModelServer fake_;  // "echo": one input x, FP32 [-1, 2]
-  RuntimeSettings settings_;
-  std::unique_ptr<HttpServer> server_;
-};
+using SharedMemoryEndpointsTest = serve::testing::FrontEndTest;
 
 TEST_F(SharedMemoryEndpointsTest, InputsAndOutputsTravelThroughARegion) {
   ShmObject shm(64);
   ASSERT_TRUE(shm.ok());
   const float in[2] = {0.25f, 9.0f};
   std::memcpy(shm.bytes(), in, sizeof in);
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   auto r = c.Post("/v2/systemsharedmemory/region/r0/register",
                   nlohmann::json{{"key", shm.key()}, {"offset", 0}, {"byte_size", 64}}.dump());
   ASSERT_EQ(r.status, 200u) << r.body;
@@ -77,7 +60,7 @@ TEST_F(SharedMemoryEndpointsTest, InputsAndOutputsTravelThroughARegion) {
 }
 
 TEST_F(SharedMemoryEndpointsTest, BadRegistrationsAndCudaAnswerClearly) {
-  TestHttpClient c(server_->port());
+  TestHttpClient c(port());
   auto r = c.Post("/v2/systemsharedmemory/region/r1/register", R"({"offset": 0})");
   EXPECT_EQ(r.status, 400u);
   r = c.Post("/v2/systemsharedmemory/region/r1/register", R"({"key": "/ortgpu-none", "byte_size": 8})");
