@@ -296,15 +296,17 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                    if (!encoded) {
                      r = ErrorReply(encoded.status());
                    } else {
-                     r.body = std::move(encoded->body);
                      r.content_type = std::move(encoded->content_type);
                      r.inference_header_length = encoded->json_length;  // of the JSON before compression
-                     if (answer_coding) {
-                       auto packed = Compress(r.body, *answer_coding);
-                       if (packed) {
-                         r.body = std::move(packed).value();
-                         r.content_encoding = std::string(ContentCodingName(*answer_coding));
-                       }
+                     auto packed = answer_coding ? Compress(protocol::FlattenBody(*encoded), *answer_coding)
+                                                 : Expected<std::string>(Unimplemented("no coding asked for"));
+                     if (packed) {
+                       // The whole body, its borrowed binary sections included, compressed.
+                       r.body = std::move(packed).value();
+                       r.content_encoding = std::string(ContentCodingName(*answer_coding));
+                     } else {
+                       r.body = std::move(encoded->body);
+                       r.body_tail = std::move(encoded->tail);
                      }
                    }
                    r.model = model;

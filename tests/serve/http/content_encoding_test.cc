@@ -8,6 +8,8 @@
 
 #include <zlib.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "fakes/fake_model_server.h"
@@ -70,7 +72,7 @@ TEST(ContentEncodingTest, CompressedInferOverHttp) {
   HttpOptions o;
   o.port = 0;
   o.threads = 1;
-  o.max_body_bytes = 200;
+  o.max_body_bytes = 300;
   auto s = HttpServer::Start(fake, o);
   ASSERT_TRUE(s.ok());
   TestHttpClient c((*s)->port());
@@ -82,10 +84,26 @@ TEST(ContentEncodingTest, CompressedInferOverHttp) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(nlohmann::json::parse(*plain)["id"], "z");
 
-  // 150 bytes on the wire, more than 200 once decompressed: 413.
-  const std::string big = R"({"id":")" + std::string(400, 'q') + R"(","inputs":[]})";
+  // Binary outputs (sections borrowed from the request) are compressed too.
+  const std::string json = R"({"inputs":[{"name":"x","datatype":"INT32","shape":[2],"parameters":{"binary_data_size":8}}],)"
+                           R"("outputs":[{"name":"x","parameters":{"binary_data":true}}]})";
+  const int32_t v[2] = {7, -9};
+  r = c.Post("/v2/models/echo/infer", json + std::string(reinterpret_cast<const char*>(v), 8),
+             {{"Inference-Header-Content-Length", std::to_string(json.size())}, {"Accept-Encoding", "deflate"}});
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("Content-Encoding"), "deflate");
+  auto body = Decompress(r.body, ContentCoding::kDeflate, 1 << 20);
+  ASSERT_TRUE(body.ok());
+  const size_t jl = std::stoul(r.header("Inference-Header-Content-Length"));
+  ASSERT_EQ(body->size(), jl + 8);
+  int32_t back[2];
+  std::memcpy(back, body->data() + jl, 8);
+  EXPECT_EQ(back[1], -9);
+
+  // Fewer than 300 bytes on the wire, more once decompressed: 413.
+  const std::string big = R"({"id":")" + std::string(600, 'q') + R"(","inputs":[]})";
   auto packed = Compress(big, ContentCoding::kDeflate);
-  ASSERT_LT(packed->size(), 200u);
+  ASSERT_LT(packed->size(), 300u);
   r = c.Post("/v2/models/echo/infer", *packed, {{"Content-Encoding", "deflate"}});
   EXPECT_EQ(r.status, 413u);
   (*s)->Stop();
