@@ -4,7 +4,7 @@
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
 # built, `ortgpu perf` must be in the carried bundle.
 #
-#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk]   (default: all)
+#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc]   (default: all)
 #
 # ceiling what loopback HTTP alone gives for ResNet-50's 602 KB binary
 #         request: wrk against the bare Beast server (no model, no decode)
@@ -15,9 +15,12 @@
 # mlp     the tiny MLP, 1 connection: served p50 against in-process p50, with
 #         and without --busy-poll-us
 # perfwrk scripts/perf_vs_wrk.sh: ortgpu perf against wrk on a bare server
+# grpc    the tiny MLP (1 connection) and ResNet-50 (64 connections, batch-1
+#         requests, dynamic batching, 2 instances) through `ortgpu perf`, over
+#         HTTP and over gRPC (-i grpc) against the same server, beside bench
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
-parts=${*:-shapes ceiling resnet bert mlp perfwrk}
+parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc}
 mkdir -p "$out"
 models=/tmp/models
 [ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
@@ -220,6 +223,44 @@ instance_group [{ count: 1 kind: KIND_GPU }]')
     done
     ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -3
   } > "$out/mlp.txt" 2>&1
+fi
+
+# perf_both NAME MODEL CONNECTIONS THREADS: ortgpu perf over HTTP, then over gRPC
+perf_both() {
+  for proto in http grpc; do
+    echo "--- $1: ortgpu perf -i $proto --concurrency $3 --threads $4"
+    ortgpu perf -i $proto --url http://127.0.0.1:8000 --grpc-url 127.0.0.1:8001 --model "$2" --concurrency "$3" \
+      --threads "$4" --measurement-interval 3000 --max-trials 6 --no-progress
+    echo "exit $?"
+  done
+}
+
+if [[ " $parts " == *" grpc "* ]]; then
+  {
+    ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -3
+    repo=$(serve_repo mlp "$M" 'max_batch_size: 8
+instance_group [{ count: 1 kind: KIND_GPU }]')
+    IFS=';' read -ra variants <<< "${MLP_SERVE_FLAGS:---busy-poll-us 0;--http-threads 2 --busy-poll-us 300}"
+    for flags in "${variants[@]}"; do
+      tag=$(echo "$flags" | tr -cd '[:alnum:]')
+      SERVE_FLAGS="$flags" start_server $repo "$out/serve_grpc_mlp_$tag.log" || continue
+      echo "=== mlp, serve $flags"; grep -E "^gRPC:" "$out/serve_grpc_mlp_$tag.log"
+      perf_both "mlp_$tag" mlp 1 1
+      stop_server
+    done
+    ortgpu bench "$R" --provider cuda --batch 32 --io host --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
+    repo=$(serve_repo resnet50 "$R" 'max_batch_size: 32
+input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
+output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } }] } }
+instance_group [{ count: 2 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }')
+    if start_server $repo "$out/serve_grpc_resnet.log"; then
+      perf_both resnet50 resnet50 ${RESNET_CONCURRENCY:-64} 4
+      nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+      stop_server
+    fi
+  } > "$out/grpc.txt" 2>&1
 fi
 
 if [[ " $parts " == *" perfwrk "* ]]; then

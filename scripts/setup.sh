@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake pkg-config git xz-utils openssl ca-certificates
-  libboost1.81-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsimdjson-dev
+  libboost1.81-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc zlib1g-dev
+  nlohmann-json3-dev libsimdjson-dev
   libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-onnx python3-numpy libonnx-testdata

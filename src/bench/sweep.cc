@@ -242,11 +242,17 @@ std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick) {
   } else {
     out += "max_batch_size: 0\n";
   }
-  // serve runs sessions on host tensors, and a CUDA graph replays fixed device
-  // addresses, so the graph option would break it: leave it out and say so.
+  // serve captures CUDA graphs for the padded batch sizes of a dynamically
+  // batched model (docs/SERVING.md); without batching there are no fixed
+  // shapes to capture, so the option is left out and the fragment says so.
   std::map<std::string, std::string> serve_options = c.variant.cuda_options;
-  if (serve_options.erase("enable_cuda_graph") > 0) {
-    out += "# enable_cuda_graph is left out: `ortgpu serve` feeds host tensors, which CUDA graph replay cannot take\n";
+  if (serve_options.count("enable_cuda_graph") > 0 && !report.dynamic_batch) {
+    serve_options.erase("enable_cuda_graph");
+    out += "# enable_cuda_graph is left out: `ortgpu serve` captures CUDA graphs only for the padded batch sizes of a "
+           "dynamically batched model, and this model does not batch\n";
+  } else if (serve_options.count("enable_cuda_graph") > 0) {
+    out += fmt::format("# enable_cuda_graph: serve captures one CUDA graph per padded batch size (here {}) and worker\n",
+                       c.batch);
   }
   const int instances = c.concurrency_mode == ConcurrencyMode::kSessionPerWorker ? c.concurrency : 1;
   out += fmt::format("instance_group [ {{ count: {} kind: {} }} ]\n", instances, gpu ? "KIND_GPU" : "KIND_CPU");

@@ -21,6 +21,8 @@ namespace {
 
 struct PerfFlags {
   std::string url = "http://localhost:8000";
+  std::string protocol = "http";
+  std::string grpc_url;
   std::string model;
   std::string version;
   std::string metrics_url;
@@ -82,6 +84,11 @@ Expected<std::vector<double>> ParseRange(const std::string& text, const std::str
 Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
   perf::PerfOptions o;
   o.url = f.url;
+  ORTGPU_ASSIGN_OR_RETURN(o.protocol, perf::ParseProtocol(f.protocol));
+  o.grpc_url = f.grpc_url;
+  if (o.protocol == perf::Protocol::kGrpc && f.json_tensors) {
+    return InvalidArgument("--json-tensors applies to HTTP only; gRPC always sends raw_input_contents");
+  }
   o.model = f.model;
   o.version = f.version;
   o.metrics_url = f.metrics_url;
@@ -206,7 +213,16 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
       "stable measurement windows, client-side percentiles, the server-side split from the statistics extension, GPU "
       "figures from its metrics, the highest throughput within a latency budget, and the served throughput against "
       "ortgpu bench in this process. Exit 0 when every request succeeded, 1 when requests failed, 2 on bad usage.");
-  cmd->add_option("--url", f->url, "The server's HTTP endpoint")->default_val("http://localhost:8000");
+  cmd->add_option("--url", f->url,
+                  "The server's HTTP endpoint (model metadata and statistics; infer requests too with -i http)")
+      ->default_val("http://localhost:8000");
+  cmd->add_option("-i,--protocol", f->protocol,
+                  "How infer requests travel: http (KServe v2 REST, binary tensors) or grpc (inference."
+                  "GRPCInferenceService/ModelInfer with raw_input_contents)")
+      ->check(CLI::IsMember({"http", "grpc"}))
+      ->default_val("http");
+  cmd->add_option("--grpc-url", f->grpc_url,
+                  "HOST:PORT of the server's gRPC endpoint with -i grpc (default: --url's host, port 8001)");
   cmd->add_option("--model,-m", f->model, "The served model's name")->required();
   cmd->add_option("--model-version", f->version, "The model version (default: the server's latest)");
   cmd->add_option("--metrics-url", f->metrics_url,

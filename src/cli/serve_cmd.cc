@@ -35,6 +35,7 @@ struct ServeFlags {
   std::string host = "127.0.0.1";
   int http_port = 8000;
   int metrics_port = 8002;
+  int grpc_port = 8001;
   size_t max_body_bytes = 64u << 20;
   int64_t request_timeout_ms = 60'000;
   int64_t busy_poll_us = 0;
@@ -122,6 +123,7 @@ int RunServeCommand(const ServeFlags& flags) {
   options.http.threads = flags.http_threads;
   options.core.loader.busy_poll_ns = flags.busy_poll_us * 1000;
   options.metrics_port = flags.metrics_port;
+  options.grpc_port = flags.grpc_port;
   options.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
 
   auto server = serve::Server::Start(options);
@@ -131,7 +133,9 @@ int RunServeCommand(const ServeFlags& flags) {
   }
   serve::Server& s = **server;
   std::printf("%s\n%s", kind_line.c_str(),
-              serve::FormatStartupSummary(s.Models(), gpus.names, flags.host, s.http_port(), s.metrics_port()).c_str());
+              serve::FormatStartupSummary(s.Models(), gpus.names, flags.host, s.http_port(), s.metrics_port(),
+                                          s.grpc_port())
+                  .c_str());
   std::fflush(stdout);
 
   const int signal_number = s.WaitForStop();
@@ -148,7 +152,7 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand(
       "serve",
-      "Serve ONNX models over HTTP with the KServe v2 / Triton protocol (docs/PROTOCOL.md) from a Triton-style "
+      "Serve ONNX models over HTTP and gRPC with the KServe v2 / Triton protocol (docs/PROTOCOL.md) from a Triton-style "
       "model repository (docs/SERVING.md), with dynamic batching and Prometheus metrics. SIGTERM/SIGINT drain "
       "and exit 0; exit 1 when the server cannot start, 2 on bad usage.");
   auto* repo = cmd->add_option("--model-repository", flags->repository,
@@ -185,14 +189,18 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
   cmd->add_flag("--cpu", flags->cpu,
                 "Default instance kind CPU (KIND_AUTO and models without instance_group); default GPU when one "
                 "can be used");
-  cmd->add_option("--host", flags->host, "Address to listen on (HTTP and metrics)")->default_val("127.0.0.1");
+  cmd->add_option("--host", flags->host, "Address to listen on (HTTP, gRPC and metrics)")->default_val("127.0.0.1");
   cmd->add_option("--http-port", flags->http_port, "HTTP port; 0: any free port (printed at start)")
       ->check(CLI::Range(0, 65535))
       ->default_val(8000);
+  cmd->add_option("--grpc-port", flags->grpc_port,
+                  "KServe v2 gRPC port (Triton's GRPCInferenceService and grpc.health.v1); 0: any free port; -1: off")
+      ->check(CLI::Range(-1, 65535))
+      ->default_val(8001);
   cmd->add_option("--metrics-port", flags->metrics_port, "Prometheus /metrics port; 0: any free port; -1: off")
       ->check(CLI::Range(-1, 65535))
       ->default_val(8002);
-  cmd->add_option("--max-body-bytes", flags->max_body_bytes, "Larger request bodies get 413")
+  cmd->add_option("--max-body-bytes", flags->max_body_bytes, "Larger request bodies get 413 (gRPC: larger messages get RESOURCE_EXHAUSTED)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 40))
       ->default_val(size_t{64} << 20);
   cmd->add_option("--request-timeout-ms", flags->request_timeout_ms,

@@ -65,9 +65,28 @@ struct ClientOptions {
 // steady_clock now in nanoseconds (the clock of every Completion).
 int64_t SteadyNowNs();
 
+// What perf's measurement loop asks of a load generator: LoadClient (HTTP)
+// or GrpcLoadClient (grpc_client.h).
+class LoadGenerator {
+ public:
+  virtual ~LoadGenerator() = default;
+  // Moves the completions recorded since the last call onto `out`.
+  virtual void TakeCompletions(std::vector<Completion>& out) = 0;
+  // Requests answered (or failed) so far.
+  virtual int64_t completed() const = 0;
+  // Blocks until `n` requests have completed or `timeout` passed; true in
+  // the first case.
+  virtual bool WaitForCompleted(int64_t n, std::chrono::milliseconds timeout) = 0;
+  // The first transport failure's text, "" if none.
+  virtual std::string first_transport_error() const = 0;
+  // Stops sending, waits up to `drain` for outstanding requests, then closes
+  // everything. Idempotent.
+  virtual void Stop(std::chrono::milliseconds drain) = 0;
+};
+
 struct SharedState;  // what the I/O threads share (client.cc)
 
-class LoadClient {
+class LoadClient : public LoadGenerator {
  public:
   // Resolves `endpoint`, opens the connections and starts sending on
   // `options.threads` new threads. Errors: the host does not resolve, or
@@ -75,23 +94,23 @@ class LoadClient {
   // turn); connections, threads >= 1.
   static Expected<std::unique_ptr<LoadClient>> Start(const HttpEndpoint& endpoint, std::vector<EncodedRequest> requests,
                                                      const ClientOptions& options);
-  ~LoadClient();
+  ~LoadClient() override;
   LoadClient(const LoadClient&) = delete;
   LoadClient& operator=(const LoadClient&) = delete;
 
   // Moves the completions recorded since the last call onto `out`.
-  void TakeCompletions(std::vector<Completion>& out);
+  void TakeCompletions(std::vector<Completion>& out) override;
   // Requests answered (or failed) so far, and sent so far.
-  int64_t completed() const { return completed_.load(std::memory_order_relaxed); }
+  int64_t completed() const override { return completed_.load(std::memory_order_relaxed); }
   // Blocks until `n` requests have completed or `timeout` passed; true in
   // the first case. For a fixed count (request_limit) and tests.
-  bool WaitForCompleted(int64_t n, std::chrono::milliseconds timeout);
+  bool WaitForCompleted(int64_t n, std::chrono::milliseconds timeout) override;
   // The first transport failure's text ("connection refused to 127.0.0.1:8000"), "" if none.
-  std::string first_transport_error() const;
+  std::string first_transport_error() const override;
 
   // Stops sending, waits up to `drain` for outstanding requests, then closes
   // every connection and joins the threads. Idempotent.
-  void Stop(std::chrono::milliseconds drain);
+  void Stop(std::chrono::milliseconds drain) override;
 
   struct Worker;  // one I/O thread and its connections (client.cc)
 

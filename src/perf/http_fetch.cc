@@ -18,9 +18,15 @@ Expected<HttpEndpoint> ParseHttpUrl(std::string_view url, std::string_view flag)
   std::string_view rest = url;
   if (const auto scheme = rest.find("://"); scheme != std::string_view::npos) {
     const std::string_view s = rest.substr(0, scheme);
+    if (s == "grpc") {
+      return InvalidArgument(std::string(flag) + " '" + shown + "' is the gRPC endpoint; give the HTTP one here "
+                             "(model metadata and statistics are read over HTTP) and send the load over gRPC with "
+                             "-i grpc --grpc-url HOST:PORT");
+    }
     if (s != "http") {
       return InvalidArgument(std::string(flag) + " '" + shown + "': the scheme " + std::string(s) +
-                             ":// is not supported; perf speaks KServe v2 over HTTP/1.1: use http://HOST:PORT");
+                             ":// is not supported; perf speaks KServe v2 over HTTP/1.1 (and gRPC with -i grpc): "
+                             "use http://HOST:PORT");
     }
     rest.remove_prefix(scheme + 3);
   }

@@ -8,6 +8,7 @@
 #include "bench/benchmark.h"
 #include "bench/statistics.h"
 #include "perf/client.h"
+#include "perf/grpc_client.h"
 #include "perf/search.h"
 
 namespace ortgpu::perf {
@@ -18,6 +19,7 @@ using std::chrono::milliseconds;
 std::string ErrorKey(int status) {
   if (status == kTimeout) return "timeout";
   if (status == kTransportError) return "connection";
+  if (status >= kGrpcStatusBase) return fmt::format("gRPC code {}", status - kGrpcStatusBase);
   return std::to_string(status);
 }
 
@@ -81,7 +83,7 @@ class ServerProbe {
 // server's counters at each boundary.
 class WindowSource {
  public:
-  WindowSource(LoadClient& client, ServerProbe& probe, int64_t window_ms)
+  WindowSource(LoadGenerator& client, ServerProbe& probe, int64_t window_ms)
       : client_(client), probe_(probe), window_ns_(window_ms * 1'000'000), stats_before_(probe.ReadStats()),
         start_ns_(SteadyNowNs()) {}
 
@@ -125,7 +127,7 @@ class WindowSource {
     return w;
   }
 
-  LoadClient& client_;
+  LoadGenerator& client_;
   ServerProbe& probe_;
   int64_t window_ns_;
   std::optional<InferenceCounters> stats_before_;  // read before start_ns_ is taken
@@ -137,6 +139,9 @@ struct StepContext {
   const PerfOptions& options;
   const HttpEndpoint& endpoint;
   const std::vector<EncodedRequest>& requests;
+  // With --protocol grpc: the target and the request sent instead.
+  const std::string& grpc_target;
+  const inference::ModelInferRequest& grpc_request;
   ServerProbe& probe;
   const PerfHooks& hooks;
   const PerfReport& report;
@@ -144,7 +149,7 @@ struct StepContext {
 
 // --request-count: waits until the client has that many answers (or makes
 // no progress for a request timeout and a window), then cuts one window.
-StepMeasurement MeasureCountStep(const PerfOptions& o, LoadClient& client, WindowSource& source,
+StepMeasurement MeasureCountStep(const PerfOptions& o, LoadGenerator& client, WindowSource& source,
                                  const std::function<void()>& progress) {
   const milliseconds slice(o.measure.window_ms);
   int64_t last = 0;
@@ -185,7 +190,12 @@ Expected<StepResult> RunStep(const StepContext& ctx, double load) {
   StepResult step;
   step.load = load;
   const std::string label = StepLabel(ctx.report, step);
-  ORTGPU_ASSIGN_OR_RETURN(auto client, LoadClient::Start(ctx.endpoint, ctx.requests, co));
+  std::unique_ptr<LoadGenerator> client;
+  if (o.protocol == Protocol::kGrpc) {
+    ORTGPU_ASSIGN_OR_RETURN(client, GrpcLoadClient::Start(ctx.grpc_target, ctx.grpc_request, co));
+  } else {
+    ORTGPU_ASSIGN_OR_RETURN(client, LoadClient::Start(ctx.endpoint, ctx.requests, co));
+  }
   WindowSource source(*client, ctx.probe, o.measure.window_ms);
   int window = 0;
   auto next = [&]() -> Expected<Window> {
@@ -275,6 +285,14 @@ void CompareInProcess(const PerfOptions& o, PerfReport& report) {
 
 }  // namespace
 
+std::string_view ProtocolName(Protocol p) { return p == Protocol::kGrpc ? "grpc" : "http"; }
+
+Expected<Protocol> ParseProtocol(std::string_view name) {
+  if (name == "http") return Protocol::kHttp;
+  if (name == "grpc") return Protocol::kGrpc;
+  return InvalidArgument(fmt::format("--protocol '{}' is not one of: http, grpc", name));
+}
+
 Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
   if (o.model.empty()) return InvalidArgument("--model is required: the name of the served model");
   ORTGPU_ASSIGN_OR_RETURN(HttpEndpoint endpoint, ParseHttpUrl(o.url, "--url"));
@@ -288,6 +306,9 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
   }
   PerfReport report;
   report.url = "http://" + endpoint.authority();
+  std::string grpc_target = o.grpc_url.empty() ? endpoint.host + ":8001" : o.grpc_url;
+  if (grpc_target.rfind("grpc://", 0) == 0) grpc_target = grpc_target.substr(7);
+  if (o.protocol == Protocol::kGrpc) report.url = "grpc://" + grpc_target;
   report.model = o.model;
   report.version = o.version;
   report.mode = o.mode;
@@ -306,9 +327,13 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
   ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, MakeRequestInputs(model, o.inputs, o.rows));
   ORTGPU_ASSIGN_OR_RETURN(EncodedRequest request, EncodeInferRequest(model, inputs, o.format, endpoint.authority()));
   const std::vector<EncodedRequest> requests = {std::move(request)};
+  inference::ModelInferRequest grpc_request;
+  if (o.protocol == Protocol::kGrpc) {
+    ORTGPU_ASSIGN_OR_RETURN(grpc_request, EncodeGrpcInferRequest(model, inputs));
+  }
 
   ServerProbe probe(o, endpoint, metrics, report);
-  const StepContext ctx{o, endpoint, requests, probe, hooks, report};
+  const StepContext ctx{o, endpoint, requests, grpc_target, grpc_request, probe, hooks, report};
   const double percentile = o.budget_percentile;
   if (o.latency_budget_ms) {
     BudgetOptions bo;

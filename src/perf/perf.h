@@ -27,8 +27,18 @@
 
 namespace ortgpu::perf {
 
+// How infer requests travel (-i / --protocol, perf_analyzer's names).
+enum class Protocol { kHttp, kGrpc };
+std::string_view ProtocolName(Protocol p);  // "http", "grpc"
+Expected<Protocol> ParseProtocol(std::string_view name);
+
 struct PerfOptions {
+  // The server's HTTP endpoint: model metadata and config, the statistics
+  // extension, and the infer requests unless protocol is kGrpc.
   std::string url = "http://localhost:8000";  // --url
+  Protocol protocol = Protocol::kHttp;          // -i / --protocol
+  // --grpc-url HOST:PORT of the gRPC endpoint; "" means --url's host, port 8001.
+  std::string grpc_url;
   std::string model;                           // --model (required)
   std::string version;                         // --model-version; "" the server's latest
   // --metrics-url; "" means http://HOST:8002/metrics of --url's host.

@@ -36,6 +36,11 @@ struct InferRequest {
   std::vector<RequestedOutput> outputs;  // empty: all outputs
   bool binary_data_output = false;       // request-level default for outputs
   Parameters parameters;
+  // Inputs whose bytes are in a registered shared memory region (Triton's
+  // shared memory extension), by input name: their parameters
+  // (shared_memory_region, shared_memory_offset, shared_memory_byte_size).
+  // The front end fills those tensors' data before the core sees them.
+  std::map<std::string, Parameters> shared_memory_inputs;
   int64_t received_ns = 0;  // when the server finished reading it
   // On the scheduler's Clock (ServerDeps::clock, steady_clock by default):
   // once it passes, the request is answered DeadlineExceeded without running
@@ -49,6 +54,10 @@ struct InferResponse {
   std::string id;
   std::vector<Tensor> outputs;
   std::vector<bool> output_binary;  // per output: send as binary section
+  // Per output (missing entries: none): parameters to send with it; an
+  // output with shared_memory_region was written into that region and is
+  // sent without its data.
+  std::vector<Parameters> output_parameters;
   Parameters parameters;
 };
 

@@ -63,6 +63,13 @@ class ModelServer {
   // means every model.
   virtual Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const = 0;
 
+  // The labels of an output (its config's label_filename, one per line),
+  // for the classification extension; empty when it names none.
+  virtual Expected<std::vector<std::string>> OutputLabels(const std::string& model, const std::string& version,
+                                                          const std::string& output) const {
+    return std::vector<std::string>{};
+  }
+
   // Every model version known to the repository (Triton's repository index).
   virtual std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const = 0;
   // Explicit model control; FailedPrecondition when not in explicit mode.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "serve/grpc/grpc_server.h"
 #include "serve/metrics/gpu_metrics.h"
 #include "serve/metrics/metrics_server.h"
 #include "serve/metrics/scheduler_metrics.h"
@@ -95,12 +96,31 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
   ORTGPU_ASSIGN_OR_RETURN(s->core_, ServerCore::Create(options.core, deps.core));
   for (const auto& w : s->core_->Warnings()) spdlog::debug("config: {}", w);  // already logged by the core
 
-  auto http = HttpServer::Start(*s->core_, options.http);
+  s->settings_ = std::make_unique<RuntimeSettings>();
+  HttpOptions http_options = options.http;
+  http_options.settings = s->settings_.get();
+  auto http = HttpServer::Start(*s->core_, http_options);
   if (!http.ok()) {
     s->core_->Shutdown();
     return http.status().WithContext("HTTP endpoint (--host/--http-port)");
   }
   s->http_ = std::move(http).value();
+
+  if (options.grpc_port >= 0) {
+    GrpcOptions go;
+    go.host = options.http.host;
+    go.port = static_cast<uint16_t>(options.grpc_port);
+    go.max_message_bytes = options.http.max_body_bytes;
+    go.request_timeout = options.http.request_timeout;
+    go.threads = options.grpc_threads;
+    auto grpc = GrpcServer::Start(*s->core_, *s->settings_, go);
+    if (!grpc.ok()) {
+      s->http_->Stop();
+      s->core_->Shutdown();
+      return grpc.status().WithContext("gRPC endpoint (--grpc-port; -1 disables it)");
+    }
+    s->grpc_ = std::move(grpc).value();
+  }
 
   if (options.metrics_port >= 0) {
     MetricsServerOptions mo;
@@ -110,6 +130,7 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
     if (!ms.ok()) {
       s->http_->Stop();
       s->core_->Shutdown();
+      if (s->grpc_) s->grpc_->Stop();
       return ms.status().WithContext("metrics endpoint (--metrics-port; -1 disables it)");
     }
     s->metrics_server_ = std::move(ms).value();
@@ -133,6 +154,11 @@ uint16_t Server::http_port() const { return http_->port(); }
 std::optional<uint16_t> Server::metrics_port() const {
   if (!metrics_server_) return std::nullopt;
   return metrics_server_->port();
+}
+
+std::optional<uint16_t> Server::grpc_port() const {
+  if (!grpc_) return std::nullopt;
+  return grpc_->port();
 }
 
 bool Server::gpu_metrics() const { return gpu_poller_ && gpu_poller_->running(); }
@@ -172,29 +198,40 @@ void Server::RequestStop() {
 bool Server::Shutdown() {
   if (shut_down_) return drained_;
   shut_down_ = true;
+  if (grpc_) grpc_->BeginDrain();
   if (http_) {
     http_->BeginDrain();
-    const int in_flight = http_->in_flight();
+    const int in_flight = http_->in_flight() + (grpc_ ? grpc_->in_flight() : 0);
     if (in_flight > 0) {
       spdlog::info("draining: waiting up to {} ms for {} request(s) in flight", options_.drain_timeout.count(),
                    in_flight);
     }
+    const auto drain_end = std::chrono::steady_clock::now() + options_.drain_timeout;
     drained_ = http_->WaitIdle(options_.drain_timeout);
+    if (grpc_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_end -
+                                                                              std::chrono::steady_clock::now());
+      drained_ = grpc_->WaitIdle(std::max(left, std::chrono::milliseconds(0))) && drained_;
+    }
     if (!drained_) {
       spdlog::warn("drain timeout ({} ms, --drain-timeout-ms) passed with {} request(s) still in flight; closing "
                    "their connections",
-                   options_.drain_timeout.count(), http_->in_flight());
+                   options_.drain_timeout.count(), http_->in_flight() + (grpc_ ? grpc_->in_flight() : 0));
     }
     http_->Stop();
   }
   if (core_) core_->Shutdown();
+  // After the core: it completes the infers still queued, and the gRPC
+  // server's Stop waits for those completions.
+  if (grpc_) grpc_->Stop();
   if (metrics_server_) metrics_server_->Stop();
   if (gpu_poller_) gpu_poller_->Stop();
   return drained_;
 }
 
 std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const std::vector<std::string>& gpu_names,
-                                 const std::string& host, uint16_t http_port, std::optional<uint16_t> metrics_port) {
+                                 const std::string& host, uint16_t http_port, std::optional<uint16_t> metrics_port,
+                                 std::optional<uint16_t> grpc_port) {
   std::vector<std::vector<std::string>> rows = {
       {"MODEL", "VERSION", "STATE", "DEVICE", "INSTANCES", "MAX_BATCH_SIZE", "DYNAMIC_BATCHING", "WARMUP"}};
   for (const auto& m : models) {
@@ -235,6 +272,7 @@ std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const 
   } else {
     out += "metrics: off\n";
   }
+  out += grpc_port ? fmt::format("gRPC: {}:{}\n", shown_host, *grpc_port) : std::string("gRPC: off\n");
   return out;
 }
 

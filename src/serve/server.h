@@ -8,6 +8,8 @@
 //   Metrics          + SchedulerMetrics, the ServerCore's observer
 //   ServerCore       repository, lifecycle, scheduler, dynamic batcher
 //   HttpServer       KServe v2 REST on options.http (port 0: any free port)
+//   GrpcServer       KServe v2 gRPC on options.grpc_port (unless < 0), with
+//                    the HTTP host, body limit and request timeout
 //   MetricsServer    GET /metrics (unless metrics_port < 0)
 //   GpuMetricsPoller NVML GPU gauges every gpu_poll_interval (absent when
 //                    NVML cannot load: a CPU-only machine)
@@ -15,7 +17,7 @@
 // Lifecycle: Start() -> WaitForStop() (a signal or RequestStop()) ->
 // Shutdown(): stop accepting, let requests in flight finish within
 // drain_timeout, stop the HTTP server, finish queued requests and unload the
-// models, stop the metrics listener and the poller. The destructor calls
+// models, stop the gRPC server, the metrics listener and the poller. The destructor calls
 // Shutdown().
 //
 // Thread-safety: RequestStop() from any thread; WaitForStop() and Shutdown()
@@ -34,6 +36,7 @@
 #include "gpu/nvml.h"
 #include "serve/http/http_server.h"
 #include "serve/metrics/metrics.h"
+#include "serve/runtime_settings.h"
 #include "serve/server_core.h"
 #include "status/expected.h"
 
@@ -41,12 +44,17 @@ namespace ortgpu::serve {
 
 class MetricsServer;
 class GpuMetricsPoller;
+class GrpcServer;
 
 struct ServeOptions {
   ServerOptions core;  // repository or model file, model control, loader (instance kind, require_gpu)
   HttpOptions http;    // host, port (8000), body limit, timeouts, access log
   // Port of GET /metrics on http.host; 0: any free port; < 0: no metrics listener.
   int metrics_port = 8002;
+  // Port of the gRPC endpoint on http.host; 0: any free port; < 0: no gRPC.
+  int grpc_port = 8001;
+  // Threads that encode gRPC infer responses and complete the calls.
+  int grpc_threads = 2;
   // How long Shutdown() lets requests in flight finish before closing connections.
   std::chrono::milliseconds drain_timeout{30'000};
   std::chrono::milliseconds gpu_poll_interval{1000};
@@ -93,6 +101,8 @@ class Server {
   uint16_t http_port() const;
   // The bound metrics port; nullopt when metrics are disabled.
   std::optional<uint16_t> metrics_port() const;
+  // The bound gRPC port; nullopt when gRPC is off.
+  std::optional<uint16_t> grpc_port() const;
   ServerCore& core() { return *core_; }
   Metrics& metrics() { return *metrics_; }
   // Whether the NVML poller runs (GPU gauges present).
@@ -120,7 +130,9 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<SchedulerObserver> observer_;
   std::unique_ptr<ServerCore> core_;
+  std::unique_ptr<RuntimeSettings> settings_;  // before the front ends, which point at it
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<GrpcServer> grpc_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<GpuMetricsPoller> gpu_poller_;
   bool shut_down_ = false;
@@ -130,9 +142,11 @@ class Server {
 // The start-up summary: one line per model version (state, device,
 // instances, max_batch_size, dynamic batching, warm-up time and batch sizes;
 // the reason when UNAVAILABLE, warnings when READY),
-// then "HTTP: http://HOST:PORT" and "metrics: http://HOST:PORT/metrics" (or
-// "metrics: off"). `gpu_names[i]` names CUDA device i ("NVIDIA H200").
+// then "HTTP: http://HOST:PORT", "metrics: http://HOST:PORT/metrics" (or
+// "metrics: off") and "gRPC: HOST:PORT" (or "gRPC: off").
+// `gpu_names[i]` names CUDA device i ("NVIDIA H200").
 std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const std::vector<std::string>& gpu_names,
-                                 const std::string& host, uint16_t http_port, std::optional<uint16_t> metrics_port);
+                                 const std::string& host, uint16_t http_port, std::optional<uint16_t> metrics_port,
+                                 std::optional<uint16_t> grpc_port = std::nullopt);
 
 }  // namespace ortgpu::serve

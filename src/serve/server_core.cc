@@ -6,8 +6,10 @@
 #include <new>
 #include <set>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "serve/config_json.h"
 #include "serve/scheduler/request_validation.h"
 
 namespace ortgpu::serve {
@@ -347,7 +349,9 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
   if (it == models_.end()) {
     std::string names;
     for (const auto& [n, r] : models_) names += (names.empty() ? "" : ", ") + n;
-    return NotFound("unknown model '" + model + "'; the server has: " + (names.empty() ? "no models" : names));
+    // Triton's wording, which its clients and tests read; ortgpu's hint after it.
+    return NotFound("Request for unknown model: '" + model + "' is not found; the server has: " +
+                    (names.empty() ? "no models" : names));
   }
   const ModelRecord& rec = it->second;
   if (version.empty()) {
@@ -365,8 +369,8 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
   if (slot == rec.versions.end()) {
     std::string have;
     for (const auto& [n, s] : rec.versions) have += (have.empty() ? "" : ", ") + std::to_string(n);
-    return NotFound("model '" + model + "' has no version '" + version + "'; loaded versions: " +
-                    (have.empty() ? "none" : have));
+    return NotFound("Request for unknown model: '" + model + "' version " + version + " is not found; loaded "
+                    "versions: " + (have.empty() ? "none" : have));
   }
   if (slot->second.state != ModelState::kReady || !slot->second.model) {
     return Unavailable("model '" + model + "' version " + version + " is " +
@@ -425,7 +429,7 @@ Expected<nlohmann::json> ServerCore::ModelConfig(const std::string& model, const
   if (shutting_down_) return Unavailable("the server is shutting down");
   std::lock_guard<std::mutex> lock(mu_);
   ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
-  return ConfigToJson(m->config);
+  return TritonConfigJson(m->config);
 }
 
 Expected<nlohmann::json> ServerCore::Statistics(const std::string& model, const std::string& version) const {
@@ -450,6 +454,36 @@ Expected<nlohmann::json> ServerCore::Statistics(const std::string& model, const 
     }
   }
   return nlohmann::json{{"model_stats", stats}};
+}
+
+Expected<std::vector<std::string>> ServerCore::OutputLabels(const std::string& model, const std::string& version,
+                                                            const std::string& output) const {
+  std::string label_file;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
+    for (const auto& o : m->config.output()) {
+      if (o.name() == output) label_file = o.label_filename();
+    }
+  }
+  std::vector<std::string> labels;
+  if (label_file.empty()) return labels;
+  ORTGPU_ASSIGN_OR_RETURN(ModelSource source, repository_.ReadModel(model));
+  auto text = RealFileSystem().ReadFile(source.dir + "/" + label_file);
+  if (!text.ok()) {
+    return NotFound(fmt::format("model '{}' output '{}': its label_filename '{}' cannot be read; put the file in "
+                                "the model's folder",
+                                model, output, label_file));
+  }
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    const size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    labels.emplace_back(line);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  }
+  return labels;
 }
 
 std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) const {

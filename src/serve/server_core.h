@@ -98,6 +98,9 @@ class ServerCore : public ModelServer {
   Expected<bool> IsModelReady(const std::string& model, const std::string& version) const override;
   Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const override;
   Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const override;
+  // Reads the label file on each call (classification requests only).
+  Expected<std::vector<std::string>> OutputLabels(const std::string& model, const std::string& version,
+                                                  const std::string& output) const override;
   std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const override;
   Status LoadModel(const std::string& model) override;
   Status UnloadModel(const std::string& model) override;

@@ -48,6 +48,25 @@ int HttpStatusFor(Code code, HttpRefusal refusal) {
   return 500;
 }
 
+// The gRPC code for the same condition as HttpStatusFor's status (gRPC's
+// own HTTP mapping: 400 INVALID_ARGUMENT, 404 NOT_FOUND, 503 UNAVAILABLE ...).
+int GrpcCodeFor(Code code) {
+  switch (code) {
+    case Code::kOk: return 0;                   // OK
+    case Code::kCancelled: return 1;            // CANCELLED
+    case Code::kInvalidArgument: return 3;      // INVALID_ARGUMENT
+    case Code::kDeadlineExceeded: return 4;     // DEADLINE_EXCEEDED
+    case Code::kNotFound: return 5;             // NOT_FOUND
+    case Code::kAlreadyExists: return 6;        // ALREADY_EXISTS
+    case Code::kResourceExhausted: return 8;    // RESOURCE_EXHAUSTED
+    case Code::kFailedPrecondition: return 9;   // FAILED_PRECONDITION
+    case Code::kUnimplemented: return 12;       // UNIMPLEMENTED
+    case Code::kInternal: return 13;            // INTERNAL
+    case Code::kUnavailable: return 14;         // UNAVAILABLE
+  }
+  return 13;
+}
+
 // 0 success, 1 a check or run failed, 2 bad usage (the caller's input).
 int ExitCodeFor(Code code) {
   switch (code) {

@@ -65,12 +65,14 @@ inline Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
 // The one place where error codes meet the outside world's numbers
-// (after Triton's StatusCodeToTritonCode): HTTP status for `serve`, process
-// exit code for the commands.
+// (after Triton's StatusCodeToTritonCode): HTTP status and gRPC status code
+// (grpc::StatusCode's numbers) for `serve`, process exit code for the
+// commands.
 // `refusal` names the two HTTP-only outcomes no Code stands for: a method
 // the endpoint does not take (405) and a body past the limit (413).
 enum class HttpRefusal { kNone, kMethodNotAllowed, kBodyTooLarge };
 int HttpStatusFor(Code code, HttpRefusal refusal = HttpRefusal::kNone);
+int GrpcCodeFor(Code code);
 int ExitCodeFor(Code code);
 
 }  // namespace ortgpu

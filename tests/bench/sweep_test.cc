@@ -95,7 +95,10 @@ TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWith
   EXPECT_NE(rec.config_pbtxt.find("parameters { key: \"prefer_nhwc\" value: \"1\" }"), std::string::npos);
 }
 
-TEST(RecommendTest, ConfigForServeLeavesOutCudaGraphs) {
+// serve honours CUDA graphs for dynamically batched models (padded sizes),
+// so the fragment keeps the option there and leaves it out, saying why,
+// for a model that does not batch.
+TEST(RecommendTest, ConfigForServeKeepsCudaGraphsOnlyWhereServeCanCaptureThem) {
   BenchReport report;
   report.model = "resnet50.onnx";
   report.provider = Provider::kCuda;
@@ -103,10 +106,13 @@ TEST(RecommendTest, ConfigForServeLeavesOutCudaGraphs) {
   auto graph = Result("io=cuda-graph prefer_nhwc=1", true, 32, 4.2, 7600);
   graph.config.variant.cuda_options = {{"enable_cuda_graph", "1"}, {"prefer_nhwc", "1"}};
   report.results.push_back(graph);
-  const std::string pbtxt = ConfigPbtxtFragment(report, 0);
+  std::string pbtxt = ConfigPbtxtFragment(report, 0);
+  EXPECT_NE(pbtxt.find("key: \"enable_cuda_graph\" value: \"1\""), std::string::npos) << pbtxt;
+  EXPECT_NE(pbtxt.find("key: \"prefer_nhwc\" value: \"1\""), std::string::npos);
+  report.dynamic_batch = false;
+  pbtxt = ConfigPbtxtFragment(report, 0);
   EXPECT_EQ(pbtxt.find("key: \"enable_cuda_graph\""), std::string::npos) << pbtxt;
   EXPECT_NE(pbtxt.find("enable_cuda_graph is left out"), std::string::npos);
-  EXPECT_NE(pbtxt.find("key: \"prefer_nhwc\" value: \"1\""), std::string::npos);
 }
 
 TEST(RecommendTest, Issue9AnUnstableWinnerIsNeverRecommendedSilently) {

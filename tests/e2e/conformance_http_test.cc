@@ -95,6 +95,7 @@ TEST(ConformanceHttpTest, OnnxNodeTestsServedOverHttpMatchThroughJsonAndBinaryTe
   o.http.port = 0;
   o.http.threads = kClientThreads;
   o.metrics_port = -1;
+  o.grpc_port = -1;
   o.handle_signals = false;
   auto server = serve::Server::Start(o);
   ASSERT_TRUE(server.ok()) << server.status().ToString();

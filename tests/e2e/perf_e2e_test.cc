@@ -112,6 +112,41 @@ TEST_F(PerfAgainstServe, ConcurrencySweepReportsThroughputAndTheServerSideSplit)
   fs::remove(html);
 }
 
+TEST_F(PerfAgainstServe, GrpcProtocolLoadsTheSameServer) {
+  ASSERT_GT(server_->grpc_port, 0) << server_->output();
+  const RunResult r = RunPerf(With(Target("add_sub"), {"-i", "grpc", "--grpc-url",
+                                                       "127.0.0.1:" + std::to_string(server_->grpc_port),
+                                                       "--concurrency", "2", "--measurement-interval", "300",
+                                                       "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  EXPECT_EQ(j["url"], "grpc://127.0.0.1:" + std::to_string(server_->grpc_port));
+  ASSERT_EQ(j["steps"].size(), 1u);
+  const auto& s = j["steps"][0];
+  EXPECT_GT(s["throughput"]["infer_per_s"].get<double>(), 0);
+  EXPECT_EQ(s["error_count"], 0);
+  ASSERT_TRUE(s["server"].is_object()) << s.dump();
+  EXPECT_GT(s["server"]["requests"].get<int64_t>(), 0);
+}
+
+TEST_F(PerfAgainstServe, GrpcRateModeWithAFixedCount) {
+  const RunResult r = RunPerf(With(Target("classifier"), {"--protocol", "grpc", "--grpc-url",
+                                                          "127.0.0.1:" + std::to_string(server_->grpc_port),
+                                                          "--request-rate", "200", "--request-count", "40",
+                                                          "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  EXPECT_EQ(j["steps"][0]["requests"], 40);
+}
+
+TEST_F(PerfAgainstServe, GrpcToAPortWithNoServerFailsTheStep) {
+  const RunResult r = RunPerf(With(Target("add_sub"), {"-i", "grpc", "--grpc-url", "127.0.0.1:1", "--request-count",
+                                                       "3", "--request-timeout-ms", "2000"}));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+}
+
 TEST_F(PerfAgainstServe, RateModeWithPoissonArrivalsWritesCsv) {
   const RunResult r = RunPerf(With(Target("classifier"), {"--request-rate", "200", "--request-distribution", "poisson",
                                                           "--measurement-interval", "300", "--json-tensors", "--csv"}));

@@ -135,7 +135,7 @@ TEST(RealModelsTest, Issue9AFolderOfRealModelsWithoutConfigsIsAllReadyAndMatches
   auto config = nlohmann::json::parse(client.Get("/v2/models/reflect_pad/config").body);
   EXPECT_EQ(config["max_batch_size"], 4);
   EXPECT_TRUE(config.contains("dynamic_batching"));
-  EXPECT_EQ(config["input"][0]["dims"], nlohmann::json::array({"2", "-1"}));
+  EXPECT_EQ(config["input"][0]["dims"], nlohmann::json::array({2, -1}));
   EXPECT_EQ(nlohmann::json::parse(client.Get("/v2/models/lstm_state/config").body).value("max_batch_size", 0), 0);
   const std::string summary = serve::FormatStartupSummary(server->Models(), {}, "127.0.0.1", 1, std::nullopt);
   EXPECT_NE(summary.find("completed from the model: max_batch_size 4 with dynamic_batching; input x; output y"),

@@ -136,6 +136,9 @@ TEST(ServeE2eTest, EveryEndpointAnswersOnTheExampleRepository) {
   auto config = c.Get("/v2/models/classifier/config");
   ASSERT_EQ(config.status, 200u);
   EXPECT_EQ(nlohmann::json::parse(config.body)["max_batch_size"], 4);  // completed from the model
+  // Triton's JSON form: int64 dims as numbers, defaults present.
+  EXPECT_TRUE(nlohmann::json::parse(config.body)["input"][0]["dims"][0].is_number_integer()) << config.body;
+  EXPECT_EQ(nlohmann::json::parse(config.body)["input"][0]["is_shape_tensor"], false) << config.body;
   EXPECT_EQ(c.Get("/v2/models/nope").status, 404u);
 
   // JSON inference.

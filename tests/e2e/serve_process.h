@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -25,8 +26,13 @@ namespace ortgpu::e2e {
 
 class ServeProcess {
  public:
-  // Starts `ortgpu ARGS...`. REQUIRES: the binary exists.
-  explicit ServeProcess(const std::vector<std::string>& args) {
+  // Starts `ortgpu ARGS...`; a `serve` without --grpc-port gets
+  // --grpc-port 0, so parallel tests never share a port. REQUIRES: the
+  // binary exists.
+  explicit ServeProcess(std::vector<std::string> args) {
+    if (!args.empty() && args[0] == "serve" && std::find(args.begin(), args.end(), "--grpc-port") == args.end()) {
+      args.insert(args.end(), {"--grpc-port", "0"});
+    }
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return;
     std::vector<std::string> argv_s = {ORTGPU_BINARY};
@@ -70,6 +76,9 @@ class ServeProcess {
     if (!found || !std::regex_search(output_, h, kHttp) || !std::regex_search(output_, m, kMetrics)) return false;
     http_port = static_cast<uint16_t>(std::stoi(h[1].str()));
     metrics_port = m[2].matched ? static_cast<uint16_t>(std::stoi(m[2].str())) : 0;
+    static const std::regex kGrpc(R"(gRPC: [^\s]+:(\d+)\n)");
+    std::smatch g;
+    grpc_port = std::regex_search(output_, g, kGrpc) ? static_cast<uint16_t>(std::stoi(g[1].str())) : 0;
     return true;
   }
 
@@ -100,6 +109,7 @@ class ServeProcess {
 
   uint16_t http_port = 0;
   uint16_t metrics_port = 0;
+  uint16_t grpc_port = 0;  // 0 when gRPC is off
 
  private:
   void ReadLoop() {

@@ -32,6 +32,7 @@ ServeOptions ExampleOptions() {
   o.core.loader.default_instance_kind = InstanceKind::kCpu;
   o.http.port = 0;
   o.metrics_port = 0;
+  o.grpc_port = 0;
   o.handle_signals = false;
   o.drain_timeout = std::chrono::milliseconds(5000);
   return o;
@@ -54,6 +55,8 @@ TEST(ServerTest, ServesTheExampleRepositoryAndExportsMetrics) {
   Server& s = **server;
   ASSERT_NE(s.http_port(), 0);
   ASSERT_TRUE(s.metrics_port().has_value());
+  ASSERT_TRUE(s.grpc_port().has_value());
+  EXPECT_NE(*s.grpc_port(), 0);
   EXPECT_TRUE(s.gpu_metrics());
 
   auto models = s.Models();
@@ -288,15 +291,17 @@ TEST(StartupSummaryTest, ShowsStateDeviceBatchingReasonAndAddresses) {
   broken.version = "1";
   broken.state = ModelState::kUnavailable;
   broken.reason = "config.pbtxt:3:1: syntax error";
-  const std::string text = FormatStartupSummary({gpu_model, broken}, {"NVIDIA H200"}, "127.0.0.1", 8000, 8002);
+  const std::string text =
+      FormatStartupSummary({gpu_model, broken}, {"NVIDIA H200"}, "127.0.0.1", 8000, 8002, 8001);
   EXPECT_THAT(text, HasSubstr("resnet  3        READY        GPU 0 (NVIDIA H200)  2          16              on, padded  "
                               "      4.2 s, 3 sizes\n"
                               "    warning: CUDA graphs are not yet honoured by `ortgpu serve`\n"));
   EXPECT_THAT(text, HasSubstr("broken  1        UNAVAILABLE"));
   EXPECT_THAT(text, HasSubstr("    reason: config.pbtxt:3:1: syntax error\n"));
   EXPECT_THAT(text, HasSubstr("HTTP: http://127.0.0.1:8000\n"));
-  EXPECT_THAT(text, HasSubstr("metrics: http://127.0.0.1:8002/metrics\n"));
-  EXPECT_THAT(FormatStartupSummary({}, {}, "::1", 1, std::nullopt), HasSubstr("HTTP: http://[::1]:1\nmetrics: off\n"));
+  EXPECT_THAT(text, HasSubstr("metrics: http://127.0.0.1:8002/metrics\ngRPC: 127.0.0.1:8001\n"));
+  EXPECT_THAT(FormatStartupSummary({}, {}, "::1", 1, std::nullopt),
+              HasSubstr("HTTP: http://[::1]:1\nmetrics: off\ngRPC: off\n"));
 }
 
 }  // namespace

@@ -7,15 +7,15 @@
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
+#include "serve/classification.h"
+#include "serve/http/content_encoding.h"
+#include "serve/http/settings_json.h"
+#include "serve/protocol/server_metadata.h"
 
 namespace ortgpu::serve {
 namespace {
 
 using protocol::Endpoint;
-
-#ifndef ORTGPU_VERSION
-#define ORTGPU_VERSION "0.0.0"
-#endif
 
 // The error reply with the message as clients may see it (paths relative
 // to the server's repository, protocol/client_text.h).
@@ -79,13 +79,172 @@ HttpReply RepositoryIndex(ModelServer& server, std::string_view body) {
   return JsonReply(arr);
 }
 
+// GET (no body) reads the settings; POST applies its body first.
+HttpReply Logging(const EndpointRequest& request) {
+  if (request.settings == nullptr) return ErrorReply(Unimplemented("this server has no logging settings"));
+  auto changes = LogChangesFromJson(request.body.view());
+  if (!changes) return ErrorReply(changes.status());
+  if (!changes->empty()) {
+    Status st = request.settings->log.Update(*changes);
+    if (!st.ok()) return ErrorReply(st);
+  }
+  return JsonReply(LogSettingsToJson(request.settings->log.Get()));
+}
+
+HttpReply TraceSetting(ModelServer& server, const EndpointRequest& request) {
+  if (request.settings == nullptr) return ErrorReply(Unimplemented("this server has no trace settings"));
+  const std::string& model = request.route.model;
+  if (!model.empty()) {
+    auto md = server.Metadata(model, request.route.version);
+    if (!md && md.status().code() == Code::kNotFound) return ErrorReply(md.status());
+  }
+  auto changes = TraceChangesFromJson(request.body.view());
+  if (!changes) return ErrorReply(changes.status());
+  if (!changes->empty()) {
+    Status st = request.settings->trace.Update(model, *changes);
+    if (!st.ok()) return ErrorReply(st);
+  }
+  return JsonReply(TraceSettingsToJson(request.settings->trace.Get(model)));
+}
+
+// Triton's raw binary request: with Inference-Header-Content-Length: 0 the
+// whole body is the model's one input. Its datatype comes from the model;
+// BYTES is one element; otherwise variable dims are 1 but the last, which
+// takes what the body's size leaves.
+Expected<InferRequest> RawBinaryRequest(ModelServer& server, const protocol::Route& route, const RequestBody& body) {
+  ORTGPU_ASSIGN_OR_RETURN(ModelMetadata md, server.Metadata(route.model, route.version));
+  if (md.inputs.size() != 1) {
+    return InvalidArgument(fmt::format("a raw binary body (Inference-Header-Content-Length: 0) is taken as the "
+                                       "model's one input, but '{}' has {} inputs; send a JSON header naming them",
+                                       route.model, md.inputs.size()));
+  }
+  const TensorMetadata& in = md.inputs[0];
+  Tensor t;
+  t.name = in.name;
+  t.dtype = DataTypeFromKServe(in.datatype).value_or(DataType::kUndefined);
+  if (t.dtype == DataType::kUndefined) return Internal(fmt::format("input '{}' has datatype {}", in.name, in.datatype));
+  int64_t known = 1;
+  int variable = 0;
+  for (int64_t d : in.shape) {
+    if (d < 0) {
+      ++variable;
+    } else {
+      known *= d;
+    }
+  }
+  const int64_t elements = t.dtype == DataType::kString ? 1 : static_cast<int64_t>(body.size() / ElementSize(t.dtype));
+  const bool fits = t.dtype == DataType::kString ? known == 1
+                    : body.size() % ElementSize(t.dtype) != 0 ? false
+                    : variable == 0 ? elements == known
+                                    : known > 0 && elements % known == 0 && elements > 0;
+  if (!fits) {
+    return InvalidArgument(fmt::format("a raw binary body of {} bytes does not fit input '{}' ({} [{}]); send a "
+                                       "JSON header with the shape",
+                                       body.size(), in.name, in.datatype, ShapeToString(in.shape)));
+  }
+  int seen = 0;
+  for (int64_t d : in.shape) {
+    if (d >= 0) {
+      t.shape.push_back(d);
+    } else {
+      ++seen;
+      t.shape.push_back(seen == variable && t.dtype != DataType::kString ? elements / known : 1);
+    }
+  }
+  if (t.dtype == DataType::kString) {
+    t.strings.emplace_back(body.view());
+  } else {
+    t.data.Borrow(body.owner(), reinterpret_cast<const uint8_t*>(body.view().data()), body.size());
+  }
+  InferRequest r;
+  r.model_name = route.model;
+  r.model_version = route.version;
+  r.inputs.push_back(std::move(t));
+  return r;
+}
+
+// A load or unload body may carry Triton's parameters ({"parameters":
+// {"config": "...", "file:1/model.onnx": "..."}}). ortgpu does not apply them
+// yet: a request that sends any is refused naming it, not silently served
+// with the repository's files.
+Status CheckLoadParameters(std::string_view body) {
+  if (body.empty()) return Status::Ok();
+  auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgument("the load/unload body must be a JSON object such as {\"parameters\": {}}");
+  }
+  if (!j.contains("parameters")) return Status::Ok();
+  if (!j["parameters"].is_object()) return InvalidArgument("the load/unload 'parameters' must be an object");
+  for (const auto& [key, value] : j["parameters"].items()) {
+    if (key == "unload_dependents") continue;  // no ensembles: nothing depends on a model
+    return Unimplemented(fmt::format("load parameter '{}' is not supported yet; change the model's config.pbtxt or "
+                                     "files in the repository and load it again",
+                                     key));
+  }
+  return Status::Ok();
+}
+
+HttpReply SharedMemory(const EndpointRequest& request) {
+  using protocol::Endpoint;
+  const Endpoint e = request.route.endpoint;
+  if (e == Endpoint::kCudaShmStatus) {
+    if (!request.route.region.empty()) {
+      return ErrorReply(NotFound(fmt::format("Unable to find CUDA shared memory region: '{}'", request.route.region)));
+    }
+    return JsonReply(nlohmann::json::array());
+  }
+  if (e == Endpoint::kCudaShmUnregister) return JsonReply(nlohmann::json::object());
+  if (e == Endpoint::kCudaShmRegister) {
+    return ErrorReply(Unimplemented("CUDA shared memory is not supported yet; use system shared memory or send the "
+                                    "tensors in the request"));
+  }
+  if (request.settings == nullptr) return ErrorReply(Unimplemented("this server has no shared memory"));
+  SharedMemoryRegistry& shm = request.settings->system_shm;
+  if (e == Endpoint::kSystemShmUnregister) {
+    shm.Unregister(request.route.region);
+    return JsonReply(nlohmann::json::object());
+  }
+  if (e == Endpoint::kSystemShmRegister) {
+    const std::string_view body = request.body.view();
+    auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j["key"].is_string() ||
+        !j.contains("byte_size") || !j["byte_size"].is_number_unsigned() ||
+        (j.contains("offset") && !j["offset"].is_number_unsigned())) {
+      return ErrorReply(InvalidArgument("the register body must be a JSON object such as "
+                                        R"({"key": "/shm-name", "offset": 0, "byte_size": 1024})"));
+    }
+    Status st = shm.Register(request.route.region, j["key"].get<std::string>(), j.value("offset", uint64_t{0}),
+                             j["byte_size"].get<uint64_t>());
+    return st.ok() ? JsonReply(nlohmann::json::object()) : ErrorReply(st);
+  }
+  auto regions = shm.Regions(request.route.region);
+  if (!regions) return ErrorReply(regions.status());
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : *regions) {
+    arr.push_back({{"name", r.name}, {"key", r.key}, {"offset", r.offset}, {"byte_size", r.byte_size}});
+  }
+  return JsonReply(arr);
+}
+
 void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   const protocol::Route& route = request.route;
-  if (!request.content_encoding.empty() && request.content_encoding != "identity") {
-    reply(ErrorReply(Unimplemented(fmt::format(
-        "Content-Encoding '{}' is not supported; send the request body uncompressed", request.content_encoding))));
+  auto coding = ParseContentEncoding(request.content_encoding);
+  if (!coding) {
+    reply(ErrorReply(coding.status()));
     return;
   }
+  if (*coding != ContentCoding::kIdentity) {
+    // The limit is on what the body decompresses to, not on what was sent.
+    auto plain = Decompress(request.body.view(), *coding, request.max_body_bytes);
+    if (!plain) {
+      HttpReply r = ErrorReply(plain.status());
+      if (plain.status().code() == Code::kResourceExhausted) r.status = 413;
+      reply(std::move(r));
+      return;
+    }
+    request.body = RequestBody::Copy(*plain);
+  }
+  const std::optional<ContentCoding> answer_coding = ChooseResponseCoding(request.accept_encoding);
   std::optional<size_t> json_length;
   if (request.inference_header_length) {
     auto n = protocol::ParseInferenceHeaderLength(*request.inference_header_length);
@@ -97,10 +256,17 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   }
   // The request's binary tensors borrow the body (no copy); it is freed
   // when the last of them is.
-  auto decoded = protocol::DecodeInferRequest(request.body.view(), json_length, route.model, route.version,
-                                              request.body.owner());
+  auto decoded = json_length == 0u ? RawBinaryRequest(server, route, request.body)
+                                   : protocol::DecodeInferRequest(request.body.view(), json_length, route.model,
+                                                                  route.version, request.body.owner());
   request.body = {};
   if (decoded) decoded->deadline_ns = request.deadline_ns;
+  SharedMemoryRegistry* shm = request.settings != nullptr ? &request.settings->system_shm : nullptr;
+  if (decoded && !decoded->shared_memory_inputs.empty()) {
+    Status st = shm != nullptr ? ReadSharedMemoryInputs(*decoded, *shm)
+                               : Unimplemented("this server has no shared memory");
+    if (!st.ok()) decoded = st;
+  }
   if (!decoded) {
     HttpReply r = ErrorReply(decoded.status());
     r.model = route.model;
@@ -113,8 +279,9 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   shape_of_request.outputs = decoded->outputs;
   shape_of_request.binary_data_output = decoded->binary_data_output;
   std::string model = route.model;
-  server.Infer(std::move(decoded).value(), [&server, reply = std::move(reply), req = std::move(shape_of_request),
-                                             model](Expected<InferResponse> result) {
+  server.Infer(std::move(decoded).value(),
+               [&server, reply = std::move(reply), req = std::move(shape_of_request), model, shm,
+                answer_coding](Expected<InferResponse> result) {
                  if (!result) {
                    HttpReply r = ServerErrorReply(server, result.status());
                    r.model = model;
@@ -125,17 +292,30 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                  HttpReply deferred;
                  deferred.model = model;
                  deferred.finish = [response = std::make_shared<InferResponse>(std::move(result).value()), req,
-                                    model]() {
+                                    model, shm, answer_coding, &server]() {
+                   Status written = WantsClassification(req.outputs)
+                                        ? ApplyClassification(server, req.outputs, *response)
+                                        : Status::Ok();
                    response->output_binary = protocol::ResolveOutputBinary(req, *response);
-                   auto encoded = protocol::EncodeInferResponse(*response);
+                   if (written.ok() && shm != nullptr) written = WriteSharedMemoryOutputs(*response, req.outputs, *shm);
+                   auto encoded = written.ok() ? protocol::EncodeInferResponse(*response)
+                                               : Expected<protocol::EncodedBody>(written);
                    HttpReply r;
                    if (!encoded) {
                      r = ErrorReply(encoded.status());
                    } else {
-                     r.body = std::move(encoded->body);
-                     r.body_tail = std::move(encoded->tail);
                      r.content_type = std::move(encoded->content_type);
-                     r.inference_header_length = encoded->json_length;
+                     r.inference_header_length = encoded->json_length;  // of the JSON before compression
+                     auto packed = answer_coding ? Compress(protocol::FlattenBody(*encoded), *answer_coding)
+                                                 : Expected<std::string>(Unimplemented("no coding asked for"));
+                     if (packed) {
+                       // The whole body, its borrowed binary sections included, compressed.
+                       r.body = std::move(packed).value();
+                       r.content_encoding = std::string(ContentCodingName(*answer_coding));
+                     } else {
+                       r.body = std::move(encoded->body);
+                       r.body_tail = std::move(encoded->tail);
+                     }
                    }
                    r.model = model;
                    return r;
@@ -154,11 +334,9 @@ HttpReply ErrorReply(const Status& status, HttpRefusal refusal) {
 }
 
 std::string ServerMetadataJson() {
-  nlohmann::json j = {{"name", "ortgpu"},
-                      {"version", ORTGPU_VERSION},
-                      {"extensions",
-                       {"binary_tensor_data", "statistics", "model_repository", "model_configuration",
-                        "schedule_policy"}}};
+  nlohmann::json j = {{"name", protocol::kServerName},
+                      {"version", protocol::ServerVersion()},
+                      {"extensions", protocol::ServerExtensions()}};
   return j.dump();
 }
 
@@ -205,6 +383,10 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     case Endpoint::kRepositoryIndex: reply(RepositoryIndex(server, request.body.view())); return;
     case Endpoint::kRepositoryLoad:
     case Endpoint::kRepositoryUnload: {
+      if (Status st = CheckLoadParameters(request.body.view()); !st.ok()) {
+        reply(ErrorReply(st));
+        return;
+      }
       boost::asio::post(blocking, [&server, route, reply = std::move(reply)] {
         Status st = route.endpoint == Endpoint::kRepositoryLoad ? server.LoadModel(route.model)
                                                                 : server.UnloadModel(route.model);
@@ -220,6 +402,14 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
       return;
     }
     case Endpoint::kInfer: Infer(server, std::move(request), std::move(reply)); return;
+    case Endpoint::kLogging: reply(Logging(request)); return;
+    case Endpoint::kTraceSetting: reply(TraceSetting(server, request)); return;
+    case Endpoint::kSystemShmStatus:
+    case Endpoint::kSystemShmRegister:
+    case Endpoint::kSystemShmUnregister:
+    case Endpoint::kCudaShmStatus:
+    case Endpoint::kCudaShmRegister:
+    case Endpoint::kCudaShmUnregister: reply(SharedMemory(request)); return;
   }
   reply(ErrorReply(Internal("unhandled endpoint")));
 }

@@ -18,6 +18,7 @@
 
 #include "serve/model_server.h"
 #include "serve/protocol/route.h"
+#include "serve/runtime_settings.h"
 
 namespace ortgpu::serve {
 
@@ -29,6 +30,7 @@ struct HttpReply {
   std::vector<TensorBytes> body_tail;
   std::string content_type = "application/json";
   std::optional<size_t> inference_header_length;  // binary tensor extension
+  std::string content_encoding;                    // Content-Encoding of `body`; "" when identity
   std::string model;                               // for the access log; "" if none
   // When set, the reply is not final yet: the connection calls it on its
   // own strand and writes what it returns. An infer's response is encoded
@@ -77,10 +79,15 @@ struct EndpointRequest {
   RequestBody body;
   std::optional<std::string> inference_header_length;  // header value, if sent
   std::string content_encoding;                        // header value, "" if none
+  std::string accept_encoding;                         // header value, "" if none
+  // Infer only: the limit on the body once decompressed (--max-body-bytes).
+  size_t max_body_bytes = 64u << 20;
   bool draining = false;                               // health/ready reports not ready
   // Infer only: when the HTTP layer stops waiting (steady clock, ns; 0: no
   // limit). The scheduler drops the request unrun once it has passed.
   int64_t deadline_ns = 0;
+  // The logging and trace settings (HttpOptions::settings); null: 501.
+  RuntimeSettings* settings = nullptr;
 };
 
 // The error reply for `status`: {"error": message} (protocol::ClientText

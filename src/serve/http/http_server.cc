@@ -233,7 +233,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                      : static_cast<const http::request_header<>&>(header_parser_->get());
     auto route = protocol::MatchRoute(req.target());
     if (!route) return Write(ErrorReply(route.status()));
-    if (req.method_string() != route->method) {
+    if (!route->AllowsMethod(req.method_string())) {
       HttpReply r = ErrorReply(InvalidArgument(fmt::format("{} takes {}, not {}", protocol::EndpointName(route->endpoint),
                                                            route->method, std::string(req.method_string()))),
                                HttpRefusal::kMethodNotAllowed);
@@ -247,7 +247,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       er.inference_header_length = std::string(it->value());
     }
     er.content_encoding = std::string(req[http::field::content_encoding]);
+    er.accept_encoding = std::string(req[http::field::accept_encoding]);
+    er.max_body_bytes = state_->options.max_body_bytes;
     er.draining = state_->draining;
+    er.settings = state_->options.settings;
     header_parser_.reset();
     body_parser_.reset();
     bool is_infer = er.route.endpoint == protocol::Endpoint::kInfer;
@@ -319,6 +322,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       res.set(protocol::kInferenceHeaderContentLength, std::to_string(*reply.inference_header_length));
     }
     if (!allow_.empty()) res.set(http::field::allow, allow_);
+    if (!reply.content_encoding.empty()) res.set(http::field::content_encoding, reply.content_encoding);
     if (state_->draining) close_after_ = true;
     res.keep_alive(keep_alive_ && !close_after_);
     res.body().head = std::move(reply.body);

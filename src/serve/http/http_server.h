@@ -27,6 +27,7 @@
 #include <spdlog/logger.h>
 
 #include "serve/model_server.h"
+#include "serve/runtime_settings.h"
 #include "status/expected.h"
 
 namespace ortgpu::serve {
@@ -60,6 +61,9 @@ struct HttpOptions {
   AccessLogFormat access_log = AccessLogFormat::kNone;
   // Where access log lines go (info level); null: spdlog's default logger.
   std::shared_ptr<spdlog::logger> access_logger;
+  // What the logging and trace endpoints read and change; null: they answer
+  // 501. REQUIRES: outlives the server.
+  RuntimeSettings* settings = nullptr;
 };
 
 class HttpServer {

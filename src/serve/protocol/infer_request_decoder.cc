@@ -267,7 +267,8 @@ struct BinarySection {
   std::shared_ptr<const void> owner;
 };
 
-Expected<Tensor> DecodeInput(element in, size_t position, BinarySection& binary, size_t json_size) {
+// An input in shared memory gets no data here; its parameters go to `shm`.
+Expected<Tensor> DecodeInput(element in, size_t position, BinarySection& binary, size_t json_size, Parameters& shm) {
   std::string where = fmt::format("input {}", position);
   if (in.type() != element_type::OBJECT) {
     return InvalidArgument(fmt::format("{} must be an object, got {}", where, Describe(in.type())));
@@ -327,9 +328,11 @@ Expected<Tensor> DecodeInput(element in, size_t position, BinarySection& binary,
       return InvalidArgument(fmt::format("{}: 'parameters' must be an object", where));
     }
     if (!params.at_key("shared_memory_region").error()) {
-      return Unimplemented(fmt::format("{}: the shared memory extension is not supported; send the data in "
-                                       "JSON or with the binary tensor extension",
-                                       where));
+      if (!in.at_key("data").error() || !params.at_key("binary_data_size").error()) {
+        return InvalidArgument(fmt::format("{} names a shared memory region and also sends data; send one", where));
+      }
+      ORTGPU_RETURN_IF_ERROR(ReadParameters(params, where, shm));
+      return t;  // the front end reads the region
     }
     if (!params.at_key("binary_data_size").get(v)) {
       if (v.get_int64().get(binary_size) || binary_size < 0) {
@@ -418,14 +421,6 @@ Status DecodeOutputs(element outputs, InferRequest& request) {
       if (params.type() != element_type::OBJECT) {
         return InvalidArgument(fmt::format("{}: 'parameters' must be an object", where));
       }
-      if (!params.at_key("classification").error()) {
-        return Unimplemented(fmt::format("{}: the classification extension is not supported; request the raw "
-                                         "output and take the top-k on the client",
-                                         where));
-      }
-      if (!params.at_key("shared_memory_region").error()) {
-        return Unimplemented(fmt::format("{}: the shared memory extension is not supported", where));
-      }
       ORTGPU_ASSIGN_OR_RETURN(r.binary_data, BoolParameter(params, "binary_data", where));
       ORTGPU_RETURN_IF_ERROR(ReadParameters(params, where, r.parameters));
     }
@@ -495,7 +490,9 @@ Expected<InferRequest> DecodeInferRequest(std::string_view body, std::optional<s
   std::set<std::string, std::less<>> names;
   size_t position = 0;
   for (element in : inputs) {
-    ORTGPU_ASSIGN_OR_RETURN(Tensor t, DecodeInput(in, position, binary, json_size));
+    Parameters shm;
+    ORTGPU_ASSIGN_OR_RETURN(Tensor t, DecodeInput(in, position, binary, json_size, shm));
+    if (!shm.empty()) request.shared_memory_inputs[t.name] = std::move(shm);
     if (!names.insert(t.name).second) {
       return InvalidArgument(fmt::format("input '{}' appears twice", t.name));
     }

@@ -26,8 +26,12 @@
 //   - BOOL takes true/false only.
 //   - Nested data arrays are flattened in row-major order; only the total
 //     element count is checked against the shape.
-//   - parameters.classification on an output is Unimplemented;
-//     parameters.shared_memory_region on an input or output is Unimplemented.
+//   - parameters.classification on an output is kept in its parameters;
+//     the front end classifies the output (serve/classification.h).
+//   - An input whose parameters name a shared_memory_region carries no data
+//     here: its parameters go to InferRequest::shared_memory_inputs and the
+//     front end reads the region (serve/shared_memory.h). An output's
+//     shared memory parameters stay in its RequestedOutput::parameters.
 #pragma once
 
 #include <cstddef>

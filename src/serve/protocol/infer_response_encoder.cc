@@ -105,7 +105,9 @@ std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferRe
   std::vector<bool> binary(response.outputs.size(), request.binary_data_output);
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     for (const RequestedOutput& r : request.outputs) {
-      if (r.name == response.outputs[i].name) binary[i] = r.binary_data;
+      // An output that names no binary_data of its own takes the request's
+      // binary_data_output, as in Triton.
+      if (r.name == response.outputs[i].name && r.parameters.count("binary_data") > 0) binary[i] = r.binary_data;
     }
     if (i < response.output_binary.size() && response.output_binary[i]) binary[i] = true;
   }
@@ -141,10 +143,15 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     AppendParameters(out, response.parameters);
   }
   out += ",\"outputs\":[";
+  // An output written into a shared memory region is sent with its
+  // parameters and without data.
+  auto in_shared_memory = [&](size_t i) {
+    return i < response.output_parameters.size() && response.output_parameters[i].count("shared_memory_region") > 0;
+  };
   bool any_binary = false;
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     const Tensor& t = response.outputs[i];
-    bool binary = i < response.output_binary.size() && response.output_binary[i];
+    bool binary = i < response.output_binary.size() && response.output_binary[i] && !in_shared_memory(i);
     if (i > 0) out += ',';
     out += "{\"name\":";
     AppendJsonString(out, t.name);
@@ -156,6 +163,12 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
       AppendNumber(out, t.shape[d]);
     }
     out += ']';
+    if (in_shared_memory(i)) {
+      out += ",\"parameters\":";
+      AppendParameters(out, response.output_parameters[i]);
+      out += '}';
+      continue;
+    }
     if (binary) {
       any_binary = true;
       out += ",\"parameters\":{\"binary_data_size\":";
@@ -176,7 +189,7 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     encoded.json_length = out.size();
     encoded.content_type = "application/octet-stream";
     for (size_t i = 0; i < response.outputs.size(); ++i) {
-      if (i >= response.output_binary.size() || !response.output_binary[i]) continue;
+      if (i >= response.output_binary.size() || !response.output_binary[i] || in_shared_memory(i)) continue;
       const Tensor& t = response.outputs[i];
       if (t.dtype != DataType::kString && (t.data.borrowed() || !encoded.tail.empty())) {
         // A view of the tensor's buffer (shared, not copied); once the tail

@@ -42,8 +42,9 @@ struct EncodedBody {
 };
 
 // Which outputs of `response` go to the binary section: an output's own
-// `binary_data` parameter when the request named it, else the request-level
-// `binary_data_output`; a true flag already set by the core is kept.
+// `binary_data` parameter when the request gave one, else the request-level
+// `binary_data_output` (also for outputs named without binary_data); a true
+// flag already set by the core is kept.
 std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferResponse& response);
 
 // `body` followed by `tail`, as one string (for callers that need it whole).

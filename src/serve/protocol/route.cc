@@ -71,6 +71,9 @@ Expected<Route> ModelRoute(std::string model, std::string version, std::string_v
   } else if (action == "infer") {
     r.endpoint = Endpoint::kInfer;
     r.method = "POST";
+  } else if (action == "trace/setting") {
+    r.endpoint = Endpoint::kTraceSetting;
+    r.method = "GET, POST";
   } else {
     return NotFound(fmt::format("no endpoint '{}' for a model; use ready, config, stats or infer", Printable(action)));
   }
@@ -93,6 +96,14 @@ std::string_view EndpointName(Endpoint e) {
     case Endpoint::kRepositoryIndex: return "repository_index";
     case Endpoint::kRepositoryLoad: return "repository_load";
     case Endpoint::kRepositoryUnload: return "repository_unload";
+    case Endpoint::kLogging: return "logging";
+    case Endpoint::kTraceSetting: return "trace_setting";
+    case Endpoint::kSystemShmStatus: return "system_shared_memory_status";
+    case Endpoint::kSystemShmRegister: return "system_shared_memory_register";
+    case Endpoint::kSystemShmUnregister: return "system_shared_memory_unregister";
+    case Endpoint::kCudaShmStatus: return "cuda_shared_memory_status";
+    case Endpoint::kCudaShmRegister: return "cuda_shared_memory_register";
+    case Endpoint::kCudaShmUnregister: return "cuda_shared_memory_unregister";
   }
   return "unknown";
 }
@@ -151,6 +162,38 @@ Expected<Route> MatchRoute(std::string_view target) {
     else return not_found();
     return r;
   }
+  if (n == 2 && seg[1] == "logging") {
+    r.endpoint = Endpoint::kLogging;
+    r.method = "GET, POST";
+    return r;
+  }
+  if (n == 3 && seg[1] == "trace" && seg[2] == "setting") {
+    r.endpoint = Endpoint::kTraceSetting;
+    r.method = "GET, POST";
+    return r;
+  }
+  if (seg[1] == "systemsharedmemory" || seg[1] == "cudasharedmemory") {
+    // [/region/{r}]/{status|register|unregister}
+    const bool system = seg[1] == "systemsharedmemory";
+    if (n != 3 && !(n == 5 && seg[2] == "region")) return not_found();
+    if (n == 5) {
+      ORTGPU_RETURN_IF_ERROR(ValidateModelName(seg[3]).WithContext("shared memory region name"));
+      r.region = seg[3];
+    }
+    const std::string& action = seg[n - 1];
+    if (action == "status") {
+      r.endpoint = system ? Endpoint::kSystemShmStatus : Endpoint::kCudaShmStatus;
+    } else if (action == "register" && n == 5) {
+      r.endpoint = system ? Endpoint::kSystemShmRegister : Endpoint::kCudaShmRegister;
+      r.method = "POST";
+    } else if (action == "unregister") {
+      r.endpoint = system ? Endpoint::kSystemShmUnregister : Endpoint::kCudaShmUnregister;
+      r.method = "POST";
+    } else {
+      return not_found();
+    }
+    return r;
+  }
   if (seg[1] == "repository" && n >= 3) {
     r.method = "POST";
     if (n == 3 && seg[2] == "index") {
@@ -171,6 +214,9 @@ Expected<Route> MatchRoute(std::string_view target) {
     return r;
   }
   // /v2/models/{m}, /v2/models/{m}/{action}, /v2/models/{m}/versions/{v}[/{action}]
+  if (n >= 5 && seg[n - 2] == "trace" && seg[n - 1] == "setting" && (n == 5 || (n == 7 && seg[3] == "versions"))) {
+    return ModelRoute(seg[2], n == 7 ? seg[4] : "", "trace/setting");
+  }
   if (n == 3) return ModelRoute(seg[2], "", "");
   if (n == 4) {
     if (seg[3] == "versions") return ModelRoute(seg[2], "", "versions");

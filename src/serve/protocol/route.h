@@ -31,6 +31,14 @@ enum class Endpoint {
   kRepositoryIndex,   // POST /v2/repository/index
   kRepositoryLoad,    // POST /v2/repository/models/{m}/load
   kRepositoryUnload,  // POST /v2/repository/models/{m}/unload
+  kLogging,           // GET|POST /v2/logging
+  kTraceSetting,      // GET|POST /v2/trace/setting; with a model: /v2/models/{m}[/versions/{v}]/trace/setting
+  kSystemShmStatus,      // GET  /v2/systemsharedmemory[/region/{r}]/status
+  kSystemShmRegister,    // POST /v2/systemsharedmemory/region/{r}/register
+  kSystemShmUnregister,  // POST /v2/systemsharedmemory[/region/{r}]/unregister
+  kCudaShmStatus,        // GET  /v2/cudasharedmemory[/region/{r}]/status
+  kCudaShmRegister,      // POST /v2/cudasharedmemory/region/{r}/register
+  kCudaShmUnregister,    // POST /v2/cudasharedmemory[/region/{r}]/unregister
 };
 
 // "model_metadata", for logs.
@@ -38,9 +46,15 @@ std::string_view EndpointName(Endpoint e);
 
 struct Route {
   Endpoint endpoint = Endpoint::kHealthLive;
-  std::string method;   // the method the endpoint takes: "GET" or "POST"
+  // The method the endpoint takes: "GET", "POST", or "GET, POST" for the
+  // settings endpoints (also the value of a 405's Allow header).
+  std::string method;
+  bool AllowsMethod(std::string_view m) const {
+    return m == method || (method == "GET, POST" && (m == "GET" || m == "POST"));
+  }
   std::string model;    // decoded; "" when the endpoint has none
   std::string version;  // decoded; "" when absent
+  std::string region;   // shared memory endpoints: the region name, "" for all
 };
 
 // Maps `target` (path plus optional "?query", which is ignored). The method

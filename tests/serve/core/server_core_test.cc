@@ -138,8 +138,15 @@ TEST(ServerCoreTest, ACorruptModelIsUnavailableWithTheReasonWhileAGoodOneServes)
 
   auto bad = InferSync(*core, Request("broken", {Input({1, 2, 3, 4})}));
   EXPECT_EQ(bad.status().code(), Code::kUnavailable);
-  EXPECT_EQ(InferSync(*core, Request("nope", {Input({1, 2, 3, 4})})).status().code(), Code::kNotFound);
-  EXPECT_EQ(InferSync(*core, Request("good", {Input({1, 2, 3, 4})}, "7")).status().code(), Code::kNotFound);
+  auto unknown = InferSync(*core, Request("nope", {Input({1, 2, 3, 4})}));
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+  // Triton's wording (its clients and tests read it), then ortgpu's hint.
+  EXPECT_EQ(unknown.status().message().rfind("Request for unknown model: 'nope' is not found; the server has: ", 0), 0u)
+      << unknown.status().message();
+  auto no_version = InferSync(*core, Request("good", {Input({1, 2, 3, 4})}, "7"));
+  EXPECT_EQ(no_version.status().code(), Code::kNotFound);
+  EXPECT_EQ(no_version.status().message().rfind("Request for unknown model: 'good' version 7 is not found", 0), 0u)
+      << no_version.status().message();
   EXPECT_EQ(core->IsModelReady("broken", "").value_or(true), false);
 }
 

@@ -114,7 +114,8 @@ TEST_F(HttpServerTest, ServerMetadataListsExtensions) {
   EXPECT_EQ(j["name"], "ortgpu");
   EXPECT_TRUE(j["version"].is_string());
   EXPECT_EQ(j["extensions"], nlohmann::json({"binary_tensor_data", "statistics", "model_repository",
-                                             "model_configuration", "schedule_policy"}));
+                                             "model_configuration", "schedule_policy", "logging",
+                                             "system_shared_memory", "classification"}));
   EXPECT_EQ(r.header("Content-Type"), "application/json");
 }
 
@@ -226,9 +227,12 @@ TEST_F(HttpServerTest, InferErrorsCarryStatusAndMessage) {
   r = c.Post("/v2/models/broken/infer", kEchoBody);
   EXPECT_EQ(r.status, 503u);
   EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("UNAVAILABLE"));
-  r = c.Post("/v2/models/echo/infer", R"({"inputs":[],"outputs":[{"name":"x","parameters":{"classification":1}}]})");
-  EXPECT_EQ(r.status, 501u);
-  r = c.Post("/v2/models/echo/infer", kEchoBody, {{"Content-Encoding", "gzip"}});
+  r = c.Post("/v2/models/echo/infer", R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1.5,2.5]}],)"
+                                      R"("outputs":[{"name":"x","parameters":{"classification":1}}]})");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(Json(r)["outputs"][0]["data"], nlohmann::json::array({"2.5:1"}));
+  EXPECT_EQ(Json(r)["outputs"][0]["datatype"], "BYTES");
+  r = c.Post("/v2/models/echo/infer", kEchoBody, {{"Content-Encoding", "br"}});
   EXPECT_EQ(r.status, 501u);
 }
 

@@ -183,14 +183,25 @@ TEST(DecodeInferRequestTest, RequestedOutputs) {
                 "must be true or false");
 }
 
-TEST(DecodeInferRequestTest, ClassificationAndSharedMemoryAreUnimplemented) {
+TEST(DecodeInferRequestTest, ClassificationIsKeptForTheFrontEnd) {
   auto r = Decode(R"({"inputs":[],"outputs":[{"name":"a","parameters":{"classification":3}}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outputs[0].parameters.at("classification"), "3");
+}
+
+TEST(DecodeInferRequestTest, SharedMemoryInputsAreLeftToTheFrontEnd) {
+  auto r = Decode(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],)"
+                  R"("parameters":{"shared_memory_region":"r","shared_memory_byte_size":8}}],)"
+                  R"("outputs":[{"name":"y","parameters":{"shared_memory_region":"r","shared_memory_byte_size":8}}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->inputs.size(), 1u);
+  EXPECT_TRUE(r->inputs[0].data.empty());
+  EXPECT_EQ(r->shared_memory_inputs.at("x").at("shared_memory_region"), "\"r\"");
+  EXPECT_EQ(r->outputs[0].parameters.at("shared_memory_byte_size"), "8");
+  r = Decode(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1],)"
+             R"("parameters":{"shared_memory_region":"r","shared_memory_byte_size":4}}]})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), Code::kUnimplemented);
-  EXPECT_THAT(r.status().message(), HasSubstr("classification"));
-  r = Decode(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"parameters":{"shared_memory_region":"r"}}]})");
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), Code::kUnimplemented);
+  EXPECT_THAT(r.status().message(), HasSubstr("also sends data"));
 }
 
 // --- binary tensor extension ---

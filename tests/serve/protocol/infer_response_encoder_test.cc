@@ -159,12 +159,22 @@ TEST(EncodeInferResponseTest, ErrorBody) {
 TEST(ResolveOutputBinaryTest, PerOutputOverridesRequestLevel) {
   InferRequest req;
   req.binary_data_output = true;
-  req.outputs = {{"a", false, {}}};
+  req.outputs = {{"a", false, {{"binary_data", "false"}}}};
   InferResponse resp = Response({Make<float>("a", DataType::kFloat, {1}), Make<float>("b", DataType::kFloat, {1})});
   EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{false, true}));
   req.binary_data_output = false;
-  req.outputs = {{"b", true, {}}};
+  req.outputs = {{"b", true, {{"binary_data", "true"}}}};
   EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{false, true}));
+}
+
+// Issue 10: binary_data_output applies to the outputs that do not set
+// binary_data themselves, named in the request or not (Triton's rule).
+TEST(ResolveOutputBinaryTest, NamedOutputsWithoutTheirOwnFlagTakeTheRequestLevel) {
+  InferRequest req;
+  req.binary_data_output = true;
+  req.outputs = {{"a", false, {}}, {"b", false, {{"binary_data", "false"}}}};
+  InferResponse resp = Response({Make<float>("a", DataType::kFloat, {1}), Make<float>("b", DataType::kFloat, {1})});
+  EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{true, false}));
 }
 
 // Every datatype: request JSON -> InferRequest -> response (echo) -> JSON and

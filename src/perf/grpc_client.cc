@@ -1,0 +1,239 @@
+#include "perf/grpc_client.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include "grpc_service.grpc.pb.h"
+
+namespace ortgpu::perf {
+
+Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model,
+                                                              const std::vector<Tensor>& inputs) {
+  inference::ModelInferRequest r;
+  r.set_model_name(model.name);
+  r.set_model_version(model.version);
+  for (const Tensor& t : inputs) {
+    ORTGPU_RETURN_IF_ERROR(ValidateTensorSize(t));
+    auto* in = r.add_inputs();
+    in->set_name(t.name);
+    in->set_datatype(std::string(KServeName(t.dtype)));
+    for (int64_t d : t.shape) in->add_shape(d);
+    std::string& raw = *r.add_raw_input_contents();
+    if (t.dtype == DataType::kString) {
+      for (const auto& s : t.strings) {
+        const auto n = static_cast<uint32_t>(s.size());
+        raw.append(reinterpret_cast<const char*>(&n), 4);
+        raw += s;
+      }
+    } else {
+      raw.assign(reinterpret_cast<const char*>(t.data.data()), t.data.size());
+    }
+  }
+  for (const auto& name : model.outputs) r.add_outputs()->set_name(name);
+  return r;
+}
+
+// One outstanding call's storage, reused call after call.
+struct Call {
+  std::unique_ptr<::grpc::ClientContext> ctx;
+  inference::ModelInferResponse response;
+  inference::GRPCInferenceService::Stub* stub = nullptr;
+  int64_t start_ns = 0;  // send (closed loop) or scheduled time (open loop)
+  bool delayed = false;
+};
+
+struct GrpcLoadClient::State {
+  ClientOptions options;
+  inference::ModelInferRequest request;
+  std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs;
+  std::vector<std::unique_ptr<Call>> calls;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Completion> completions;  // guarded by mu
+  std::vector<Call*> idle;              // guarded by mu: open loop, calls free to send
+  std::deque<int64_t> backlog;          // guarded by mu: open loop, scheduled sends waiting for a call
+  int outstanding = 0;                  // guarded by mu
+  int64_t sent = 0;                     // guarded by mu
+  int64_t completed = 0;                // guarded by mu
+  std::string first_transport_error;    // guarded by mu
+  bool stopping = false;                // guarded by mu
+  std::thread pacer;                    // open loop
+
+  // Claims the right to send one more request. REQUIRES: mu held.
+  bool MaySend() {
+    if (stopping) return false;
+    if (options.request_limit > 0 && sent >= options.request_limit) return false;
+    ++sent;
+    ++outstanding;
+    return true;
+  }
+
+  // REQUIRES: mu not held; MaySend() returned true for this send.
+  void Send(Call* c, int64_t start_ns, bool delayed) {
+    {
+      std::lock_guard lock(mu);  // Stop may be cancelling the calls' contexts
+      c->ctx = std::make_unique<::grpc::ClientContext>();
+    }
+    c->ctx->set_deadline(std::chrono::system_clock::now() + options.request_timeout);
+    c->response.Clear();
+    c->start_ns = start_ns;
+    c->delayed = delayed;
+    c->stub->async()->ModelInfer(c->ctx.get(), &request, &c->response,
+                                 [this, c](::grpc::Status st) { Done(c, st); });
+  }
+
+  void Done(Call* c, const ::grpc::Status& st) {
+    Completion done;
+    done.end_ns = SteadyNowNs();
+    done.latency_ns = done.end_ns - c->start_ns;
+    done.delayed = c->delayed;
+    if (st.ok()) {
+      done.status = 200;
+    } else if (st.error_code() == ::grpc::StatusCode::DEADLINE_EXCEEDED) {
+      done.status = kTimeout;
+    } else if (st.error_code() == ::grpc::StatusCode::UNAVAILABLE) {
+      done.status = kTransportError;
+    } else {
+      done.status = kGrpcStatusBase + static_cast<int>(st.error_code());
+    }
+    int64_t next_start = 0;
+    bool next_delayed = false;
+    bool send = false;
+    {
+      std::lock_guard lock(mu);
+      if (done.status == kTransportError && first_transport_error.empty()) first_transport_error = st.error_message();
+      completions.push_back(done);
+      ++completed;
+      --outstanding;
+      if (options.rate_per_s > 0) {
+        if (!backlog.empty() && MaySend()) {
+          next_start = backlog.front();
+          backlog.pop_front();
+          next_delayed = true;
+          send = true;
+        } else {
+          idle.push_back(c);
+        }
+      } else if (MaySend()) {
+        next_start = SteadyNowNs();
+        send = true;
+      }
+      cv.notify_all();
+    }
+    if (send) Send(c, next_start, next_delayed);
+  }
+
+  // Open loop: one send per arrival, on an idle call or into the backlog.
+  void Pace() {
+    ArrivalSchedule schedule(options.rate_per_s, options.distribution, options.seed);
+    int64_t next = SteadyNowNs();
+    while (true) {
+      next += schedule.NextGapNs();
+      std::unique_lock lock(mu);
+      cv.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)),
+                    [&] { return stopping; });
+      if (stopping) return;
+      if (idle.empty()) {
+        if (options.request_limit == 0 || sent + static_cast<int64_t>(backlog.size()) < options.request_limit) {
+          backlog.push_back(next);
+        }
+        continue;
+      }
+      if (!MaySend()) continue;
+      Call* c = idle.back();
+      idle.pop_back();
+      lock.unlock();
+      Send(c, next, false);
+    }
+  }
+};
+
+Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::string& target,
+                                                                inference::ModelInferRequest request,
+                                                                const ClientOptions& options) {
+  if (options.connections < 1 || options.threads < 1) {
+    return InvalidArgument("the gRPC load client needs at least one connection and one thread");
+  }
+  std::unique_ptr<GrpcLoadClient> client(new GrpcLoadClient());
+  client->state_ = std::make_shared<State>();
+  State& s = *client->state_;
+  s.options = options;
+  s.request = std::move(request);
+  for (int i = 0; i < options.threads; ++i) {
+    ::grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetInt("ortgpu.perf.channel", i);  // a distinct argument: a channel of its own, not a shared one
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    auto channel = ::grpc::CreateCustomChannel(target, ::grpc::InsecureChannelCredentials(), args);
+    s.stubs.push_back(inference::GRPCInferenceService::NewStub(channel));
+  }
+  for (int i = 0; i < options.connections; ++i) {
+    auto c = std::make_unique<Call>();
+    c->stub = s.stubs[static_cast<size_t>(i % options.threads)].get();
+    s.calls.push_back(std::move(c));
+  }
+  if (options.rate_per_s > 0) {
+    for (auto& c : s.calls) s.idle.push_back(c.get());
+    s.pacer = std::thread([&s] { s.Pace(); });
+    return client;
+  }
+  std::vector<Call*> first;
+  {
+    std::lock_guard lock(s.mu);
+    for (auto& c : s.calls) {
+      if (s.MaySend()) first.push_back(c.get());
+    }
+  }
+  for (Call* c : first) s.Send(c, SteadyNowNs(), false);
+  return client;
+}
+
+GrpcLoadClient::~GrpcLoadClient() { Stop(std::chrono::milliseconds(0)); }
+
+void GrpcLoadClient::TakeCompletions(std::vector<Completion>& out) {
+  std::lock_guard lock(state_->mu);
+  out.insert(out.end(), state_->completions.begin(), state_->completions.end());
+  state_->completions.clear();
+}
+
+int64_t GrpcLoadClient::completed() const {
+  std::lock_guard lock(state_->mu);
+  return state_->completed;
+}
+
+bool GrpcLoadClient::WaitForCompleted(int64_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(state_->mu);
+  return state_->cv.wait_for(lock, timeout, [&] { return state_->completed >= n; });
+}
+
+std::string GrpcLoadClient::first_transport_error() const {
+  std::lock_guard lock(state_->mu);
+  return state_->first_transport_error;
+}
+
+void GrpcLoadClient::Stop(std::chrono::milliseconds drain) {
+  State& s = *state_;
+  {
+    std::unique_lock lock(s.mu);
+    if (s.stopping && s.outstanding == 0 && !s.pacer.joinable()) return;
+    s.stopping = true;
+    s.cv.notify_all();
+  }
+  if (s.pacer.joinable()) s.pacer.join();
+  std::unique_lock lock(s.mu);
+  if (!s.cv.wait_for(lock, drain, [&] { return s.outstanding == 0; })) {
+    for (auto& c : s.calls) {
+      if (c->ctx) c->ctx->TryCancel();  // only calls in flight still wait; the others ignore it
+    }
+    s.cv.wait(lock, [&] { return s.outstanding == 0; });
+  }
+}
+
+}  // namespace ortgpu::perf

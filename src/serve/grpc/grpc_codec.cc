@@ -1,0 +1,269 @@
+#include "serve/grpc/grpc_codec.h"
+
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+
+namespace ortgpu::serve {
+namespace {
+
+using inference::InferTensorContents;
+
+std::string ShapeText(const google::protobuf::RepeatedField<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape.begin(), shape.end(), ","));
+}
+
+// Copies `values` into `t` as elements of type T, checking each fits.
+template <typename T, typename Repeated>
+Status StoreValues(const Repeated& values, Tensor& t, std::string_view field) {
+  t.data.resize(static_cast<size_t>(values.size()) * sizeof(T));
+  T* out = t.data_as<T>();
+  int i = 0;
+  for (const auto v : values) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      using V = decltype(v);
+      if constexpr (std::is_signed_v<V> == std::is_signed_v<T>) {
+        if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
+          return InvalidArgument(fmt::format("input '{}': {} value {} is out of range for {}", t.name, field, v,
+                                             KServeName(t.dtype)));
+        }
+      }
+    }
+    out[i++] = static_cast<T>(v);
+  }
+  return Status::Ok();
+}
+
+// The typed field Triton uses for `dtype`, and how many values it holds.
+Status FromContents(const InferTensorContents& c, Tensor& t) {
+  switch (t.dtype) {
+    case DataType::kBool: {
+      t.data.resize(static_cast<size_t>(c.bool_contents_size()));
+      for (int i = 0; i < c.bool_contents_size(); ++i) t.data[static_cast<size_t>(i)] = c.bool_contents(i) ? 1 : 0;
+      return Status::Ok();
+    }
+    case DataType::kInt8: return StoreValues<int8_t>(c.int_contents(), t, "int_contents");
+    case DataType::kInt16: return StoreValues<int16_t>(c.int_contents(), t, "int_contents");
+    case DataType::kInt32: return StoreValues<int32_t>(c.int_contents(), t, "int_contents");
+    case DataType::kInt64: return StoreValues<int64_t>(c.int64_contents(), t, "int64_contents");
+    case DataType::kUint8: return StoreValues<uint8_t>(c.uint_contents(), t, "uint_contents");
+    case DataType::kUint16: return StoreValues<uint16_t>(c.uint_contents(), t, "uint_contents");
+    case DataType::kUint32: return StoreValues<uint32_t>(c.uint_contents(), t, "uint_contents");
+    case DataType::kUint64: return StoreValues<uint64_t>(c.uint64_contents(), t, "uint64_contents");
+    case DataType::kFloat: return StoreValues<float>(c.fp32_contents(), t, "fp32_contents");
+    case DataType::kDouble: return StoreValues<double>(c.fp64_contents(), t, "fp64_contents");
+    case DataType::kString:
+      t.strings.assign(c.bytes_contents().begin(), c.bytes_contents().end());
+      return Status::Ok();
+    default:
+      return InvalidArgument(fmt::format("input '{}': datatype {} has no typed contents field; send it in "
+                                         "raw_input_contents",
+                                         t.name, KServeName(t.dtype)));
+  }
+}
+
+void CopyParameters(const google::protobuf::Map<std::string, inference::InferParameter>& from, Parameters& to) {
+  for (const auto& [key, value] : from) to[key] = GrpcParameterToJsonText(value);
+}
+
+// The tensor's shared memory region, when its parameters name one.
+Expected<std::optional<SharedMemoryRegistry::View>> SharedMemoryOf(
+    const google::protobuf::Map<std::string, inference::InferParameter>& params, const std::string& where,
+    const SharedMemoryRegistry* shm) {
+  Parameters p;
+  CopyParameters(params, p);
+  ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(p, where));
+  if (!ref) return std::optional<SharedMemoryRegistry::View>();
+  if (shm == nullptr) return Unimplemented(fmt::format("{}: this server has no shared memory", where));
+  ORTGPU_ASSIGN_OR_RETURN(auto view, shm->Find(ref->region, ref->offset, ref->byte_size));
+  return std::optional<SharedMemoryRegistry::View>(std::move(view));
+}
+
+// `raw` (moved from) or `region` holds the bytes; neither: typed contents.
+Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in, std::string* raw,
+                             const std::optional<SharedMemoryRegistry::View>& region) {
+  Tensor t;
+  t.name = in.name();
+  if (t.name.empty()) return InvalidArgument("an input has no name");
+  auto dtype = DataTypeFromKServe(in.datatype());
+  if (!dtype) {
+    return InvalidArgument(fmt::format("input '{}': unknown datatype '{}'; use a KServe datatype such as FP32, "
+                                       "INT64 or BYTES",
+                                       t.name, in.datatype()));
+  }
+  t.dtype = *dtype;
+  for (int64_t d : in.shape()) {
+    if (d < 0) return InvalidArgument(fmt::format("input '{}': shape {} has a negative dimension", t.name,
+                                                  ShapeText(in.shape())));
+    t.shape.push_back(d);
+  }
+  const auto count = ElementCount(t.shape);
+  if (!count) return InvalidArgument(fmt::format("input '{}': shape {} is too large", t.name, ShapeText(in.shape())));
+
+  if (region) {
+    if (in.has_contents()) {
+      return InvalidArgument(fmt::format("input '{}' names a shared memory region and sets contents; use one", t.name));
+    }
+    if (t.dtype == DataType::kString) {
+      ORTGPU_RETURN_IF_ERROR(
+          ParseSerializedStrings(std::string_view(reinterpret_cast<const char*>(region->data), region->size), t));
+    } else {
+      const size_t want = static_cast<size_t>(*count) * ElementSize(t.dtype);
+      if (region->size != want) {
+        return InvalidArgument(fmt::format("input '{}': shared_memory_byte_size is {}, but shape {} of {} needs {}",
+                                           t.name, region->size, ShapeText(in.shape()), in.datatype(), want));
+      }
+      t.data.Borrow(region->owner, region->data, region->size);  // read in place, no copy
+    }
+  } else if (raw != nullptr) {
+    if (t.dtype == DataType::kString) {
+      ORTGPU_RETURN_IF_ERROR(ParseSerializedStrings(*raw, t));
+    } else {
+      const size_t want = static_cast<size_t>(*count) * ElementSize(t.dtype);
+      if (raw->size() != want) {
+        return InvalidArgument(fmt::format("input '{}': raw_input_contents holds {} bytes, but shape {} of {} needs {}",
+                                           t.name, raw->size(), ShapeText(in.shape()), in.datatype(), want));
+      }
+      // The tensor borrows the bytes, moved out of the message: no copy.
+      auto owner = std::make_shared<std::string>(std::move(*raw));
+      const auto* bytes = reinterpret_cast<const uint8_t*>(owner->data());
+      const size_t size = owner->size();
+      t.data.Borrow(std::move(owner), bytes, size);
+    }
+  } else {
+    if (!in.has_contents()) {
+      return InvalidArgument(fmt::format("input '{}' has no data: set its contents or send raw_input_contents for "
+                                         "every input",
+                                         t.name));
+    }
+    ORTGPU_RETURN_IF_ERROR(FromContents(in.contents(), t));
+  }
+  const int64_t got = t.dtype == DataType::kString ? static_cast<int64_t>(t.strings.size())
+                                                   : static_cast<int64_t>(t.data.size() / ElementSize(t.dtype));
+  if (got != *count) {
+    return InvalidArgument(fmt::format("input '{}': {} elements were sent, but shape {} needs {}", t.name, got,
+                                       ShapeText(in.shape()), *count));
+  }
+  return t;
+}
+
+}  // namespace
+
+Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request, const SharedMemoryRegistry* shm) {
+  InferRequest r;
+  r.model_name = request.model_name();
+  if (r.model_name.empty()) return InvalidArgument("model_name is empty; name the model to run");
+  r.model_version = request.model_version();
+  r.id = request.id();
+  CopyParameters(request.parameters(), r.parameters);
+  std::vector<std::optional<SharedMemoryRegistry::View>> regions;
+  int in_memory = 0;  // inputs not in a shared memory region
+  for (const auto& in : request.inputs()) {
+    ORTGPU_ASSIGN_OR_RETURN(auto region, SharedMemoryOf(in.parameters(), fmt::format("input '{}'", in.name()), shm));
+    if (!region) ++in_memory;
+    regions.push_back(std::move(region));
+  }
+  const int raw_count = request.raw_input_contents_size();
+  if (raw_count > 0 && raw_count != in_memory) {
+    return InvalidArgument(fmt::format("the request has {} inputs outside shared memory but {} raw_input_contents; "
+                                       "send one entry per such input, in input order",
+                                       in_memory, raw_count));
+  }
+  r.inputs.reserve(static_cast<size_t>(request.inputs_size()));
+  int next_raw = 0;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    auto& in = *request.mutable_inputs(i);
+    const auto& region = regions[static_cast<size_t>(i)];
+    if (raw_count > 0 && !region && in.has_contents()) {
+      return InvalidArgument(fmt::format("input '{}' sets contents while the request uses raw_input_contents; use "
+                                         "one or the other",
+                                         in.name()));
+    }
+    std::string* raw = raw_count > 0 && !region ? request.mutable_raw_input_contents(next_raw++) : nullptr;
+    ORTGPU_ASSIGN_OR_RETURN(Tensor t, DecodeInput(in, raw, region));
+    for (const Tensor& other : r.inputs) {
+      if (other.name == t.name) return InvalidArgument(fmt::format("input '{}' is given twice", t.name));
+    }
+    r.inputs.push_back(std::move(t));
+  }
+  for (const auto& out : request.outputs()) {
+    if (out.name().empty()) return InvalidArgument("a requested output has no name");
+    const std::string where = fmt::format("output '{}'", out.name());
+    ORTGPU_RETURN_IF_ERROR(SharedMemoryOf(out.parameters(), where, shm).status());  // the region exists, early
+    RequestedOutput o;
+    o.name = out.name();
+    CopyParameters(out.parameters(), o.parameters);
+    r.outputs.push_back(std::move(o));
+  }
+  return r;
+}
+
+Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out) {
+  out.set_model_name(response.model_name);
+  out.set_model_version(response.model_version);
+  out.set_id(response.id);
+  for (const auto& [key, text] : response.parameters) (*out.mutable_parameters())[key] = GrpcParameterFromJsonText(text);
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const Tensor& t = response.outputs[i];
+    const std::string_view dtype = KServeName(t.dtype);
+    if (dtype.empty()) return Internal(fmt::format("output '{}' has a datatype with no KServe name", t.name));
+    ORTGPU_RETURN_IF_ERROR(ValidateTensorSize(t));
+    auto* o = out.add_outputs();
+    o->set_name(t.name);
+    o->set_datatype(std::string(dtype));
+    for (int64_t d : t.shape) o->add_shape(d);
+    const bool in_region = i < response.output_parameters.size() &&
+                           response.output_parameters[i].count("shared_memory_region") > 0;
+    if (in_region) {
+      // Written into its region (WriteSharedMemoryOutputs); the empty entry
+      // keeps the indices of the other outputs aligned.
+      for (const auto& [key, text] : response.output_parameters[i]) {
+        (*o->mutable_parameters())[key] = GrpcParameterFromJsonText(text);
+      }
+      out.add_raw_output_contents();
+    } else {
+      *out.add_raw_output_contents() = SerializedTensorBytes(t);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string GrpcParameterToJsonText(const inference::InferParameter& p) {
+  switch (p.parameter_choice_case()) {
+    case inference::InferParameter::kBoolParam: return p.bool_param() ? "true" : "false";
+    case inference::InferParameter::kInt64Param: return std::to_string(p.int64_param());
+    case inference::InferParameter::kStringParam: return nlohmann::json(p.string_param()).dump();
+    default: return "null";
+  }
+}
+
+inference::InferParameter GrpcParameterFromJsonText(const std::string& json_text) {
+  inference::InferParameter p;
+  auto j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_boolean()) {
+    p.set_bool_param(j.get<bool>());
+  } else if (j.is_number_integer()) {
+    p.set_int64_param(j.get<int64_t>());
+  } else if (j.is_string()) {
+    p.set_string_param(j.get<std::string>());
+  } else {
+    p.set_string_param(json_text);  // a double or a structure: its JSON text
+  }
+  return p;
+}
+
+Status GrpcMessageFromJson(const nlohmann::json& json, google::protobuf::Message& out) {
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(json.dump(), &out, opts);
+  if (!st.ok()) {
+    return Internal(fmt::format("the server's JSON for {} does not fit the gRPC message: {}",
+                                out.GetDescriptor()->name(), st.ToString()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,500 @@
+#include "serve/grpc/grpc_server.h"
+
+#include <algorithm>
+#include <climits>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include "grpc_service.grpc.pb.h"
+#include "health.grpc.pb.h"
+#include "serve/classification.h"
+#include "serve/grpc/grpc_codec.h"
+#include "serve/grpc/grpc_settings.h"
+#include "serve/protocol/client_text.h"
+#include "serve/protocol/server_metadata.h"
+#include "sys/clock.h"
+
+namespace ortgpu::serve {
+namespace {
+
+::grpc::Status ToGrpc(const Status& st) {
+  if (st.ok()) return ::grpc::Status::OK;
+  // As clients may see it: no server file path (protocol/client_text.h).
+  return ::grpc::Status(static_cast<::grpc::StatusCode>(GrpcCodeFor(st.code())), protocol::ClientText(st.message()));
+}
+
+::grpc::ServerUnaryReactor* Reply(::grpc::CallbackServerContext* ctx, const Status& st) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpc(st));
+  return reactor;
+}
+
+// When the core drops the request unrun: the earlier of the client's
+// deadline and the server's request timeout, on the scheduler's clock.
+int64_t DeadlineNs(const ::grpc::CallbackServerContext& ctx, std::chrono::milliseconds timeout) {
+  int64_t budget = timeout.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count()
+                                       : INT64_MAX;
+  const auto client = ctx.deadline();
+  if (client != std::chrono::system_clock::time_point::max()) {
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(client - std::chrono::system_clock::now());
+    budget = std::min<int64_t>(budget, std::max<int64_t>(left.count(), 1));
+  }
+  if (budget == INT64_MAX) return 0;
+  return RealClock().NowNanos() + budget;
+}
+
+void FillTensors(const std::vector<TensorMetadata>& from,
+                 google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>& to) {
+  for (const auto& t : from) {
+    auto* m = to.Add();
+    m->set_name(t.name);
+    m->set_datatype(t.datatype);
+    for (int64_t d : t.shape) m->add_shape(d);
+  }
+}
+
+}  // namespace
+
+struct GrpcServer::State {
+  State(ModelServer& c, RuntimeSettings& s, GrpcOptions o)
+      : core(c), settings(s), options(std::move(o)), workers(static_cast<size_t>(std::max(1, options.threads))) {}
+
+  void Begin() {
+    std::lock_guard lock(mu);
+    ++in_flight;
+  }
+  void End() {
+    std::lock_guard lock(mu);
+    if (--in_flight == 0) idle.notify_all();
+  }
+  // Decodes `request` (moving its raw contents out) and queues it on the
+  // core; `complete` runs on a worker with the response, encoded into
+  // `out`, or the failure.
+  template <typename Complete>
+  void Infer(::grpc::CallbackServerContext& ctx, inference::ModelInferRequest& request,
+             inference::ModelInferResponse* out, Complete complete) {
+    if (draining) {
+      complete(Unavailable("the server is shutting down; send the request to another instance"));
+      return;
+    }
+    auto decoded = DecodeGrpcInferRequest(request, &settings.system_shm);
+    if (!decoded) {
+      complete(decoded.status());
+      return;
+    }
+    decoded->deadline_ns = DeadlineNs(ctx, options.request_timeout);
+    // What the response needs of the request: the outputs to classify or
+    // to write into shared memory.
+    std::vector<RequestedOutput> special;
+    for (const auto& o : decoded->outputs) {
+      if (o.parameters.count("shared_memory_region") > 0 || o.parameters.count("classification") > 0) {
+        special.push_back(o);
+      }
+    }
+    Begin();
+    core.Infer(std::move(decoded).value(), [this, out, complete, special = std::move(special)](
+                                               Expected<InferResponse> result) {
+      // Off the instance worker: it goes back to its queue at once.
+      boost::asio::post(workers, [this, out, complete, special, result = std::move(result)]() mutable {
+        Status st = result.status();
+        if (st.ok() && WantsClassification(special)) st = ApplyClassification(core, special, *result);
+        if (st.ok() && !special.empty()) st = WriteSharedMemoryOutputs(*result, special, settings.system_shm);
+        if (st.ok()) st = EncodeGrpcInferResponse(*result, *out);
+        complete(st);
+        End();
+      });
+    });
+  }
+
+  ModelServer& core;
+  RuntimeSettings& settings;
+  const GrpcOptions options;
+  boost::asio::thread_pool workers;
+  boost::asio::thread_pool blocking{1};
+  std::atomic<bool> draining{false};
+  std::atomic<bool> stopped{false};
+  std::mutex mu;
+  std::condition_variable idle;
+  int in_flight = 0;  // guarded by mu
+  uint16_t port = 0;
+  std::unique_ptr<::grpc::Service> service;
+  std::unique_ptr<::grpc::Service> health;
+  std::unique_ptr<::grpc::Server> server;
+};
+
+namespace {
+
+using State = GrpcServer::State;
+
+// ModelStreamInfer for non-decoupled models: each request read is queued on
+// the core as it arrives; each response is written as it completes (so in
+// completion order, each naming its request's id). A failed request is a
+// response with error_message; the stream goes on. The call finishes once
+// the client closed its side and every response was written.
+class StreamInfer : public ::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+ public:
+  StreamInfer(State& state, ::grpc::CallbackServerContext* ctx) : state_(state), ctx_(ctx) { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::unique_lock lock(mu_);
+      reads_done_ = true;
+      MaybeFinish(lock);
+      return;
+    }
+    auto response = std::make_shared<inference::ModelStreamInferResponse>();
+    {
+      std::lock_guard lock(mu_);
+      ++pending_;
+    }
+    state_.Infer(*ctx_, request_, response->mutable_infer_response(),
+                 [this, response](const Status& st) { Complete(response, st); });
+    request_.Clear();
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock lock(mu_);
+    queue_.pop_front();
+    if (!ok) {
+      broken_ = true;  // the client went away: drop what is left
+      queue_.clear();
+    }
+    if (!queue_.empty()) {
+      auto* next = queue_.front().get();
+      lock.unlock();
+      StartWrite(next);
+      return;
+    }
+    writing_ = false;
+    MaybeFinish(lock);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Complete(std::shared_ptr<inference::ModelStreamInferResponse> response, const Status& st) {
+    if (!st.ok()) {
+      response->Clear();
+      response->set_error_message(protocol::ClientText(st.message()));
+    }
+    std::unique_lock lock(mu_);
+    --pending_;
+    if (broken_) {
+      MaybeFinish(lock);
+      return;
+    }
+    queue_.push_back(std::move(response));
+    if (writing_) return;
+    writing_ = true;
+    auto* first = queue_.front().get();
+    lock.unlock();
+    StartWrite(first);
+  }
+
+  // REQUIRES: `lock` holds mu_; releases it.
+  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
+    if (!reads_done_ || pending_ > 0 || writing_ || finished_) return;
+    finished_ = true;
+    lock.unlock();
+    Finish(::grpc::Status::OK);
+  }
+
+  State& state_;
+  ::grpc::CallbackServerContext* ctx_;
+  inference::ModelInferRequest request_;  // the read in progress
+  std::mutex mu_;
+  std::deque<std::shared_ptr<inference::ModelStreamInferResponse>> queue_;  // guarded by mu_; front is being written
+  int pending_ = 0;                                                        // guarded by mu_
+  bool reads_done_ = false;                                                // guarded by mu_
+  bool writing_ = false;                                                   // guarded by mu_
+  bool broken_ = false;                                                    // guarded by mu_
+  bool finished_ = false;                                                  // guarded by mu_
+};
+
+class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  explicit InferenceService(State& state) : s_(state) {}
+
+  ::grpc::ServerUnaryReactor* ServerLive(::grpc::CallbackServerContext* ctx, const inference::ServerLiveRequest*,
+                                         inference::ServerLiveResponse* resp) override {
+    resp->set_live(s_.core.IsLive());
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* ServerReady(::grpc::CallbackServerContext* ctx, const inference::ServerReadyRequest*,
+                                          inference::ServerReadyResponse* resp) override {
+    resp->set_ready(!s_.draining && s_.core.IsReady());
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* ModelReady(::grpc::CallbackServerContext* ctx, const inference::ModelReadyRequest* req,
+                                         inference::ModelReadyResponse* resp) override {
+    auto ready = s_.core.IsModelReady(req->name(), req->version());
+    if (!ready) return Reply(ctx, ready.status());
+    resp->set_ready(*ready);
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* ServerMetadata(::grpc::CallbackServerContext* ctx,
+                                             const inference::ServerMetadataRequest*,
+                                             inference::ServerMetadataResponse* resp) override {
+    resp->set_name(protocol::kServerName);
+    resp->set_version(protocol::ServerVersion());
+    for (const auto& e : protocol::ServerExtensions()) resp->add_extensions(e);
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* ModelMetadata(::grpc::CallbackServerContext* ctx,
+                                            const inference::ModelMetadataRequest* req,
+                                            inference::ModelMetadataResponse* resp) override {
+    auto md = s_.core.Metadata(req->name(), req->version());
+    if (!md) return Reply(ctx, md.status());
+    resp->set_name(md->name);
+    for (const auto& v : md->versions) resp->add_versions(v);
+    resp->set_platform(md->platform);
+    FillTensors(md->inputs, *resp->mutable_inputs());
+    FillTensors(md->outputs, *resp->mutable_outputs());
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* ModelInfer(::grpc::CallbackServerContext* ctx, const inference::ModelInferRequest* req,
+                                         inference::ModelInferResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    // The request message is this call's until it finishes, and not const
+    // in memory: its raw contents are moved into the tensors, not copied.
+    auto& request = const_cast<inference::ModelInferRequest&>(*req);
+    s_.Infer(*ctx, request, resp, [reactor](const Status& st) { reactor->Finish(ToGrpc(st)); });
+    return reactor;
+  }
+
+  ::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      ::grpc::CallbackServerContext* ctx) override {
+    return new StreamInfer(s_, ctx);
+  }
+
+  ::grpc::ServerUnaryReactor* ModelConfig(::grpc::CallbackServerContext* ctx, const inference::ModelConfigRequest* req,
+                                          inference::ModelConfigResponse* resp) override {
+    auto config = s_.core.ModelConfig(req->name(), req->version());
+    if (!config) return Reply(ctx, config.status());
+    return Reply(ctx, GrpcMessageFromJson(*config, *resp->mutable_config()));
+  }
+
+  ::grpc::ServerUnaryReactor* ModelStatistics(::grpc::CallbackServerContext* ctx,
+                                              const inference::ModelStatisticsRequest* req,
+                                              inference::ModelStatisticsResponse* resp) override {
+    auto stats = s_.core.Statistics(req->name(), req->version());
+    if (!stats) return Reply(ctx, stats.status());
+    return Reply(ctx, GrpcMessageFromJson(*stats, *resp));
+  }
+
+  ::grpc::ServerUnaryReactor* RepositoryIndex(::grpc::CallbackServerContext* ctx,
+                                              const inference::RepositoryIndexRequest* req,
+                                              inference::RepositoryIndexResponse* resp) override {
+    for (const auto& m : s_.core.RepositoryIndex(req->ready())) {
+      auto* e = resp->add_models();
+      e->set_name(m.name);
+      e->set_version(m.version);
+      e->set_state(std::string(ModelStateName(m.state)));
+      e->set_reason(m.reason);
+    }
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* RepositoryModelLoad(::grpc::CallbackServerContext* ctx,
+                                                  const inference::RepositoryModelLoadRequest* req,
+                                                  inference::RepositoryModelLoadResponse*) override {
+    for (const auto& [key, value] : req->parameters()) {
+      return Reply(ctx, Unimplemented(fmt::format("load parameter '{}' is not supported yet; change the model's "
+                                                  "config.pbtxt or files in the repository and load it again",
+                                                  key)));
+    }
+    return Control(ctx, req->model_name(), /*load=*/true);
+  }
+
+  ::grpc::ServerUnaryReactor* RepositoryModelUnload(::grpc::CallbackServerContext* ctx,
+                                                    const inference::RepositoryModelUnloadRequest* req,
+                                                    inference::RepositoryModelUnloadResponse*) override {
+    return Control(ctx, req->model_name(), /*load=*/false);
+  }
+
+  ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
+                                                       const inference::SystemSharedMemoryStatusRequest* req,
+                                                       inference::SystemSharedMemoryStatusResponse* resp) override {
+    auto regions = s_.settings.system_shm.Regions(req->name());
+    if (!regions) return Reply(ctx, regions.status());
+    for (const auto& r : *regions) {
+      auto& e = (*resp->mutable_regions())[r.name];
+      e.set_name(r.name);
+      e.set_key(r.key);
+      e.set_offset(r.offset);
+      e.set_byte_size(r.byte_size);
+    }
+    return Reply(ctx, Status::Ok());
+  }
+  ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
+                                                         const inference::SystemSharedMemoryRegisterRequest* req,
+                                                         inference::SystemSharedMemoryRegisterResponse*) override {
+    return Reply(ctx, s_.settings.system_shm.Register(req->name(), req->key(), req->offset(), req->byte_size()));
+  }
+  ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
+                                                           const inference::SystemSharedMemoryUnregisterRequest* req,
+                                                           inference::SystemSharedMemoryUnregisterResponse*) override {
+    s_.settings.system_shm.Unregister(req->name());
+    return Reply(ctx, Status::Ok());
+  }
+  ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
+                                                     const inference::CudaSharedMemoryStatusRequest* req,
+                                                     inference::CudaSharedMemoryStatusResponse*) override {
+    return Reply(ctx, NoRegion(req->name(), "CUDA"));
+  }
+  ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
+                                                       const inference::CudaSharedMemoryRegisterRequest*,
+                                                       inference::CudaSharedMemoryRegisterResponse*) override {
+    return Reply(ctx, Unimplemented("CUDA shared memory is not supported yet; send tensors in raw_input_contents"));
+  }
+  ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
+                                                         const inference::CudaSharedMemoryUnregisterRequest*,
+                                                         inference::CudaSharedMemoryUnregisterResponse*) override {
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* TraceSetting(::grpc::CallbackServerContext* ctx,
+                                           const inference::TraceSettingRequest* req,
+                                           inference::TraceSettingResponse* resp) override {
+    if (!req->model_name().empty()) {
+      auto md = s_.core.Metadata(req->model_name(), "");
+      if (!md && md.status().code() == Code::kNotFound) return Reply(ctx, md.status());
+    }
+    if (req->settings_size() > 0) {
+      Status st = s_.settings.trace.Update(req->model_name(), TraceChangesFromGrpc(*req));
+      if (!st.ok()) return Reply(ctx, st);
+    }
+    TraceSettingsToGrpc(s_.settings.trace.Get(req->model_name()), *resp);
+    return Reply(ctx, Status::Ok());
+  }
+
+  ::grpc::ServerUnaryReactor* LogSettings(::grpc::CallbackServerContext* ctx, const inference::LogSettingsRequest* req,
+                                          inference::LogSettingsResponse* resp) override {
+    if (req->settings_size() > 0) {
+      auto changes = LogChangesFromGrpc(*req);
+      if (!changes) return Reply(ctx, changes.status());
+      Status st = s_.settings.log.Update(*changes);
+      if (!st.ok()) return Reply(ctx, st);
+    }
+    LogSettingsToGrpc(s_.settings.log.Get(), *resp);
+    return Reply(ctx, Status::Ok());
+  }
+
+ private:
+  // Load and unload may take seconds: they run on the blocking pool.
+  ::grpc::ServerUnaryReactor* Control(::grpc::CallbackServerContext* ctx, const std::string& model, bool load) {
+    auto* reactor = ctx->DefaultReactor();
+    if (model.empty()) {
+      reactor->Finish(ToGrpc(InvalidArgument("model_name is empty; name the model to load or unload")));
+      return reactor;
+    }
+    boost::asio::post(s_.blocking, [this, reactor, model, load] {
+      Status st = load ? s_.core.LoadModel(model) : s_.core.UnloadModel(model);
+      reactor->Finish(ToGrpc(st));
+    });
+    return reactor;
+  }
+
+  static Status NoRegion(const std::string& name, std::string_view kind) {
+    if (name.empty()) return Status::Ok();  // every region: none
+    return NotFound(fmt::format("Unable to find {} shared memory region: '{}'", kind, name));
+  }
+
+  State& s_;
+};
+
+// grpc.health.v1: SERVING while the server is ready (every model that should
+// be loaded is READY), for the whole server ("") and the inference service.
+class HealthService final : public grpc::health::v1::Health::CallbackService {
+ public:
+  explicit HealthService(State& state) : s_(state) {}
+  ::grpc::ServerUnaryReactor* Check(::grpc::CallbackServerContext* ctx,
+                                    const grpc::health::v1::HealthCheckRequest* req,
+                                    grpc::health::v1::HealthCheckResponse* resp) override {
+    if (!req->service().empty() && req->service() != "inference.GRPCInferenceService") {
+      return Reply(ctx, NotFound(fmt::format("unknown service '{}'; ask for \"\" or "
+                                             "\"inference.GRPCInferenceService\"",
+                                             req->service())));
+    }
+    const bool serving = !s_.draining && s_.core.IsReady();
+    resp->set_status(serving ? grpc::health::v1::HealthCheckResponse::SERVING
+                             : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    return Reply(ctx, Status::Ok());
+  }
+
+ private:
+  State& s_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, RuntimeSettings& settings,
+                                                        GrpcOptions options) {
+  std::unique_ptr<GrpcServer> g(new GrpcServer());
+  g->state_ = std::make_shared<State>(server, settings, std::move(options));
+  State& s = *g->state_;
+  s.service = std::make_unique<InferenceService>(s);
+  s.health = std::make_unique<HealthService>(s);
+
+  const std::string host = s.options.host.find(':') != std::string::npos ? "[" + s.options.host + "]" : s.options.host;
+  const std::string address = fmt::format("{}:{}", host, s.options.port);
+  ::grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(address, ::grpc::InsecureServerCredentials(), &selected_port);
+  // gRPC sets SO_REUSEPORT by default, so a second server on a busy port
+  // would start silently and get half the connections: refuse instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(s.options.max_message_bytes, INT_MAX)));
+  builder.RegisterService(s.service.get());
+  builder.RegisterService(s.health.get());
+  s.server = builder.BuildAndStart();
+  if (!s.server || selected_port == 0) {
+    if (s.server) s.server->Shutdown();
+    s.stopped = true;
+    return Unavailable(fmt::format("cannot listen for gRPC on {}: the port is in use or the address is not one of "
+                                   "this machine's; choose another --grpc-port (0: any free port, -1: no gRPC)",
+                                   address));
+  }
+  s.port = static_cast<uint16_t>(selected_port);
+  return g;
+}
+
+GrpcServer::~GrpcServer() { Stop(); }
+
+uint16_t GrpcServer::port() const { return state_->port; }
+
+void GrpcServer::BeginDrain() { state_->draining = true; }
+
+bool GrpcServer::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(state_->mu);
+  return state_->idle.wait_for(lock, timeout, [&] { return state_->in_flight == 0; });
+}
+
+void GrpcServer::Stop() {
+  if (!state_ || state_->stopped.exchange(true)) return;
+  state_->draining = true;
+  // Cancels the calls still open; returns once every one was completed
+  // (the workers keep completing the infers the core hands back).
+  state_->server->Shutdown(std::chrono::system_clock::now());
+  state_->workers.join();
+  state_->blocking.join();
+}
+
+int GrpcServer::in_flight() const {
+  std::lock_guard lock(state_->mu);
+  return state_->in_flight;
+}
+
+}  // namespace ortgpu::serve

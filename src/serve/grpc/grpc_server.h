@@ -1,0 +1,77 @@
+// GrpcServer: the KServe v2 gRPC front end of `ortgpu serve`
+// (inference.GRPCInferenceService from Triton's grpc_service.proto, plus
+// grpc.health.v1.Health), beside the HTTP one and over the same ModelServer:
+// the same core, batcher, queue cap and status mapping (GrpcCodeFor). RPCs
+// and codes: docs/PROTOCOL.md.
+//
+// Threads (docs/ARCHITECTURE.md): gRPC's callback API runs each RPC's
+// handler on gRPC's own threads, which only decode and hand the request to
+// the ModelServer; no thread waits for an inference. The instance worker
+// that completes an infer posts the encoding of its response and the
+// completion of the call to a small pool owned here (`threads`), and
+// returns to the GPU. Model load/unload run on a one-thread blocking pool.
+//
+// Lifecycle: Start() -> serving -> BeginDrain() (ServerReady false, new
+// infers UNAVAILABLE) -> WaitIdle() -> Stop() (cancels what is left, waits
+// for every call to be completed, joins the pools). The destructor calls
+// Stop().
+//
+// Thread-safety: every public method may be called from any thread.
+// REQUIRES: the ModelServer and RuntimeSettings outlive the GrpcServer, and
+// the ModelServer completes every infer it accepted (ServerCore::Shutdown
+// does): Stop() waits for those completions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "serve/model_server.h"
+#include "serve/runtime_settings.h"
+#include "status/expected.h"
+
+namespace ortgpu::serve {
+
+struct GrpcOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8001;  // 0: any free port (GrpcServer::port() reports it)
+  // Largest request message accepted (RESOURCE_EXHAUSTED beyond it): the
+  // HTTP body limit, --max-body-bytes.
+  size_t max_message_bytes = 64u << 20;
+  // An infer is dropped unrun (DEADLINE_EXCEEDED) once the earlier of the
+  // client's deadline and this passes; 0: only the client's deadline.
+  std::chrono::milliseconds request_timeout{60'000};
+  // Threads that encode infer responses and complete the calls.
+  int threads = 2;
+};
+
+class GrpcServer {
+ public:
+  // Binds host:port and starts serving. Unavailable naming the address when
+  // it cannot be bound.
+  static Expected<std::unique_ptr<GrpcServer>> Start(ModelServer& server, RuntimeSettings& settings,
+                                                     GrpcOptions options);
+  ~GrpcServer();
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  uint16_t port() const;
+  // From now on ServerReady/health answer not ready and new infers get
+  // UNAVAILABLE; calls in flight go on. Idempotent.
+  void BeginDrain();
+  // Waits until no infer is in flight or `timeout` passes; true when idle.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+  // Stops the server (see the header comment). Idempotent.
+  void Stop();
+  // Infers accepted and not yet completed (streamed ones included).
+  int in_flight() const;
+
+  struct State;  // shared with the calls; defined in grpc_server.cc
+
+ private:
+  GrpcServer() = default;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ortgpu::serve

@@ -1,0 +1,228 @@
+#include "serve/shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ortgpu::serve {
+
+struct SharedMemoryRegistry::Region {
+  SharedMemoryRegionInfo info;
+  void* base = nullptr;  // the mapping, from the page holding `offset`
+  size_t length = 0;
+  size_t lead = 0;       // bytes from base to offset (page alignment)
+  ~Region() {
+    if (base != nullptr) ::munmap(base, length);
+  }
+};
+
+Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key, uint64_t offset,
+                                      uint64_t byte_size) {
+  if (name.empty()) return InvalidArgument("a shared memory region needs a name");
+  {
+    std::lock_guard lock(mu_);
+    if (regions_.count(name) > 0) {
+      return Status(Code::kAlreadyExists,
+                    fmt::format("shared memory region '{}' is already registered; unregister it first", name));
+    }
+  }
+  const int fd = ::shm_open(key.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    return NotFound(fmt::format("Unable to open shared memory region: '{}' ({}); create it with shm_open before "
+                                "registering it",
+                                key, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < offset + byte_size || byte_size == 0) {
+    ::close(fd);
+    return InvalidArgument(fmt::format("shared memory region '{}': offset {} + byte_size {} does not fit in '{}' "
+                                       "({} bytes)",
+                                       name, offset, byte_size, key, static_cast<int64_t>(st.st_size)));
+  }
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  auto region = std::make_shared<Region>();
+  region->lead = static_cast<size_t>(offset % page);
+  region->length = static_cast<size_t>(byte_size) + region->lead;
+  void* base = ::mmap(nullptr, region->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                      static_cast<off_t>(offset - region->lead));
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    return Internal(fmt::format("cannot map shared memory region '{}' of '{}': {}", name, key, std::strerror(errno)));
+  }
+  region->base = base;
+  region->info = {name, key, offset, byte_size};
+  std::lock_guard lock(mu_);
+  if (!regions_.emplace(name, std::move(region)).second) {
+    return Status(Code::kAlreadyExists, fmt::format("shared memory region '{}' is already registered", name));
+  }
+  return Status::Ok();
+}
+
+void SharedMemoryRegistry::Unregister(const std::string& name) {
+  std::lock_guard lock(mu_);
+  if (name.empty()) {
+    regions_.clear();
+  } else {
+    regions_.erase(name);
+  }
+}
+
+Expected<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Regions(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  std::vector<SharedMemoryRegionInfo> out;
+  for (const auto& [n, r] : regions_) {
+    if (name.empty() || n == name) out.push_back(r->info);
+  }
+  if (!name.empty() && out.empty()) {
+    return NotFound(fmt::format("Unable to find system shared memory region: '{}'", name));
+  }
+  return out;
+}
+
+Expected<SharedMemoryRegistry::View> SharedMemoryRegistry::Find(const std::string& name, uint64_t offset,
+                                                                uint64_t size) const {
+  std::shared_ptr<Region> r;
+  {
+    std::lock_guard lock(mu_);
+    auto it = regions_.find(name);
+    if (it == regions_.end()) {
+      return NotFound(fmt::format("Unable to find system shared memory region: '{}'; register it first", name));
+    }
+    r = it->second;
+  }
+  if (offset > r->info.byte_size || size > r->info.byte_size - offset) {
+    return InvalidArgument(fmt::format("shared memory region '{}' holds {} bytes; offset {} + {} bytes is outside it",
+                                       name, r->info.byte_size, offset, size));
+  }
+  View v;
+  v.data = static_cast<uint8_t*>(r->base) + r->lead + offset;
+  v.size = static_cast<size_t>(size);
+  v.owner = std::move(r);
+  return v;
+}
+
+Expected<std::optional<SharedMemoryRef>> SharedMemoryRefFromParameters(const std::map<std::string, std::string>& p,
+                                                                       const std::string& where) {
+  auto region = p.find("shared_memory_region");
+  if (region == p.end()) return std::optional<SharedMemoryRef>();
+  SharedMemoryRef ref;
+  auto name = nlohmann::json::parse(region->second, nullptr, /*allow_exceptions=*/false);
+  if (!name.is_string()) return InvalidArgument(fmt::format("{}: shared_memory_region must be a string", where));
+  ref.region = name.get<std::string>();
+  auto number = [&](const char* key, uint64_t& out, bool required) -> Status {
+    auto it = p.find(key);
+    if (it == p.end()) {
+      return required ? InvalidArgument(fmt::format("{}: {} is required with shared_memory_region", where, key))
+                      : Status::Ok();
+    }
+    auto v = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+      return InvalidArgument(fmt::format("{}: {} must be a non-negative integer", where, key));
+    }
+    out = v.get<uint64_t>();
+    return Status::Ok();
+  };
+  ORTGPU_RETURN_IF_ERROR(number("shared_memory_byte_size", ref.byte_size, /*required=*/true));
+  ORTGPU_RETURN_IF_ERROR(number("shared_memory_offset", ref.offset, /*required=*/false));
+  return std::optional<SharedMemoryRef>(ref);
+}
+
+std::string SerializedTensorBytes(const Tensor& t) {
+  if (t.dtype != DataType::kString) return std::string(reinterpret_cast<const char*>(t.data.data()), t.data.size());
+  std::string out;
+  size_t total = 0;
+  for (const auto& s : t.strings) total += 4 + s.size();
+  out.reserve(total);
+  for (const auto& s : t.strings) {
+    const auto n = static_cast<uint32_t>(s.size());
+    out.append(reinterpret_cast<const char*>(&n), 4);
+    out.append(s);
+  }
+  return out;
+}
+
+Status ParseSerializedStrings(std::string_view raw, Tensor& t) {
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    if (raw.size() - pos < 4) {
+      return InvalidArgument(fmt::format("input '{}': BYTES data ends inside an element's 4-byte length", t.name));
+    }
+    uint32_t n = 0;
+    std::memcpy(&n, raw.data() + pos, 4);
+    pos += 4;
+    if (raw.size() - pos < n) {
+      return InvalidArgument(fmt::format("input '{}': a BYTES element says {} bytes but only {} remain", t.name, n,
+                                         raw.size() - pos));
+    }
+    t.strings.emplace_back(raw.substr(pos, n));
+    pos += n;
+  }
+  return Status::Ok();
+}
+
+Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry& shm) {
+  for (Tensor& t : request.inputs) {
+    auto it = request.shared_memory_inputs.find(t.name);
+    if (it == request.shared_memory_inputs.end()) continue;
+    const std::string where = fmt::format("input '{}'", t.name);
+    ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(it->second, where));
+    if (!ref) continue;
+    ORTGPU_ASSIGN_OR_RETURN(auto view, shm.Find(ref->region, ref->offset, ref->byte_size));
+    if (t.dtype == DataType::kString) {
+      ORTGPU_RETURN_IF_ERROR(
+          ParseSerializedStrings(std::string_view(reinterpret_cast<const char*>(view.data), view.size), t));
+      if (static_cast<int64_t>(t.strings.size()) != t.element_count()) {
+        return InvalidArgument(fmt::format("{}: the region holds {} BYTES elements, but shape [{}] needs {}", where,
+                                           t.strings.size(), ShapeToString(t.shape), t.element_count()));
+      }
+      continue;
+    }
+    const size_t want = static_cast<size_t>(t.element_count()) * ElementSize(t.dtype);
+    if (view.size != want) {
+      return InvalidArgument(fmt::format("{}: shared_memory_byte_size is {}, but shape [{}] of {} needs {}", where,
+                                         view.size, ShapeToString(t.shape), KServeName(t.dtype), want));
+    }
+    t.data.Borrow(view.owner, view.data, view.size);  // read in place, no copy
+  }
+  request.shared_memory_inputs.clear();
+  return Status::Ok();
+}
+
+Status WriteSharedMemoryOutputs(InferResponse& response, const std::vector<RequestedOutput>& requested,
+                                const SharedMemoryRegistry& shm) {
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const Tensor& t = response.outputs[i];
+    for (const RequestedOutput& r : requested) {
+      if (r.name != t.name) continue;
+      const std::string where = fmt::format("output '{}'", t.name);
+      ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(r.parameters, where));
+      if (!ref) break;
+      const std::string bytes = SerializedTensorBytes(t);
+      if (bytes.size() > ref->byte_size) {
+        return InvalidArgument(fmt::format("{} has {} bytes but its shared memory region '{}' takes {}; give a larger "
+                                           "shared_memory_byte_size",
+                                           where, bytes.size(), ref->region, ref->byte_size));
+      }
+      ORTGPU_ASSIGN_OR_RETURN(auto view, shm.Find(ref->region, ref->offset, bytes.size()));
+      if (!bytes.empty()) std::memcpy(view.data, bytes.data(), bytes.size());
+      if (response.output_parameters.size() < response.outputs.size()) {
+        response.output_parameters.resize(response.outputs.size());
+      }
+      Parameters& p = response.output_parameters[i];
+      p["shared_memory_region"] = nlohmann::json(ref->region).dump();
+      p["shared_memory_byte_size"] = std::to_string(bytes.size());
+      if (ref->offset > 0) p["shared_memory_offset"] = std::to_string(ref->offset);
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace ortgpu::serve
