@@ -123,6 +123,7 @@ Expected<std::vector<Tensor>> MakeInputs(const Session& session,
         }
       }
     }
+    ORTGPU_RETURN_IF_ERROR(CheckInputSize(in.name, in.dtype, shape, "--shape"));
     Tensor t = Tensor::Zeros(in.name, in.dtype, shape);
     // Integers 0 or 1, whatever the input: index inputs of unknown models
     // (Gather on a table of any size) stay in range.
@@ -197,8 +198,8 @@ ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveO
   ModelObservation m;
   m.path = path;
   m.run.model_label = path;
-  if (!RealFileSystem().Exists(path)) {
-    m.load_error = "no such file: " + path;
+  if (Status file = CheckRegularFile(path, "model"); !file.ok()) {
+    m.load_error = file.code() == Code::kNotFound ? "no such file: " + path : file.message();
     return m;
   }
   auto cpu = Session::Load(path, SessionOptions{});

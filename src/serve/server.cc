@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "serve/metrics/connection_metrics.h"
 #include "serve/metrics/gpu_metrics.h"
 #include "serve/metrics/metrics_server.h"
 #include "serve/metrics/scheduler_metrics.h"
@@ -95,7 +96,11 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
   ORTGPU_ASSIGN_OR_RETURN(s->core_, ServerCore::Create(options.core, deps.core));
   for (const auto& w : s->core_->Warnings()) spdlog::debug("config: {}", w);  // already logged by the core
 
-  auto http = HttpServer::Start(*s->core_, options.http);
+  HttpOptions http_options = options.http;
+  if (!http_options.connection_events.refused && !http_options.connection_events.open) {
+    http_options.connection_events = ConnectionMetrics(*s->metrics_);
+  }
+  auto http = HttpServer::Start(*s->core_, std::move(http_options));
   if (!http.ok()) {
     s->core_->Shutdown();
     return http.status().WithContext("HTTP endpoint (--host/--http-port)");
@@ -169,6 +174,10 @@ void Server::RequestStop() {
   });
 }
 
+// How long the 503s of a drain that timed out may take to be written
+// before the connections are closed.
+constexpr std::chrono::milliseconds kReplyGrace{1000};
+
 bool Server::Shutdown() {
   if (shut_down_) return drained_;
   shut_down_ = true;
@@ -181,9 +190,16 @@ bool Server::Shutdown() {
     }
     drained_ = http_->WaitIdle(options_.drain_timeout);
     if (!drained_) {
-      spdlog::warn("drain timeout ({} ms, --drain-timeout-ms) passed with {} request(s) still in flight; closing "
-                   "their connections",
+      spdlog::warn("drain timeout ({} ms, --drain-timeout-ms) passed with {} request(s) still in flight; answering "
+                   "them 503 and dropping those still queued",
                    options_.drain_timeout.count(), http_->in_flight());
+      // What cannot finish in time is answered now and cancelled, so the
+      // scheduler drops it instead of running it after the drain.
+      http_->AnswerPending(Unavailable(fmt::format(
+          "the server is shutting down and the request could not finish within the drain timeout of {} ms; retry "
+          "on another instance",
+          options_.drain_timeout.count())));
+      (void)http_->WaitIdle(kReplyGrace);
     }
     http_->Stop();
   }

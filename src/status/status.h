@@ -62,6 +62,7 @@ inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move
 inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 inline Status DeadlineExceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
 // The one place where error codes meet the outside world's numbers

@@ -110,6 +110,14 @@ class FakeModelServer : public ModelServer {
     }
     for (auto& [request, done] : parked) done(Echo(std::move(request)));
   }
+  // Per parked request: whether the front end cancelled it
+  // (InferRequest::cancelled).
+  std::vector<bool> ParkedCancelled() const {
+    std::lock_guard lock(mu_);
+    std::vector<bool> out;
+    for (const auto& [request, done] : parked_) out.push_back(request.is_cancelled());
+    return out;
+  }
   InferRequest last_request() const {
     std::lock_guard lock(mu_);
     return last_request_;

@@ -92,7 +92,10 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   auto decoded = protocol::DecodeInferRequest(request.body.view(), json_length, route.model, route.version,
                                               request.body.owner());
   request.body = {};
-  if (decoded) decoded->deadline_ns = request.deadline_ns;
+  if (decoded) {
+    decoded->deadline_ns = request.deadline_ns;
+    decoded->cancelled = std::move(request.cancelled);
+  }
   if (!decoded) {
     HttpReply r = ErrorReply(decoded.status());
     r.model = route.model;

@@ -6,6 +6,7 @@
 // the ModelServer, whose methods are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -77,6 +78,8 @@ struct EndpointRequest {
   // Infer only: when the HTTP layer stops waiting (steady clock, ns; 0: no
   // limit). The scheduler drops the request unrun once it has passed.
   int64_t deadline_ns = 0;
+  // Infer only: InferRequest::cancelled, owned by the connection.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
 };
 
 // The error reply for `status`: {"error": message} with HttpStatusFor.
