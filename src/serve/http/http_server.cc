@@ -3,7 +3,10 @@
 #include "serve/http/listener.h"
 #include "sys/clock.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -318,6 +321,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
             self->state_->options.request_timeout.count()))));
       });
     }
+    if (is_infer) WatchForClose(seq);
     ReplyCallback reply = [self = shared_from_this(), seq](HttpReply r) { self->Deliver(std::move(r), seq); };
     if (is_infer && !er.inference_header_length && er.body.size() > kDecodeElsewhereBytes) {
       // A large all-JSON body takes tens of ms per MiB to decode: on the
@@ -329,6 +333,24 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       return;
     }
     DispatchEndpoint(state_->server, std::move(er), state_->blocking, std::move(reply));
+  }
+
+  // While request `seq` waits for its reply nothing reads the socket; a
+  // wait for readability tells a client that went away (EOF, reset) from
+  // one that pipelined its next request (bytes to read). The first cancels
+  // the request (InferRequest::cancelled), so it is dropped if still queued.
+  void WatchForClose(uint64_t seq) {
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), seq](beast::error_code ec) {
+      if (self->awaiting_reply_ != seq || !self->cancel_) return;  // answered already
+      if (!ec) {
+        char byte;
+        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;  // pipelined
+      } else if (ec == asio::error::operation_aborted) {
+        return;
+      }
+      self->cancel_->store(true);
+    });
   }
 
   // Any thread: hands the reply to the strand unless the server stopped.

@@ -212,6 +212,26 @@ TEST_F(HttpHardeningTest, DrainTimeoutAnswersWaitingRequests503AndCancelsThem) {
   fake_.ReleaseAll();  // late results are dropped
 }
 
+TEST_F(HttpHardeningTest, AQueuedRequestWhoseClientClosedIsCancelled) {
+  StartServer();
+  fake_.HoldInfers(true);
+  {
+    TestHttpClient leaving(port());
+    leaving.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
+    fake_.WaitForParked(1);
+  }  // the client closes its connection without waiting for the answer
+  EXPECT_TRUE(WaitFor([&] { return fake_.ParkedCancelled() == std::vector<bool>{true}; }));
+  // A client that pipelines its next request is still waiting: not cancelled.
+  TestHttpClient staying(port());
+  staying.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
+  fake_.WaitForParked(2);
+  staying.Write(http::verb::get, "/v2/health/live", "");
+  EXPECT_EQ(fake_.ParkedCancelled(), (std::vector<bool>{true, false}));
+  fake_.ReleaseAll();
+  EXPECT_EQ(staying.Read().status, 200u);
+  EXPECT_EQ(staying.Read().status, 200u);
+}
+
 TEST_F(HttpHardeningTest, TricklingBodyDoesNotHoldTheDrain) {
   StartServer();
   TestHttpClient c(port());
