@@ -162,8 +162,11 @@ int Server::WaitForStop() {
       watch->ioc.stop();
     });
   }
-  signals_->ioc.run();
+  // Restarted first: the previous call's work guard, released after its
+  // run() returned, left the io_context stopped (no work), and a second
+  // call (the second-signal watch of `ortgpu serve`) must block again.
   signals_->ioc.restart();
+  signals_->ioc.run();
   return signals_->last_signal;
 }
 
