@@ -2,8 +2,8 @@
 // Beast's request parser on raw bytes (header and body limits as the server
 // sets them), then what a connection does with a complete request: URL
 // routing, the Host / Origin / token checks, the method check (HEAD on GET
-// endpoints) and DispatchEndpoint against a stub ModelServer whose one model
-// "m" echoes its inputs, the deferred response encoded as on the strand.
+// endpoints) and DispatchEndpoint against the tests' FakeModelServer (model
+// "echo" returns its inputs), the deferred response encoded as on the strand.
 // Every input must end in a reply or a parse error: no crash, no sanitizer
 // report, no unbounded allocation.
 #include <cstddef>
@@ -14,69 +14,17 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "fakes/fake_model_server.h"
 #include "serve/http/endpoints.h"
 #include "serve/http/request_access.h"
 #include "serve/protocol/route.h"
-
-namespace {
 
 using namespace ortgpu;
 using namespace ortgpu::serve;
 namespace http = boost::beast::http;
 
-// One READY model "m", version 1, that echoes its inputs. Stateless.
-class EchoServer : public ModelServer {
- public:
-  bool IsLive() const override { return true; }
-  bool IsReady() const override { return true; }
-  Expected<ModelMetadata> Metadata(const std::string& model, const std::string& version) const override {
-    ORTGPU_RETURN_IF_ERROR(Check(model, version));
-    ModelMetadata md;
-    md.name = model;
-    md.versions = {"1"};
-    md.inputs = {{"x", "FP32", {-1, 2}}};
-    md.outputs = {{"x", "FP32", {-1, 2}}};
-    return md;
-  }
-  Expected<bool> IsModelReady(const std::string& model, const std::string& version) const override {
-    ORTGPU_RETURN_IF_ERROR(Check(model, version));
-    return true;
-  }
-  Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const override {
-    ORTGPU_RETURN_IF_ERROR(Check(model, version));
-    return nlohmann::json{{"name", model}, {"max_batch_size", 8}};
-  }
-  Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const override {
-    if (!model.empty()) ORTGPU_RETURN_IF_ERROR(Check(model, version));
-    return nlohmann::json{{"model_stats", nlohmann::json::array()}};
-  }
-  std::vector<ModelVersionStatus> RepositoryIndex(bool) const override {
-    return {{"m", "1", ModelState::kReady, ""}};
-  }
-  Status LoadModel(const std::string& model) override { return Check(model, ""); }
-  Status UnloadModel(const std::string& model) override { return Check(model, ""); }
-  void Infer(InferRequest request, InferCallback done) override {
-    if (Status st = Check(request.model_name, request.model_version); !st.ok()) return done(st);
-    InferResponse r;
-    r.model_name = request.model_name;
-    r.model_version = "1";
-    r.id = request.id;
-    for (Tensor& t : request.inputs) r.outputs.push_back(std::move(t));
-    done(std::move(r));
-  }
-
- private:
-  static Status Check(const std::string& model, const std::string& version) {
-    if (model != "m") return NotFound("unknown model");
-    if (!version.empty() && version != "1") return NotFound("unknown version");
-    return Status::Ok();
-  }
-};
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static EchoServer server;
+  static FakeModelServer server;  // "echo" READY, "broken" UNAVAILABLE
   static boost::asio::thread_pool blocking{1};
   static const AccessOptions access = [] {
     AccessOptions a;

@@ -22,28 +22,9 @@ using testing::Input;
 using testing::Request;
 using testing::ScaleModel;
 using testing::TempRepository;
-
-ServerOptions CpuOptions(const TempRepository& repo, ModelControlMode mode = ModelControlMode::kNone) {
-  ServerOptions o;
-  o.repository = repo.root();
-  o.model_control = mode;
-  o.poll_interval_ms = 3'600'000;  // the tests call Rescan() themselves
-  o.loader.default_instance_kind = InstanceKind::kCpu;
-  return o;
-}
-
-std::unique_ptr<ServerCore> Start(ServerOptions o) {
-  auto core = ServerCore::Create(std::move(o));
-  EXPECT_TRUE(core.ok()) << core.status().ToString();
-  return core.ok() ? std::move(core).value() : nullptr;
-}
-
-const ModelVersionStatus* Find(const std::vector<ModelVersionStatus>& index, const std::string& name) {
-  for (const auto& s : index) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+using testing::CpuOptions;
+using testing::Find;
+using testing::Start;
 
 TEST(ServerCoreHardeningTest, PollReloadsAModelFileReplacedInPlace) {
   TempRepository repo;
