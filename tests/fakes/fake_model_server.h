@@ -7,7 +7,8 @@
 // Infer can be held: with HoldInfers(true) requests are parked until
 // ReleaseAll() (or the destructor) completes them, so tests drive drain and
 // timeouts deterministically, without sleeps. WaitForParked(n) blocks until n
-// requests are parked. Thread-safe.
+// requests are parked. BlockInferCalls(true) instead blocks the thread that
+// calls Infer, to show which thread that is. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -81,6 +82,13 @@ class FakeModelServer : public ModelServer {
     }
     {
       std::unique_lock lock(mu_);
+      if (block_) {
+        // Holds the calling thread itself (BlockInferCalls).
+        ++blocked_;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return !block_; });
+        --blocked_;
+      }
       last_request_ = request;
       if (hold_) {
         parked_.emplace_back(std::move(request), std::move(done));
@@ -89,6 +97,18 @@ class FakeModelServer : public ModelServer {
       }
     }
     done(Echo(std::move(request)));
+  }
+
+  // With `block` every following Infer blocks the thread that calls it
+  // until BlockInferCalls(false); WaitForBlocked(n) waits until n do.
+  void BlockInferCalls(bool block) {
+    std::lock_guard lock(mu_);
+    block_ = block;
+    cv_.notify_all();
+  }
+  void WaitForBlocked(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return blocked_ >= n; });
   }
 
   // Parks every following Infer until ReleaseAll().
@@ -149,6 +169,8 @@ class FakeModelServer : public ModelServer {
   std::condition_variable cv_;
   bool ready_ = true;
   bool hold_ = false;
+  bool block_ = false;
+  int blocked_ = 0;
   std::vector<std::pair<InferRequest, InferCallback>> parked_;
   InferRequest last_request_;
 };

@@ -68,7 +68,7 @@ class HttpHardeningTest : public ::testing::Test {
  protected:
   void StartServer(HttpOptions options = {}) {
     options.port = 0;
-    options.threads = 2;
+    if (options.threads == 0) options.threads = 2;
     options.connection_events = counts_.Events();
     auto s = HttpServer::Start(fake_, std::move(options));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -230,6 +230,27 @@ TEST_F(HttpHardeningTest, AQueuedRequestWhoseClientClosedIsCancelled) {
   fake_.ReleaseAll();
   EXPECT_EQ(staying.Read().status, 200u);
   EXPECT_EQ(staying.Read().status, 200u);
+}
+
+// A large all-JSON body is decoded off the network threads: with one
+// network thread, and the thread that handles the big request stuck in the
+// model server, health checks are still answered.
+TEST_F(HttpHardeningTest, HealthIsAnsweredWhileALargeJsonRequestIsBeingHandled) {
+  HttpOptions o;
+  o.threads = 1;
+  StartServer(o);
+  std::string big = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,600000],"data":[)";
+  for (int i = 0; i < 600000; ++i) big += i ? ",1" : "1";
+  big += "]}]}";
+  ASSERT_GT(big.size(), size_t{1} << 20);
+  fake_.BlockInferCalls(true);
+  TestHttpClient heavy(port());
+  heavy.Write(http::verb::post, "/v2/models/echo/infer", big);
+  fake_.WaitForBlocked(1);
+  TestHttpClient health(port());
+  EXPECT_EQ(health.Get("/v2/health/live").status, 200u);
+  fake_.BlockInferCalls(false);
+  EXPECT_EQ(heavy.Read().status, 200u);
 }
 
 TEST_F(HttpHardeningTest, TricklingBodyDoesNotHoldTheDrain) {
