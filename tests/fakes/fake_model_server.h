@@ -13,6 +13,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,7 @@ class FakeModelServer : public ModelServer {
     }
     {
       std::unique_lock lock(mu_);
+      if (throw_bad_alloc_) throw std::bad_alloc();
       if (block_) {
         // Holds the calling thread itself (BlockInferCalls).
         ++blocked_;
@@ -97,6 +99,12 @@ class FakeModelServer : public ModelServer {
       }
     }
     done(Echo(std::move(request)));
+  }
+
+  // Every following Infer throws std::bad_alloc (a request too large to hold).
+  void ThrowBadAllocOnInfer(bool on) {
+    std::lock_guard lock(mu_);
+    throw_bad_alloc_ = on;
   }
 
   // With `block` every following Infer blocks the thread that calls it
@@ -170,6 +178,7 @@ class FakeModelServer : public ModelServer {
   bool ready_ = true;
   bool hold_ = false;
   bool block_ = false;
+  bool throw_bad_alloc_ = false;
   int blocked_ = 0;
   std::vector<std::pair<InferRequest, InferCallback>> parked_;
   InferRequest last_request_;

@@ -41,6 +41,11 @@ using tcp = asio::ip::tcp;
 
 class HttpSession;
 
+// DispatchEndpoint, with what it may throw (std::bad_alloc decoding or
+// encoding an absurd request) answered instead of ending the thread: 503
+// for memory, 500 otherwise. Any thread.
+void DispatchGuarded(HttpServer::State& state, EndpointRequest request, ReplyCallback reply);
+
 constexpr size_t kReadChunk = 16 * 1024;
 // All-JSON infer bodies above this are decoded on State::decode.
 constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
@@ -328,11 +333,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       // decode pool, so that the network threads keep answering health
       // checks and small requests meanwhile.
       asio::post(state_->decode, [state = state_, er = std::move(er), reply = std::move(reply)]() mutable {
-        DispatchEndpoint(state->server, std::move(er), state->blocking, std::move(reply));
+        DispatchGuarded(*state, std::move(er), std::move(reply));
       });
       return;
     }
-    DispatchEndpoint(state_->server, std::move(er), state_->blocking, std::move(reply));
+    DispatchGuarded(*state_, std::move(er), std::move(reply));
   }
 
   // While request `seq` waits for its reply nothing reads the socket; a
@@ -582,7 +587,7 @@ void Accept(std::shared_ptr<State> state) {
 // that long (HttpOptions::busy_poll). The window is shared on purpose: a
 // thread that blocked in epoll would hold Asio's reactor, and the threads
 // still polling would then see no socket event until that one woke up.
-void RunNetworkThread(State& s) {
+void RunNetworkLoop(State& s) {
   const int64_t window = std::chrono::duration_cast<std::chrono::nanoseconds>(s.options.busy_poll).count();
   if (window <= 0) {
     s.ioc.run();
@@ -600,6 +605,22 @@ void RunNetworkThread(State& s) {
   }
 }
 
+// A handler that throws would end ioc.run() and, from a std::thread,
+// the process: it is logged and the thread runs on. The connection the
+// handler served is dropped with it (its handlers released their hold).
+void RunNetworkThread(State& s) {
+  while (true) {
+    try {
+      RunNetworkLoop(s);
+      return;
+    } catch (const std::exception& e) {
+      spdlog::error("an HTTP handler threw ({}); its connection is dropped, the server keeps serving", e.what());
+    } catch (...) {
+      spdlog::error("an HTTP handler threw an unknown exception; its connection is dropped, the server keeps serving");
+    }
+  }
+}
+
 // The sessions alive now.
 std::vector<std::shared_ptr<HttpSession>> Sessions(State& state) {
   std::vector<std::shared_ptr<HttpSession>> out;
@@ -611,6 +632,27 @@ std::vector<std::shared_ptr<HttpSession>> Sessions(State& state) {
 }
 
 }  // namespace
+
+void DispatchGuarded(State& state, EndpointRequest request, ReplyCallback reply) {
+  // The callback is kept aside: one that DispatchEndpoint consumed before it
+  // threw has not been called, and the request still needs its answer.
+  struct Pending {
+    ReplyCallback reply;
+    std::atomic<bool> answered{false};
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->reply = std::move(reply);
+  auto once = [pending](HttpReply r) {
+    if (!pending->answered.exchange(true)) pending->reply(std::move(r));
+  };
+  try {
+    DispatchEndpoint(state.server, std::move(request), state.blocking, once);
+  } catch (const std::bad_alloc&) {
+    once(ErrorReply(ResourceExhausted("the server ran out of memory handling this request; send a smaller one")));
+  } catch (const std::exception& e) {
+    once(ErrorReply(Internal(fmt::format("unexpected error handling the request: {}", e.what()))));
+  }
+}
 
 Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text) {
   if (text == "none") return AccessLogFormat::kNone;

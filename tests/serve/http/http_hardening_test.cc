@@ -253,6 +253,17 @@ TEST_F(HttpHardeningTest, HealthIsAnsweredWhileALargeJsonRequestIsBeingHandled) 
   EXPECT_EQ(heavy.Read().status, 200u);
 }
 
+TEST_F(HttpHardeningTest, AnOutOfMemoryWhileHandlingARequestIsA503AndTheServerKeepsServing) {
+  StartServer();
+  fake_.ThrowBadAllocOnInfer(true);
+  TestHttpClient c(port());
+  HttpResult r = c.Post("/v2/models/echo/infer", kEchoBody);
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_THAT(r.body, HasSubstr("out of memory"));
+  fake_.ThrowBadAllocOnInfer(false);
+  EXPECT_EQ(c.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+}
+
 TEST_F(HttpHardeningTest, TricklingBodyDoesNotHoldTheDrain) {
   StartServer();
   TestHttpClient c(port());
