@@ -281,11 +281,25 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     auto route = protocol::MatchRoute(req.target());
     if (!route) return Write(ErrorReply(route.status()));
     if (auto denied = CheckAccess(state_->options.access,
-                                  {req[http::field::host], req[http::field::origin], req[http::field::authorization]},
+                                  {req[http::field::host], req[http::field::origin], req[http::field::authorization],
+                                   req.method() == http::verb::options},
                                   route->endpoint)) {
       HttpReply r = ErrorReply(InvalidArgument(denied->message));
       r.status = denied->status;
       return Write(std::move(r));
+    }
+    // An allowed cross-origin browser request: its reply carries CORS
+    // headers, and its preflight is answered here.
+    if (const std::string_view origin = req[http::field::origin];
+        !origin.empty() && !IsSameOrigin(origin, req[http::field::host])) {
+      cors_origin_ = std::string(origin);
+      if (req.method() == http::verb::options) {
+        preflight_ = true;
+        HttpReply r;
+        r.status = 204;
+        r.content_type.clear();
+        return Write(std::move(r));
+      }
     }
     // HEAD is GET without the body (RFC 9110 9.3.2): same status and headers.
     head_ = req.method() == http::verb::head && route->method == "GET";
@@ -410,6 +424,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     if (!allow_.empty()) res.set(http::field::allow, allow_);
     if (reply.status == 401) res.set(http::field::www_authenticate, "Bearer");
+    if (!cors_origin_.empty()) {
+      res.set(http::field::access_control_allow_origin, cors_origin_);
+      res.set(http::field::vary, "Origin");
+      if (preflight_) {
+        res.set(http::field::access_control_allow_methods, "GET, HEAD, POST");
+        res.set(http::field::access_control_allow_headers,
+                "Content-Type, Inference-Header-Content-Length, Authorization");
+        res.set(http::field::access_control_max_age, "600");
+      }
+    }
     if (state_->draining) close_after_ = true;
     res.keep_alive(keep_alive_ && !close_after_);
     res.body() = std::move(reply.body);
@@ -459,6 +483,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     allow_.clear();
     model_.clear();
     head_ = false;
+    preflight_ = false;
+    cors_origin_.clear();
     started_ = std::chrono::steady_clock::now();
     body_read_ = {};
     request_bytes_ = 0;
@@ -516,6 +542,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool close_after_ = false;
   bool request_started_ = false;
   bool head_ = false;  // the request is a HEAD: its reply is written without a body
+  bool preflight_ = false;   // an allowed CORS preflight (OPTIONS) is answered
+  std::string cors_origin_;  // an allowed cross-origin request's Origin; "" for others
   // The infer request awaiting its reply can be cancelled through this
   // (InferRequest::cancelled); null for other requests.
   std::shared_ptr<std::atomic<bool>> cancel_;

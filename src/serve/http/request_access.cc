@@ -56,6 +56,12 @@ bool SameSecret(std::string_view given, std::string_view secret) {
 
 }  // namespace
 
+bool IsSameOrigin(std::string_view origin, std::string_view host) {
+  const std::string o = Lower(origin);
+  const std::string h = Lower(host);
+  return !h.empty() && (o == "http://" + h || o == "https://" + h);
+}
+
 std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const AccessHeaders& headers,
                                         protocol::Endpoint endpoint) {
   if (!headers.host.empty()) {
@@ -68,14 +74,13 @@ std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const Acce
   }
   if (!headers.origin.empty()) {
     const std::string origin = Lower(headers.origin);
-    const bool same = origin == "http://" + Lower(headers.host) || origin == "https://" + Lower(headers.host);
-    if (!same && !Contains(options.allowed_origins, origin)) {
+    if (!IsSameOrigin(origin, headers.host) && !Contains(options.allowed_origins, origin)) {
       return AccessDenied{403, fmt::format("cross-origin request from Origin '{}' refused (a web page may not use "
                                            "this server); to allow that page, start the server with --allow-origin {}",
                                            headers.origin, headers.origin)};
     }
   }
-  if (!options.auth_token.empty() && NeedsToken(endpoint)) {
+  if (!options.auth_token.empty() && NeedsToken(endpoint) && !headers.preflight) {
     constexpr std::string_view kBearer = "bearer ";
     const std::string_view auth = headers.authorization;
     const bool bearer = auth.size() > kBearer.size() && Lower(auth.substr(0, kBearer.size())) == kBearer;

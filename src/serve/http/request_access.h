@@ -11,6 +11,9 @@
 //   Origin  when present (browsers send it on cross-origin and POST
 //           requests; other clients do not) it must be the server itself
 //           (http://<Host>) or one of allowed_origins ("*": any).
+//           A cross-origin request that passes gets CORS headers
+//           (Access-Control-Allow-Origin: that origin), and an OPTIONS
+//           preflight from it a 204 naming the methods and headers allowed.
 //   Token   with a token set, POST /v2/repository/index, .../load and
 //           .../unload need "Authorization: Bearer <token>" (compared in
 //           constant time).
@@ -45,6 +48,7 @@ struct AccessHeaders {
   std::string_view host;
   std::string_view origin;
   std::string_view authorization;
+  bool preflight = false;  // an OPTIONS request: a CORS preflight carries no token
 };
 
 struct AccessDenied {
@@ -55,6 +59,10 @@ struct AccessDenied {
 // nullopt when the request may proceed to `endpoint`.
 std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const AccessHeaders& headers,
                                         protocol::Endpoint endpoint);
+
+// True when `origin` ("http://host:port") names the server the request was
+// sent to (`host`, the Host header): not a cross-origin request.
+bool IsSameOrigin(std::string_view origin, std::string_view host);
 
 // Reads --auth-token-file: the file's first line, surrounding whitespace
 // trimmed. InvalidArgument naming the flag when it cannot be read or is empty.

@@ -341,9 +341,15 @@ TEST_F(HttpHardeningTest, CrossOriginBrowserRequestIs403UnlessAllowed) {
   o.access.allowed_origins = {"https://app.example.com"};
   StartServer(o);
   TestHttpClient e(port());
-  EXPECT_EQ(
-      e.Send(http::verb::post, "/v2/models/echo/infer", kEchoBody, {{"Origin", "https://app.example.com"}}).status,
-      200u);
+  HttpResult allowed =
+      e.Send(http::verb::post, "/v2/models/echo/infer", kEchoBody, {{"Origin", "https://app.example.com"}});
+  EXPECT_EQ(allowed.status, 200u);
+  EXPECT_EQ(allowed.header("Access-Control-Allow-Origin"), "https://app.example.com");
+  HttpResult preflight = e.Send(http::verb::options, "/v2/models/echo/infer", "",
+                                {{"Origin", "https://app.example.com"}, {"Access-Control-Request-Method", "POST"}});
+  EXPECT_EQ(preflight.status, 204u);
+  EXPECT_THAT(preflight.header("Access-Control-Allow-Methods"), HasSubstr("POST"));
+  EXPECT_THAT(preflight.header("Access-Control-Allow-Headers"), HasSubstr("Inference-Header-Content-Length"));
 }
 
 TEST_F(HttpHardeningTest, AuthTokenGuardsRepositoryControlOnly) {
