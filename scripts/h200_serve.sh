@@ -4,8 +4,10 @@
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
 # built, `ortgpu perf` must be in the carried bundle.
 #
-#   scripts/h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp] [perfwrk]   (default: all)
+#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk]   (default: all)
 #
+# ceiling what loopback HTTP alone gives for ResNet-50's 602 KB binary
+#         request: wrk against the bare Beast server (no model, no decode)
 # shapes  ortgpu_shape_switch on ResNet-50: what a change of batch size costs
 # resnet  in-process bench (batch 32) beside served ResNet-50 (64 connections,
 #         batch-1 binary requests) with dynamic batching and without
@@ -15,7 +17,7 @@
 # perfwrk scripts/perf_vs_wrk.sh: ortgpu perf against wrk on a bare server
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
-parts=${*:-shapes resnet bert mlp perfwrk}
+parts=${*:-shapes ceiling resnet bert mlp perfwrk}
 mkdir -p "$out"
 models=/tmp/models
 [ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
@@ -40,7 +42,7 @@ start_server() {
     kill -0 $pid 2>/dev/null || { echo "serve died:"; tail -20 "$2"; return 1; }
     sleep 0.2
   done
-  echo "serve never became ready"; tail -20 "$2"; return 1
+  echo "serve never became ready"; tail -20 "$2"; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; return 1
 }
 stop_server() { kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; }
 stats() { python3 -c 'import sys, urllib.request as u; print(u.urlopen("http://127.0.0.1:8000/v2/models/%s/stats" % sys.argv[1]).read().decode())' "$1"; }
@@ -58,6 +60,8 @@ for s in d.get("steps", []):
     print(json.dumps({k: s.get(k) for k in ("load", "throughput", "latency_ms", "stable", "server", "outside_server_us", "gpu", "errors")})[:1500])
 PY
   echo "--- $name: wrk -t4 -c$conns -d${DURATION}s (binary requests of $(stat -c %s "$body") bytes)"
+  # The server's busiest threads 3 s into the wrk run (TOP=1).
+  [ "${TOP:-0}" = 1 ] && (sleep 3; top -H -b -n 1 -p "$pid" | head -22 > "$out/top_$name.txt") &
   BODY_FILE=$body JSON_LEN=$len wrk -t4 -c"$conns" -d"${DURATION}s" --latency -s $LUA "http://127.0.0.1:8000/v2/models/$model/infer" |
     grep -E "Latency|50%|99%|Requests/sec|Non-2xx|Socket"
   echo "--- batch_stats after the load"; stats "$model" | python3 -c 'import json,sys; m=json.load(sys.stdin)["model_stats"][0]; print([(b["batch_size"], b["compute_infer"]["count"], round(b["compute_input"]["ns"]/max(1,b["compute_input"]["count"])/1e6,2), round(b["compute_infer"]["ns"]/max(1,b["compute_infer"]["count"])/1e6,2)) for b in m["batch_stats"]])'
@@ -74,6 +78,22 @@ if [[ " $parts " == *" shapes "* ]]; then
   } > "$out/shapes.txt" 2>&1
 fi
 
+if [[ " $parts " == *" ceiling "* ]]; then
+  {
+    len=$(python3 scripts/make_binary_request.py /tmp/resnet_b1.bin input:FP32:1x3x224x224 --output output)
+    for threads in 4 8; do
+      ortgpu_fixed_response_server 8010 $threads > /dev/null 2>&1 & fpid=$!
+      sleep 0.5
+      for wt in 4 8; do
+        echo "--- bare Beast server, $threads threads; wrk -t$wt -c64 -d${DURATION}s, $(stat -c %s /tmp/resnet_b1.bin)-byte bodies"
+        BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t$wt -c64 -d"${DURATION}s" --latency -s $LUA http://127.0.0.1:8010/v2/models/fixed/infer |
+          grep -E "50%|99%|Requests/sec|Transfer"
+      done
+      kill $fpid; wait $fpid 2>/dev/null
+    done
+  } > "$out/ceiling.txt" 2>&1
+fi
+
 if [[ " $parts " == *" resnet "* ]]; then
   {
     for io in host bound cuda-graph; do
@@ -85,7 +105,26 @@ if [[ " $parts " == *" resnet "* ]]; then
 input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
 output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
 optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } }] } }'
+    graph_base='max_batch_size: 32
+input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
+output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }'
+    # A variant ending in -graph is the same config with enable_cuda_graph=1;
+    # mem-N only loads N instances ([16]) and records GPU memory.
     for variant in ${RESNET_VARIANTS:-b16-32-1inst b16-32-2inst b16-3inst b32-2inst nobatching}; do
+      config_base=$base
+      if [[ $variant == *-graph ]]; then config_base=$graph_base; variant=${variant%-graph}; tag=$variant-graph; else tag=$variant; fi
+      if [[ $variant == mem-* ]]; then
+        n=${variant#mem-}
+        repo=$(serve_repo resnet50 "$R" "$config_base
+instance_group [{ count: $n kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }")
+        start_server $repo "$out/serve_resnet_$tag.log" || continue
+        echo "=== ResNet-50 $tag: $(grep -m1 'is READY' "$out/serve_resnet_$tag.log" | sed 's/.*READY/READY/')"
+        nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed "s/^/GPU memory with $n instances ($tag): /"
+        stop_server
+        continue
+      fi
       case $variant in
         b16-32-1inst) extra='instance_group [{ count: 1 kind: KIND_GPU }]
 dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }' ;;
@@ -101,11 +140,15 @@ dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000
 dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
         nobatching) extra='instance_group [{ count: 1 kind: KIND_GPU }]' ;;
       esac
-      repo=$(serve_repo resnet50 "$R" "$base
+      repo=$(serve_repo resnet50 "$R" "$config_base
 $extra")
-      echo "=== ResNet-50 $variant"; grep -E "instance|dynamic" $repo/resnet50/config.pbtxt
-      start_server $repo "$out/serve_resnet_$variant.log" || continue
-      grep -E "resnet50|WARMUP" "$out/serve_resnet_$variant.log" | head -4
+      echo "=== ResNet-50 $tag"; grep -E "instance|dynamic|graph" $repo/resnet50/config.pbtxt
+      start_server $repo "$out/serve_resnet_$tag.log" || continue
+      grep -E "resnet50|WARMUP|warn" "$out/serve_resnet_$tag.log" | head -6
+      # The same 48 random images (sent at once, so batched) through every
+      # variant: their outputs must agree (scripts/infer_digest.py).
+      python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_$tag.json" &&
+        for d in "$out"/digest_*.json; do [ "$d" = "$out/digest_$tag.json" ] || { echo -n "outputs against $(basename "$d"): "; python3 scripts/infer_digest.py --compare "$d" "$out/digest_$tag.json"; }; done
       nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed 's/^/GPU memory after load: /'
       if [ "$variant" = b16-32-1inst ]; then
         # Cold start: the first 30 s after READY against the next 15 s.
@@ -113,7 +156,9 @@ $extra")
         BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d30s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
         BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d15s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
       fi
-      load "resnet_$variant" resnet50 /tmp/resnet_b1.bin "$len" ${RESNET_CONCURRENCY:-64}
+      load "resnet_$tag" resnet50 /tmp/resnet_b1.bin "$len" ${RESNET_CONCURRENCY:-64}
+      python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_after_$tag.json" &&
+        { echo -n "outputs after the load against before: "; python3 scripts/infer_digest.py --compare "$out/digest_$tag.json" "$out/digest_after_$tag.json"; }
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
       stop_server
     done
@@ -126,11 +171,18 @@ if [[ " $parts " == *" bert "* ]]; then
       --shape input_ids:32x128 --shape attention_mask:32x128 --shape token_type_ids:32x128 --int-range input_ids:0:30000 \
       --duration 4 --no-check --no-progress | tail -4
     len=$(python3 scripts/make_binary_request.py /tmp/bert_b1.bin input_ids:INT64:1x128 attention_mask:INT64:1x128 token_type_ids:INT64:1x128)
-    repo=$(serve_repo bert "$B" 'max_batch_size: 32
-input [{ name: "input_ids" data_type: TYPE_INT64 dims: [128] }, { name: "attention_mask" data_type: TYPE_INT64 dims: [128] }, { name: "token_type_ids" data_type: TYPE_INT64 dims: [128] }]
+    # BERT_VARIANTS: plain (the issue's config) and graph (enable_cuda_graph=1).
+    for variant in ${BERT_VARIANTS:-plain}; do
+      graph_opt=''
+      [ "$variant" = graph ] && graph_opt='optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "enable_cuda_graph" value: "1" } }] } }'
+      repo=$(serve_repo bert "$B" "max_batch_size: 32
+input [{ name: \"input_ids\" data_type: TYPE_INT64 dims: [128] }, { name: \"attention_mask\" data_type: TYPE_INT64 dims: [128] }, { name: \"token_type_ids\" data_type: TYPE_INT64 dims: [128] }]
 instance_group [{ count: 2 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }')
-    start_server $repo "$out/serve_bert.log" && { load bert bert /tmp/bert_b1.bin "$len" 64; stop_server; }
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }
+$graph_opt")
+      echo "=== BERT $variant"
+      start_server $repo "$out/serve_bert_$variant.log" && { grep -E "READY|warn" "$out/serve_bert_$variant.log" | head -3; load "bert_$variant" bert /tmp/bert_b1.bin "$len" 64; stop_server; }
+    done
   } > "$out/bert.txt" 2>&1
 fi
 

@@ -1,5 +1,6 @@
 #include "ort/input_staging.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -15,7 +16,32 @@ struct InputStaging::Impl {
   std::unique_ptr<Ort::Allocator> pinned;
   std::vector<Ort::Value> owners;   // one max_rows tensor per input, owning its buffer
   std::vector<std::string> output_names;
+  // Where ORT puts the outputs: the CUDA EP's pinned host memory (ORT's one
+  // device-to-host copy lands there, in its pinned arena) or CPU memory.
+  // Falls back to CPU memory for good when the session refuses pinned.
+  bool pinned_outputs = false;
 };
+
+namespace {
+
+// A host tensor borrowing the bytes of `value` (CPU or pinned memory), which
+// the returned tensor keeps alive: no copy. Strings are copied out.
+Expected<Tensor> BorrowHostOutput(const std::string& name, Ort::Value value) {
+  if (!value.IsTensor()) return Unimplemented("output '" + name + "' is not a tensor; ortgpu returns tensors only");
+  if (!ort_internal::OnCpu(value.GetTensorMemoryInfo())) return ort_internal::ToHost(name, value);
+  auto info = value.GetTensorTypeAndShapeInfo();
+  if (static_cast<DataType>(info.GetElementType()) == DataType::kString) return ort_internal::ToHost(name, value);
+  Tensor t;
+  t.name = name;
+  t.dtype = static_cast<DataType>(info.GetElementType());
+  t.shape = info.GetShape();
+  const size_t bytes = info.GetElementCount() * ElementSize(t.dtype);
+  auto owner = std::make_shared<Ort::Value>(std::move(value));
+  t.data.Borrow(owner, static_cast<const uint8_t*>(owner->GetTensorRawData()), bytes);
+  return t;
+}
+
+}  // namespace
 
 InputStaging::~InputStaging() = default;
 
@@ -69,6 +95,7 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
       s->impl_->owners.push_back(std::move(v));
     }
     s->pinned_ = pinned != nullptr;
+    s->impl_->pinned_outputs = pinned != nullptr;
   } catch (const Ort::Exception& e) {
     return StatusFromOrt(e, "allocating the batch buffers of model " + session.label());
   } catch (const std::bad_alloc&) {
@@ -79,14 +106,14 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
 }
 
 Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t rows,
-                                                const std::vector<std::vector<int64_t>>& shapes) const {
+                                                const std::vector<std::vector<int64_t>>& shapes,
+                                                const std::vector<std::string>& wanted) const {
   if (rows < 1 || rows > max_rows_) {
     return InvalidArgument("a batch of " + std::to_string(rows) + " rows does not fit the staging buffers of " +
                            std::to_string(max_rows_) + " rows");
   }
   try {
     std::vector<Ort::Value> values;
-    std::vector<const char*> in_names;
     values.reserve(specs_.size());
     for (size_t i = 0; i < specs_.size(); ++i) {
       std::vector<int64_t> shape;
@@ -107,17 +134,47 @@ Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t 
       values.push_back(Ort::Value::CreateTensor(impl_->owners[i].GetTensorMemoryInfo(), buffers_[i], bytes,
                                                 shape.data(), shape.size(),
                                                 static_cast<ONNXTensorElementDataType>(specs_[i].dtype)));
-      in_names.push_back(specs_[i].name.c_str());
     }
-    std::vector<const char*> out_names;
-    for (const auto& n : impl_->output_names) out_names.push_back(n.c_str());
-    Ort::RunOptions run_options;
-    auto results = session.native().Run(run_options, in_names.data(), values.data(), values.size(), out_names.data(),
-                                        out_names.size());
+    // Only the outputs some request of the batch asked for are fetched; ORT
+    // writes each straight into host memory it allocates (pinned on CUDA),
+    // and the returned tensors borrow that memory.
+    std::vector<const std::string*> out_names;
+    for (const auto& n : impl_->output_names) {
+      if (wanted.empty() || std::find(wanted.begin(), wanted.end(), n) != wanted.end()) out_names.push_back(&n);
+    }
+    const int device = [&] {
+      auto it = session.options().cuda_options.find("device_id");
+      return it == session.options().cuda_options.end() ? 0 : std::atoi(it->second.c_str());
+    }();
+    auto run = [&](bool pinned_outputs) {
+      Ort::IoBinding binding(session.native());
+      for (size_t i = 0; i < specs_.size(); ++i) binding.BindInput(specs_[i].name.c_str(), values[i]);
+      Ort::MemoryInfo out_memory = pinned_outputs
+                                       ? Ort::MemoryInfo("CudaPinned", OrtDeviceAllocator, device, OrtMemTypeCPUOutput)
+                                       : Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+      for (const std::string* n : out_names) binding.BindOutput(n->c_str(), out_memory);
+      Ort::RunOptions run_options;
+      std::shared_lock capture(ort_internal::CudaCaptureMutex());  // not while a graph is being captured
+      session.native().Run(run_options, binding);
+      return binding.GetOutputValues();
+    };
+    std::vector<Ort::Value> results;
+    if (impl_->pinned_outputs) {
+      try {
+        results = run(true);
+      } catch (const Ort::Exception&) {
+        // A session without a pinned allocator for outputs: CPU memory from
+        // now on (the run itself is retried; a model error fails again).
+        impl_->pinned_outputs = false;
+        results = run(false);
+      }
+    } else {
+      results = run(false);
+    }
     std::vector<Tensor> out;
     out.reserve(results.size());
-    for (size_t i = 0; i < results.size(); ++i) {
-      ORTGPU_ASSIGN_OR_RETURN(Tensor t, ort_internal::ToHost(impl_->output_names[i], results[i]));
+    for (size_t i = 0; i < results.size() && i < out_names.size(); ++i) {
+      ORTGPU_ASSIGN_OR_RETURN(Tensor t, BorrowHostOutput(*out_names[i], std::move(results[i])));
       out.push_back(std::move(t));
     }
     return out;

@@ -1,5 +1,6 @@
 #include "ort/io_binding.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <onnxruntime_cxx_api.h>
@@ -109,7 +110,12 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
     if (options.mode == IoMode::kCudaGraph) {
       // Output addresses must not change between replays: learn the shapes
       // with one plain run, then preallocate the outputs on the device.
-      ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> shapes, session.Run(r->host_inputs_));
+      Expected<std::vector<Tensor>> learned = Status(Internal("not run"));
+      {
+        std::unique_lock capture(ort_internal::CudaCaptureMutex());
+        learned = session.Run(r->host_inputs_);
+      }
+      ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> shapes, std::move(learned));
       for (const auto& out : shapes) {
         Ort::Value v = Ort::Value::CreateTensor(impl->allocator, out.shape.data(), out.shape.size(),
                                                 static_cast<ONNXTensorElementDataType>(out.dtype));
@@ -135,19 +141,54 @@ Status BoundRunner::Run() {
     return Status::Ok();
   }
   try {
-    session_->native().Run(impl_->run_options, impl_->binding);
+    if (options_.mode == IoMode::kCudaGraph && graph_runs_ < kCaptureRuns) {
+      // The regular runs and the capture: no other CUDA work in the process
+      // meanwhile (CudaCaptureMutex).
+      std::unique_lock capture(ort_internal::CudaCaptureMutex());
+      ++graph_runs_;
+      session_->native().Run(impl_->run_options, impl_->binding);
+    } else {
+      session_->native().Run(impl_->run_options, impl_->binding);
+    }
+    // A replay is launched on ORT's stream and may still be running: wait,
+    // so the outputs read next (and the inputs written next) are this run's.
+    if (options_.mode == IoMode::kCudaGraph) ORTGPU_RETURN_IF_ERROR(ort_internal::SynchronizeDevice());
   } catch (const Ort::Exception& e) {
     return StatusFromOrt(e, "running model " + session_->label() + " with I/O mode " + std::string(IoModeName(options_.mode)));
   }
   return Status::Ok();
 }
 
-Expected<std::vector<Tensor>> BoundRunner::FetchOutputs() {
-  if (!impl_) return last_host_outputs_;
+Status BoundRunner::SetInput(size_t i, const uint8_t* src, size_t bytes) {
+  if (i >= host_inputs_.size() || host_inputs_[i].dtype == DataType::kString || host_inputs_[i].byte_size() != bytes) {
+    return InvalidArgument("input " + std::to_string(i) + " of " + session_->label() + " is bound with another size (" +
+                           std::to_string(i < host_inputs_.size() ? host_inputs_[i].byte_size() : 0) + " bytes, not " +
+                           std::to_string(bytes) + ")");
+  }
+  if (impl_ && !impl_->inputs.empty() && !ort_internal::OnCpu(impl_->inputs[i].GetTensorMemoryInfo())) {
+    return CopyBytes(impl_->inputs[i].GetTensorMutableRawData(), src, bytes, kCudaMemcpyHostToDevice, impl_->inputs[i]);
+  }
+  // Host memory: the bound value (kBound) is a view of this tensor.
+  if (bytes > 0) std::memcpy(host_inputs_[i].data.data(), src, bytes);
+  return Status::Ok();
+}
+
+Expected<std::vector<Tensor>> BoundRunner::FetchOutputs(const std::vector<std::string>& wanted) {
+  auto asked = [&](const std::string& name) {
+    return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+  };
+  if (!impl_) {
+    std::vector<Tensor> out;
+    for (const auto& t : last_host_outputs_) {
+      if (asked(t.name)) out.push_back(t);
+    }
+    return out;
+  }
   try {
     std::vector<Tensor> out;
     if (!impl_->outputs.empty()) {
       for (size_t i = 0; i < impl_->outputs.size(); ++i) {
+        if (!asked(impl_->output_names[i])) continue;
         ORTGPU_ASSIGN_OR_RETURN(Tensor t, ToHost(impl_->output_names[i], impl_->outputs[i]));
         out.push_back(std::move(t));
       }
@@ -156,6 +197,7 @@ Expected<std::vector<Tensor>> BoundRunner::FetchOutputs() {
     const auto names = impl_->binding.GetOutputNames();
     auto values = impl_->binding.GetOutputValues();
     for (size_t i = 0; i < values.size(); ++i) {
+      if (!asked(names[i])) continue;
       ORTGPU_ASSIGN_OR_RETURN(Tensor t, ToHost(names[i], values[i]));
       out.push_back(std::move(t));
     }

@@ -60,9 +60,17 @@ class BoundRunner {
   // device at the end of Run).
   Status Run();
 
-  // The outputs of the last Run, copied to host memory.
+  // Replaces the bytes of bound input i (same shape and type) with `bytes`
+  // bytes from host memory: copied into its device buffer in kResident and
+  // kCudaGraph (the address a captured graph reads stays the same), into
+  // the bound host tensor otherwise. How `serve` feeds each batch to a
+  // CUDA-graph session. InvalidArgument when the size differs.
+  Status SetInput(size_t i, const uint8_t* src, size_t bytes);
+
+  // The outputs of the last Run, copied to host memory: those named in
+  // `names` (every output when empty), in model order.
   // REQUIRES: Run() succeeded at least once.
-  Expected<std::vector<Tensor>> FetchOutputs();
+  Expected<std::vector<Tensor>> FetchOutputs(const std::vector<std::string>& names = {});
 
   IoMode mode() const { return options_.mode; }
   // Where bound tensors live: "host" (kHost), "cpu" or "cuda:N".
@@ -77,6 +85,10 @@ class BoundRunner {
   std::vector<Tensor> last_host_outputs_;  // kHost only
   std::string memory_;
   std::unique_ptr<Impl> impl_;  // ORT objects, absent in kHost mode
+  // kCudaGraph: runs so far, up to kCaptureRuns (ORT's regular runs before
+  // the capture, and the capture itself, hold the capture lock).
+  static constexpr int kCaptureRuns = 3;
+  int graph_runs_ = 0;
 };
 
 }  // namespace ortgpu

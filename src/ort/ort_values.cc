@@ -32,12 +32,41 @@ CudaMemcpyFn FindCudaMemcpy() {
 }
 
 
+using CudaSyncFn = int (*)();
+
+CudaSyncFn FindCudaDeviceSynchronize() {
+  static CudaSyncFn fn = [] {
+    for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+      void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+      if (h != nullptr) {
+        if (void* sym = dlsym(h, "cudaDeviceSynchronize")) return reinterpret_cast<CudaSyncFn>(sym);
+      }
+    }
+    return static_cast<CudaSyncFn>(nullptr);
+  }();
+  return fn;
+}
+
 }  // namespace
+
+Status SynchronizeDevice() {
+  CudaSyncFn fn = FindCudaDeviceSynchronize();
+  if (fn == nullptr) return Unavailable("cudaDeviceSynchronize is not available: libcudart is not loaded");
+  const int rc = fn();
+  if (rc != 0) return Internal("cudaDeviceSynchronize failed with CUDA error " + std::to_string(rc));
+  return Status::Ok();
+}
 
 // Copies `bytes` between host and device memory with cudart, else with
 // ORT's CopyTensors on tensor views of the two buffers.
+std::shared_mutex& CudaCaptureMutex() {
+  static std::shared_mutex mu;
+  return mu;
+}
+
 Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value) {
   if (bytes == 0) return Status::Ok();
+  std::shared_lock capture(CudaCaptureMutex());
   if (CudaMemcpyFn memcpy_fn = FindCudaMemcpy()) {
     const int rc = memcpy_fn(dst, src, bytes, kind);
     if (rc != 0) return Internal("cudaMemcpy of " + std::to_string(bytes) + " bytes failed with CUDA error " + std::to_string(rc));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <shared_mutex>
 #include <string>
 
 #include <onnxruntime_cxx_api.h>
@@ -21,6 +22,16 @@ inline constexpr int kCudaMemcpyDeviceToHost = 2;
 // loaded, else with ORT's CopyTensors on views of the two buffers
 // (`device_value` gives the device side's memory info and shape).
 Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value);
+
+// CUDA graph capture in ORT uses the global capture mode, in which another
+// thread's synchronous CUDA calls (cudaMemcpy, cudaMalloc) fail the capture.
+// Capturing runs hold this exclusively; copies and runs of other sessions
+// hold it shared (uncontended once every graph is captured).
+std::shared_mutex& CudaCaptureMutex();
+
+// Waits for all work on the current CUDA device (a CUDA graph replay may
+// return before its kernels finish, on a stream the caller cannot name).
+Status SynchronizeDevice();
 
 // Whether `info` is CPU memory (pinned memory counts as CPU).
 bool OnCpu(const Ort::ConstMemoryInfo& info);

@@ -92,6 +92,27 @@ class TensorBytes {
     view_size_ = size;
   }
   bool borrowed() const { return owner_ != nullptr; }
+  // Moves owned bytes into a shared buffer this object then borrows, so
+  // Slice() can hand out views without copying. No-op when borrowing.
+  void Share() {
+    if (owner_) return;
+    auto shared = std::make_shared<std::vector<uint8_t>>(std::move(owned_));
+    owned_.clear();
+    Borrow(shared, shared->data(), shared->size());
+  }
+  // `size` bytes from `offset`: a view sharing this object's owner when it
+  // borrows, else a copy. REQUIRES: offset + size <= size().
+  TensorBytes Slice(size_t offset, size_t size) const {
+    TensorBytes out;
+    if (owner_) {
+      out.Borrow(owner_, view_ + offset, size);
+    } else {
+      out.owned_.assign(owned_.begin() + offset, owned_.begin() + offset + size);
+    }
+    return out;
+  }
+  // The buffer keeping borrowed bytes alive (null when owned).
+  const std::shared_ptr<const void>& owner() const { return owner_; }
 
   const uint8_t* data() const { return owner_ ? view_ : owned_.data(); }
   uint8_t* data() { Own(); return owned_.data(); }

@@ -43,9 +43,7 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   s.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
   s.padded = loaded->batching.pad_to_preferred_batch_size;
   s.warmup = loaded->warmup.Brief();
-  if (std::string cuda_graphs = CudaGraphWarning(config); !cuda_graphs.empty()) {
-    s.warnings.push_back(std::move(cuda_graphs));
-  }
+  if (!loaded->cuda_graph_warning.empty()) s.warnings.push_back(loaded->cuda_graph_warning);
   // The same expansion as the loader: KIND_AUTO/KIND_MODEL take the default kind.
   for (const auto& g : config.instance_group()) {
     bool gpu = default_kind == InstanceKind::kGpu;

@@ -280,6 +280,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
       if ((*loaded)->workers_per_instance > 1) {
         sessions += "; " + std::to_string((*loaded)->workers_per_instance) + " workers per instance";
       }
+      if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every padded batch size and worker";
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }

@@ -46,6 +46,46 @@ TEST(InputStagingTest, StagedBatchesOfEverySizeMatchSessionRun) {
   }
 }
 
+// x [batch, 4] -> "double" = x + x and "square" = x * x.
+std::unique_ptr<Session> TwoOutputs() {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch"});
+  b.AddOutput("double", DataType::kFloat, {-1, 4}, {"batch"});
+  b.AddOutput("square", DataType::kFloat, {-1, 4}, {"batch"});
+  b.AddNode("Add", {"x", "x"}, {"double"});
+  b.AddNode("Mul", {"x", "x"}, {"square"});
+  SessionOptions o;
+  o.intra_op_threads = 1;
+  auto s = Session::LoadFromBytes(b.Serialize(), o, "two-outputs");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+// A batch fetches only the outputs its requests asked for, and hands them
+// back in the memory ORT wrote them to (borrowed, not copied again).
+TEST(InputStagingTest, OnlyTheAskedOutputsAreFetchedAndNotCopied) {
+  auto s = TwoOutputs();
+  ASSERT_NE(s, nullptr);
+  auto staging = InputStaging::Create(*s, {{"x", DataType::kFloat, {4}}}, 2);
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  float* x = reinterpret_cast<float*>((*staging)->data(0));
+  for (int i = 0; i < 8; ++i) x[i] = static_cast<float>(i);
+  auto square = (*staging)->Run(*s, 2, {}, {"square"});
+  ASSERT_TRUE(square.ok()) << square.status().ToString();
+  ASSERT_EQ(square->size(), 1u);
+  EXPECT_EQ((*square)[0].name, "square");
+  EXPECT_EQ((*square)[0].shape, (std::vector<int64_t>{2, 4}));
+  const Tensor& got = (*square)[0];
+  EXPECT_TRUE(got.data.borrowed());
+  EXPECT_FLOAT_EQ(got.data_as<float>()[3], 9.0f);
+  auto both = (*staging)->Run(*s, 1);
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ((*both)[0].name, "double");
+  EXPECT_FLOAT_EQ((*both)[0].data_as<float>()[3], 6.0f);
+  EXPECT_EQ((*both)[1].name, "square");
+}
+
 TEST(InputStagingTest, ReshapedViewAndBadSizesAreErrors) {
   auto s = Builtin();
   ASSERT_NE(s, nullptr);

@@ -52,6 +52,35 @@ TEST(BoundRunnerTest, EveryCpuModeGivesTheSameOutputsAsSessionRun) {
   }
 }
 
+// serve feeds each batch to a bound runner by replacing its inputs' bytes
+// (SetInput) and fetches only the outputs asked for.
+TEST(BoundRunnerTest, NewInputBytesGiveNewOutputsInEveryMode) {
+  auto s = Builtin();
+  ASSERT_NE(s, nullptr);
+  Tensor other = Image(2);
+  for (int64_t i = 0; i < other.element_count(); ++i) other.data_as<float>()[i] = static_cast<float>(i % 7) * 0.1f;
+  auto expected = s->Run({other});
+  ASSERT_TRUE(expected.ok());
+  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident}) {
+    BoundRunnerOptions o;
+    o.mode = m;
+    auto r = BoundRunner::Create(*s, {Image(2)}, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE((*r)->Run().ok());
+    const Tensor& bytes = other;
+    ASSERT_TRUE((*r)->SetInput(0, bytes.data.data(), bytes.byte_size()).ok());
+    ASSERT_TRUE((*r)->Run().ok());
+    auto out = (*r)->FetchOutputs({"logits"});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ(out->size(), 1u);
+    EXPECT_EQ((*out)[0].data, (*expected)[0].data) << IoModeName(m);
+    auto none = (*r)->FetchOutputs({"not-an-output"});
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none->empty());
+    EXPECT_FALSE((*r)->SetInput(0, bytes.data.data(), bytes.byte_size() - 4).ok()) << "a size that differs";
+  }
+}
+
 TEST(BoundRunnerTest, CudaGraphOnTheCpuProviderSaysItNeedsCuda) {
   auto s = Builtin();
   ASSERT_NE(s, nullptr);

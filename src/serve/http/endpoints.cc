@@ -128,6 +128,7 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                      r = ErrorReply(encoded.status());
                    } else {
                      r.body = std::move(encoded->body);
+                     r.body_tail = std::move(encoded->tail);
                      r.content_type = std::move(encoded->content_type);
                      r.inference_header_length = encoded->json_length;
                    }

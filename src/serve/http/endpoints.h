@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/thread_pool.hpp>
 
@@ -24,6 +25,9 @@ namespace ortgpu::serve {
 struct HttpReply {
   unsigned status = 200;
   std::string body;
+  // Written after `body` from the tensors' own buffers (scatter-gather):
+  // an infer response's borrowed binary outputs (EncodedBody::tail).
+  std::vector<TensorBytes> body_tail;
   std::string content_type = "application/json";
   std::optional<size_t> inference_header_length;  // binary tensor extension
   std::string model;                               // for the access log; "" if none

@@ -29,6 +29,7 @@
 #include <spdlog/spdlog.h>
 
 #include "serve/http/endpoints.h"
+#include "serve/http/segments_body.h"
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/route.h"
 
@@ -436,7 +437,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     if (state_->draining) close_after_ = true;
     res.keep_alive(keep_alive_ && !close_after_);
-    res.body() = std::move(reply.body);
+    res.body().head = std::move(reply.body);
+    res.body().tail = std::move(reply.body_tail);
     res.prepare_payload();
     if (head_) {
       // The length the GET would have, and no body.
@@ -530,7 +532,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<http::request_parser<http::string_body>> body_parser_;  // chunked bodies only
   RequestBody body_;           // the request body being read
   bool reading_body_ = false;  // a body read is pending; timer_ guards it
-  std::optional<http::response<http::string_body>> response_;
+  std::optional<http::response<SegmentsBody>> response_;  // written scatter-gather
   std::array<char, 4096> discard_{};
   std::string remote_;
   std::string method_;

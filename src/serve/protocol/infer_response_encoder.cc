@@ -176,10 +176,28 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     encoded.json_length = out.size();
     encoded.content_type = "application/octet-stream";
     for (size_t i = 0; i < response.outputs.size(); ++i) {
-      if (i < response.output_binary.size() && response.output_binary[i]) AppendBinary(out, response.outputs[i]);
+      if (i >= response.output_binary.size() || !response.output_binary[i]) continue;
+      const Tensor& t = response.outputs[i];
+      if (t.dtype != DataType::kString && (t.data.borrowed() || !encoded.tail.empty())) {
+        // A view of the tensor's buffer (shared, not copied); once the tail
+        // has begun, every later section joins it to keep the order.
+        encoded.tail.push_back(t.data.borrowed() ? t.data.Slice(0, t.data.size()) : t.data);
+      } else if (!encoded.tail.empty()) {
+        std::string bytes;
+        AppendBinary(bytes, t);
+        encoded.tail.emplace_back(std::vector<uint8_t>(bytes.begin(), bytes.end()));
+      } else {
+        AppendBinary(out, t);
+      }
     }
   }
   return encoded;
+}
+
+std::string FlattenBody(const EncodedBody& encoded) {
+  std::string out = encoded.body;
+  for (const auto& t : encoded.tail) out.append(reinterpret_cast<const char*>(t.data()), t.size());
+  return out;
 }
 
 std::string EncodeError(const Status& status) {

@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "serve/inference.h"
 #include "status/expected.h"
@@ -25,7 +26,15 @@
 namespace ortgpu::serve::protocol {
 
 struct EncodedBody {
+  // The JSON part, and binary sections that were copied into it.
   std::string body;
+  // Binary sections that follow `body` on the wire, left in the output
+  // tensors' own buffers so the connection writes them scatter-gather
+  // (writev) instead of concatenating them: the outputs the scheduler
+  // split from a batch borrow its buffer, and so do these. Empty for JSON
+  // responses and for outputs that own their bytes, which are appended to
+  // `body` as before.
+  std::vector<TensorBytes> tail;
   // Set when the body has a binary section: the value of the
   // Inference-Header-Content-Length response header (length of the JSON part).
   std::optional<size_t> json_length;
@@ -36,6 +45,9 @@ struct EncodedBody {
 // `binary_data` parameter when the request named it, else the request-level
 // `binary_data_output`; a true flag already set by the core is kept.
 std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferResponse& response);
+
+// `body` followed by `tail`, as one string (for callers that need it whole).
+std::string FlattenBody(const EncodedBody& encoded);
 
 // Encodes `response`, with `response.output_binary` choosing binary outputs
 // (missing entries mean JSON). Internal if an output tensor's data does not

@@ -61,11 +61,12 @@ nlohmann::json ConfigToJson(const inference::ModelConfig& config);
 DataType FromConfigType(inference::DataType t);
 inference::DataType ToConfigType(DataType t);
 
-// Non-empty when the config asks for CUDA graphs (optimization.cuda.graphs,
-// or enable_cuda_graph in the cuda accelerator's parameters or in
-// parameters), which `ortgpu serve` does not honour yet: the message says
-// so and that the model runs without them. The loader drops the CUDA option.
-std::string CudaGraphWarning(const inference::ModelConfig& config);
+// Where the config asks for CUDA graphs (optimization.cuda.graphs, or
+// enable_cuda_graph in the cuda accelerator's parameters or in parameters),
+// as the text to name in messages; "" when it does not. The loader honours
+// the request on GPU instances whose batches are padded to a few fixed
+// sizes (one graph per padded size and worker) and warns otherwise.
+std::string CudaGraphRequest(const inference::ModelConfig& config);
 
 // The parameters block as a plain map (ModelParameter.string_value).
 std::map<std::string, std::string> ConfigParameters(const inference::ModelConfig& config);

@@ -106,6 +106,13 @@ struct LoadedModel {
   // Worker threads per instance sharing its sessions (config parameter
   // workers_per_instance; 2 on GPU instances with dynamic batching).
   int workers_per_instance = 1;
+  // CUDA graphs: captured and replayed for every padded batch size (one
+  // graph per size and worker; each worker then has sessions of its own,
+  // since a session that replays graphs is not safe to run concurrently).
+  bool cuda_graphs = false;
+  // Set when the config asks for CUDA graphs that cannot be honoured (no
+  // GPU instance, or batches that are not padded to fixed sizes).
+  std::string cuda_graph_warning;
   // Declared last: stopped (and joined) first on destruction.
   std::unique_ptr<DynamicBatcher> batcher;
 };

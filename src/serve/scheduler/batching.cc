@@ -65,12 +65,12 @@ Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Te
   return out;
 }
 
-Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>& outputs,
-                                                      const std::vector<int64_t>& rows, int64_t padding_rows) {
+Expected<std::vector<std::vector<Tensor>>> SplitBatch(std::vector<Tensor>& outputs, const std::vector<int64_t>& rows,
+                                                      int64_t padding_rows) {
   int64_t total = padding_rows;
   for (int64_t r : rows) total += r;
   std::vector<std::vector<Tensor>> out(rows.size());
-  for (const Tensor& t : outputs) {
+  for (Tensor& t : outputs) {
     if (t.shape.empty() || t.shape[0] != total) {
       return InvalidArgument("output '" + t.name + "' has shape " + ShapeToString(t.shape) + " but the batch had " +
                              std::to_string(total) + " rows" +
@@ -78,6 +78,9 @@ Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>&
                              "so set max_batch_size: 0 in its config.pbtxt");
     }
     const int64_t per_row = total == 0 ? 0 : t.element_count() / total;
+    // Every request's piece is a view of the batch's buffer (one buffer per
+    // output and batch, freed when the last response using it is sent).
+    if (t.dtype != DataType::kString) t.data.Share();
     const size_t elem = ElementSize(t.dtype);
     int64_t row = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -90,7 +93,7 @@ Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>&
       if (t.dtype == DataType::kString) {
         piece.strings.assign(t.strings.begin() + begin, t.strings.begin() + end);
       } else {
-        piece.data.assign(t.data.begin() + begin * elem, t.data.begin() + end * elem);
+        piece.data = t.data.Slice(static_cast<size_t>(begin) * elem, static_cast<size_t>(end - begin) * elem);
       }
       row += rows[i];
       out[i].push_back(std::move(piece));

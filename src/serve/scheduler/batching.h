@@ -26,8 +26,11 @@ Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Te
 // Splits every output along dimension 0 into pieces of `rows[i]` rows; the
 // last `padding_rows` rows (ConcatBatch's padding) are dropped.
 // InvalidArgument when an output's first dimension is not the sum of rows
-// and padding (a model that does not batch along dimension 0).
-Expected<std::vector<std::vector<Tensor>>> SplitBatch(const std::vector<Tensor>& outputs,
+// and padding (a model that does not batch along dimension 0). The pieces
+// are views of `outputs`' buffers (which SplitBatch turns into shared ones),
+// not copies: a batch's output is fetched once and each response borrows
+// its rows until it is sent.
+Expected<std::vector<std::vector<Tensor>>> SplitBatch(std::vector<Tensor>& outputs,
                                                       const std::vector<int64_t>& rows, int64_t padding_rows = 0);
 
 }  // namespace ortgpu::serve

@@ -52,6 +52,21 @@ InferResponse BuildResponse(const InferRequest& req, std::vector<Tensor> outputs
   return resp;
 }
 
+// The outputs any request of `batch` asked for; empty when one asked for
+// all (or named none).
+template <typename PendingT>
+std::vector<std::string> WantedOutputs(const std::vector<PendingT>& batch) {
+  std::vector<std::string> names;
+  for (const auto& p : batch) {
+    const auto& asked = p.item.request.outputs;
+    if (asked.empty()) return {};
+    for (const auto& o : asked) {
+      if (std::find(names.begin(), names.end(), o.name) == names.end()) names.push_back(o.name);
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_ptr<InstanceRunner>> runners,
@@ -192,7 +207,20 @@ void DynamicBatcher::AnswerExpired(std::vector<Pending> expired) {
   }
 }
 
+Status DynamicBatcher::WaitUntilPrepared() {
+  std::unique_lock<std::mutex> lock(mu_);
+  prepared_cv_.wait(lock, [&] { return prepared_ == runners_.size(); });
+  return prepare_error_;
+}
+
 void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
+  Status prepared = runner->PrepareOnWorker();
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (!prepared.ok() && prepare_error_.ok()) prepare_error_ = prepared;
+    ++prepared_;
+  }
+  prepared_cv_.notify_all();
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<size_t> joinable;
   while (true) {
@@ -309,7 +337,7 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
   // The runner joins the inputs (into its reused staging buffers) and says
   // when they were ready, so compute_input stays the joining time.
   int64_t infer_start = 0;
-  auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start);
+  auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start, WantedOutputs(batch));
   const int64_t infer_end = clock_.NowNanos();
   if (infer_start == 0) infer_start = infer_end;  // failed before the inputs were ready
   t.compute_input_ns = infer_start - start;

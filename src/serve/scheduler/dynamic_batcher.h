@@ -105,6 +105,9 @@ class DynamicBatcher {
   // Refuses new requests, runs the queued ones, joins the workers. Idempotent.
   void Stop();
 
+  // Blocks until every worker has run its runner's PrepareOnWorker, and
+  // returns the first error (the loader then fails the load).
+  Status WaitUntilPrepared();
   size_t queue_size() const;
 
  private:
@@ -149,6 +152,9 @@ class DynamicBatcher {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  size_t prepared_ = 0;     // workers done with PrepareOnWorker (guarded by mu_)
+  Status prepare_error_;    // the first failure (guarded by mu_)
+  std::condition_variable prepared_cv_;
   std::deque<Pending> queue_;  // guarded by mu_
   bool stopping_ = false;      // guarded by mu_
   std::mutex stop_mu_;         // serialises Stop

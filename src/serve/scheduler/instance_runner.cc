@@ -30,7 +30,7 @@ std::optional<std::vector<int64_t>> Reshaped(const std::vector<int64_t>& dims, i
 
 Expected<std::vector<Tensor>> InstanceRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                        int64_t padding_rows, const Clock& clock,
-                                                       int64_t& inputs_ready_ns) {
+                                                       int64_t& inputs_ready_ns, const std::vector<std::string>&) {
   if (requests.size() == 1 && padding_rows == 0) {  // runs on the request's own tensors
     inputs_ready_ns = clock.NowNanos();
     return Run(*requests.front());
@@ -105,7 +105,8 @@ Status SessionRunner::ReshapeOutputs(std::vector<Tensor>& outputs, int64_t batch
 
 Expected<std::vector<Tensor>> SessionRunner::Run(const std::vector<Tensor>& inputs) {
   const int64_t batch = rules_.batched && !inputs.empty() && !inputs[0].shape.empty() ? inputs[0].shape[0] : -1;
-  const Session& session = SessionFor(batch);
+  // Graph sessions replay one bound shape; everything else runs on main.
+  const Session& session = sessions_->cuda_graphs ? *sessions_->main : SessionFor(batch);
   if (rules_.inputs.empty() && rules_.outputs.empty()) return session.Run(inputs);
   ORTGPU_ASSIGN_OR_RETURN(auto reshaped, ModelInputs(inputs));
   ORTGPU_ASSIGN_OR_RETURN(auto outputs, session.Run(reshaped));
@@ -144,7 +145,8 @@ Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t ro
 
 Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                       int64_t padding_rows, const Clock& clock,
-                                                      int64_t& inputs_ready_ns) {
+                                                      int64_t& inputs_ready_ns,
+                                                      const std::vector<std::string>& outputs) {
   const std::vector<Tensor>& first = *requests.front();
   const bool stageable =
       rules_.batched && !first.empty() && first.size() == sessions_->main->inputs().size() &&
@@ -184,9 +186,52 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
     shapes.push_back(std::move(shape));
   }
   inputs_ready_ns = clock.NowNanos();
-  ORTGPU_ASSIGN_OR_RETURN(auto outputs, staging_->Run(SessionFor(rows), rows, shapes));
-  ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(outputs, rows));
-  return outputs;
+  Expected<std::vector<Tensor>> results = Status(Internal("not run"));
+  if (sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0) {
+    results = RunGraph(SessionFor(rows), rows, shapes, outputs);
+  } else {
+    results = staging_->Run(SessionFor(rows), rows, shapes, outputs);
+  }
+  if (!results.ok()) return results.status();
+  ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(*results, rows));
+  return results;
+}
+
+Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, int64_t rows,
+                                                      const std::vector<std::vector<int64_t>>& shapes,
+                                                      const std::vector<std::string>& outputs) {
+  std::unique_ptr<BoundRunner>& graph = graphs_[rows];
+  if (graph == nullptr) {
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < staging_->input_count(); ++i) {
+      Tensor t;
+      t.name = staging_->spec(i).name;
+      t.dtype = staging_->spec(i).dtype;
+      t.shape = shapes[i];
+      const uint8_t* src = staging_->data(i);
+      t.data.assign(src, src + static_cast<size_t>(rows) * staging_->row_bytes(i));
+      inputs.push_back(std::move(t));
+    }
+    BoundRunnerOptions options;
+    options.mode = IoMode::kCudaGraph;
+    auto made = BoundRunner::Create(session, std::move(inputs), options);
+    if (!made.ok()) {
+      graphs_.erase(rows);
+      return made.status().WithContext("setting up the CUDA graph of batch size " + std::to_string(rows) +
+                                       " (remove enable_cuda_graph from config.pbtxt if the model cannot be captured)");
+    }
+    graph = std::move(made).value();
+  } else {
+    for (size_t i = 0; i < staging_->input_count(); ++i) {
+      ORTGPU_RETURN_IF_ERROR(graph->SetInput(i, staging_->data(i), static_cast<size_t>(rows) * staging_->row_bytes(i)));
+    }
+  }
+  Status run = graph->Run();
+  if (!run.ok()) {
+    return run.WithContext("replaying the CUDA graph of batch size " + std::to_string(rows) +
+                           " (remove enable_cuda_graph from config.pbtxt if the model cannot be captured)");
+  }
+  return graph->FetchOutputs(outputs);
 }
 
 }  // namespace ortgpu::serve

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ort/input_staging.h"
+#include "ort/io_binding.h"
 #include "ort/session.h"
 #include "status/expected.h"
 #include "sys/clock.h"
@@ -23,6 +25,12 @@ namespace ortgpu::serve {
 class InstanceRunner {
  public:
   virtual ~InstanceRunner() = default;
+  // Called once, on the worker thread that will run this runner, before its
+  // first batch. Runners with per-thread state warm up here: ORT's CUDA EP
+  // keeps a captured CUDA graph in per-thread context, so a graph captured
+  // on the loader's thread would be captured again, under traffic, on the
+  // worker's. An error keeps the model from becoming READY.
+  virtual Status PrepareOnWorker() { return Status::Ok(); }
   // Runs one (possibly batched) request; returns every output, named.
   virtual Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
   // Runs the inputs of `requests` joined along dimension 0, followed by
@@ -32,10 +40,13 @@ class InstanceRunner {
   // and the run itself starts, so the scheduler can tell joining from
   // running (compute_input and compute_infer). The default runs a single
   // request unpadded on its own tensors, and otherwise joins the requests
-  // with ConcatBatch; either way it calls Run.
+  // with ConcatBatch; either way it calls Run. `outputs` names the outputs
+  // some request of the batch asked for (empty: all); a runner may return
+  // only those, and the default returns all.
   // REQUIRES: requests non-empty, all of one BatchKey, every input rank >= 1.
   virtual Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
-                                                 int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns);
+                                                 int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
+                                                 const std::vector<std::string>& outputs = {});
 };
 
 struct ReshapeRules {
@@ -58,9 +69,17 @@ struct ReshapeRules {
 // convolution set-up every time (about 100 ms a run for ResNet-50 on an
 // H200, docs/BENCHMARKS.md), so an instance that runs a few padded batch
 // sizes gives each its own session, and no session ever sees a second shape.
+//
+// With `cuda_graphs` the by_batch_rows sessions were built with the CUDA
+// option enable_cuda_graph=1: each captures the graph of its one batch size
+// on its first bound runs and replays it after (ORT's CUDA graphs need
+// fixed device addresses, which the runner's BoundRunner per size keeps).
+// Such sessions are not safe to run concurrently, so they are never shared
+// between runners, and everything else (Run, unpadded sizes) goes to main.
 struct InstanceSessions {
   std::unique_ptr<Session> main;
   std::map<int64_t, std::unique_ptr<Session>> by_batch_rows;
+  bool cuda_graphs = false;
 };
 
 // The real runner. Several SessionRunners may share one InstanceSessions
@@ -75,14 +94,21 @@ class SessionRunner : public InstanceRunner {
   SessionRunner(std::shared_ptr<const InstanceSessions> sessions, ReshapeRules rules);
   ~SessionRunner() override;
 
+  // What PrepareOnWorker runs (the loader's warm-up of the CUDA-graph batch
+  // sizes); none by default.
+  void SetWorkerWarmup(std::function<Status(InstanceRunner&)> warmup) { worker_warmup_ = std::move(warmup); }
+  Status PrepareOnWorker() override { return worker_warmup_ ? worker_warmup_(*this) : Status::Ok(); }
+
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   // Joins the requests' rows straight into the instance's staging buffers
   // (pinned host memory on CUDA, sized for the largest batch seen, reused)
   // and runs the session for that batch size on them: one host copy per
   // byte, no allocation proportional to the batch once the buffers exist.
   // Batches with string inputs, or unbatched models, take the default path.
+  // Only `outputs` are fetched from the device (all when empty).
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
-                                         int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns) override;
+                                         int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
+                                         const std::vector<std::string>& outputs = {}) override;
   // `inputs` as the model itself takes them (the config's reshape applied).
   Expected<std::vector<Tensor>> ModelInputs(const std::vector<Tensor>& inputs) const;
   // The main session (placement checks profile it).
@@ -104,10 +130,20 @@ class SessionRunner : public InstanceRunner {
   // `first`'s (re)made when too small or shaped otherwise.
   Status EnsureStaging(const std::vector<Tensor>& first, int64_t rows);
 
+  // Runs the staged batch of `rows` rows on its CUDA-graph session, through
+  // the BoundRunner bench measures (--io cuda-graph): the staged inputs
+  // copied into fixed device buffers, the graph replayed, the outputs asked
+  // for copied back. The first batch of a size creates the runner.
+  Expected<std::vector<Tensor>> RunGraph(const Session& session, int64_t rows,
+                                         const std::vector<std::vector<int64_t>>& shapes,
+                                         const std::vector<std::string>& outputs);
+
   std::shared_ptr<const InstanceSessions> sessions_;
   ReshapeRules rules_;
   std::unique_ptr<InputStaging> staging_;
   std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)
+  std::map<int64_t, std::unique_ptr<BoundRunner>> graphs_;  // by batch rows (cuda_graphs only)
+  std::function<Status(InstanceRunner&)> worker_warmup_;
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -107,6 +108,39 @@ TEST(EncodeInferResponseTest, BinaryOutputsFollowTheJson) {
   EXPECT_EQ(v[0], 1);
   EXPECT_EQ(v[1], 2);
   EXPECT_EQ(bin.substr(8), std::string("\x03\0\0\0xyz", 7));
+}
+
+// Outputs that borrow a batch's buffer are not copied into the body: they
+// follow it as views (written with writev), in order, and what follows a
+// view joins the tail too.
+TEST(EncodeInferResponseTest, BorrowedBinaryOutputsAreWrittenFromTheirOwnBuffers) {
+  Tensor batch = Make<int32_t>("a", DataType::kInt32, {1, 2, 3, 4});
+  batch.data.Share();
+  Tensor a = batch;
+  a.shape = {2};
+  a.data = batch.data.Slice(8, 8);  // rows 3 and 4 of a batch
+  Tensor s;
+  s.name = "s";
+  s.dtype = DataType::kString;
+  s.shape = {1};
+  s.strings = {"xyz"};
+  InferResponse r = Response({a, Make<int32_t>("b", DataType::kInt32, {5}), s});
+  r.output_binary = {true, true, true};
+  auto e = EncodeInferResponse(r);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE(e->json_length.has_value());
+  EXPECT_EQ(e->body.size(), *e->json_length);  // nothing copied after the JSON
+  ASSERT_EQ(e->tail.size(), 3u);
+  const TensorBytes& view = e->tail[0];
+  EXPECT_EQ(view.data(), std::as_const(batch.data).data() + 8);  // the batch's own bytes
+  std::string bin = FlattenBody(*e).substr(*e->json_length);
+  ASSERT_EQ(bin.size(), 8u + 4u + 7u);
+  int32_t v[3];
+  std::memcpy(v, bin.data(), 12);
+  EXPECT_EQ(v[0], 3);
+  EXPECT_EQ(v[1], 4);
+  EXPECT_EQ(v[2], 5);
+  EXPECT_EQ(bin.substr(12), std::string("\x03\0\0\0xyz", 7));
 }
 
 TEST(EncodeInferResponseTest, BadOutputTensorIsInternal) {

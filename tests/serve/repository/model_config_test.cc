@@ -122,7 +122,7 @@ TEST(VersionPolicyTest, LatestAllAndSpecific) {
   EXPECT_EQ(SelectVersions(p, {3, 1, 2}), (std::vector<int64_t>{2}));
 }
 
-TEST(ModelConfigTest, CudaGraphsAskedForAreReportedAsNotYetHonoured) {
+TEST(ModelConfigTest, EveryWayOfAskingForCudaGraphsIsRecognised) {
   for (const char* text : {
            R"pb(optimization { cuda { graphs: true } })pb",
            R"pb(optimization { execution_accelerators { gpu_execution_accelerator [
@@ -130,13 +130,11 @@ TEST(ModelConfigTest, CudaGraphsAskedForAreReportedAsNotYetHonoured) {
            R"pb(parameters { key: "enable_cuda_graph" value { string_value: "true" } })pb"}) {
     auto parsed = ParseModelConfig(text, "m/config.pbtxt");
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-    const std::string w = CudaGraphWarning(parsed->config);
-    EXPECT_NE(w.find("CUDA graphs are not yet honoured by `ortgpu serve`"), std::string::npos) << text;
-    EXPECT_NE(w.find("runs without them"), std::string::npos) << w;
+    EXPECT_NE(CudaGraphRequest(parsed->config), "") << text;
   }
   auto plain = ParseModelConfig("max_batch_size: 4", "m/config.pbtxt");
   ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(CudaGraphWarning(plain->config), "");
+  EXPECT_EQ(CudaGraphRequest(plain->config), "");
 }
 
 TEST(ModelConfigTest, PaddingWithoutDynamicBatchingIsWarnedAboutAndIgnored) {

@@ -123,12 +123,19 @@ TEST(BatchingTest, ConcatThenSplitGivesBackEachRequestsRows) {
   ASSERT_TRUE(split.ok());
   EXPECT_EQ((*split)[0][0].data, a[0].data);
   EXPECT_EQ((*split)[1][0].data, b[0].data);
+  // The pieces are views of the batch's one output buffer, not copies.
+  const TensorBytes& first = (*split)[0][0].data;
+  const TensorBytes& second = (*split)[1][0].data;
+  EXPECT_TRUE(first.borrowed());
+  EXPECT_EQ(first.owner(), second.owner());
+  EXPECT_EQ(second.data(), first.data() + first.size());
   EXPECT_NE(BatchKey(a), BatchKey({Rows("x", {1, 2, 3}, 3)}));
   EXPECT_EQ(BatchKey(a), BatchKey(b));
 }
 
 TEST(BatchingTest, SplitRejectsAnOutputThatIsNotBatched) {
-  auto split = SplitBatch({Rows("y", {1, 2}, 2)}, {2, 1});
+  std::vector<Tensor> outputs{Rows("y", {1, 2}, 2)};
+  auto split = SplitBatch(outputs, {2, 1});
   ASSERT_FALSE(split.ok());
   EXPECT_NE(split.status().message().find("max_batch_size: 0"), std::string::npos);
 }
@@ -422,6 +429,42 @@ TEST(DynamicBatcherTest, ARunnerThatThrowsFailsTheRequestWithInternalNamingTheEr
   EXPECT_NE(r.status().message().find("vector::_M_range_check"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("model 'm'"), std::string::npos) << r.status().message();
   EXPECT_TRUE(queued.get().ok());
+}
+
+// Per-thread runner state (ORT's captured CUDA graphs) is made on the
+// worker's own thread, and the loader learns of a failure before READY.
+class PreparingRunner : public DoublingRunner {
+ public:
+  explicit PreparingRunner(Status result) : result_(std::move(result)) {}
+  Status PrepareOnWorker() override {
+    prepared_on = std::this_thread::get_id();
+    return result_;
+  }
+  std::thread::id prepared_on;
+
+ private:
+  Status result_;
+};
+
+TEST(DynamicBatcherTest, EachRunnerIsPreparedOnItsOwnWorkerThreadAndAFailureIsReported) {
+  testing::FakeClock clock;
+  ModelStats stats;
+  std::vector<std::unique_ptr<InstanceRunner>> runners;
+  auto ok = std::make_unique<PreparingRunner>(Status::Ok());
+  auto bad = std::make_unique<PreparingRunner>(Internal("capture failed"));
+  PreparingRunner* first = ok.get();
+  PreparingRunner* second = bad.get();
+  runners.push_back(std::move(ok));
+  runners.push_back(std::move(bad));
+  BatcherOptions o;
+  o.batching = Batching(4, {4}, 0);
+  DynamicBatcher batcher(o, std::move(runners), clock, stats, nullptr);
+  Status prepared = batcher.WaitUntilPrepared();
+  EXPECT_EQ(prepared.message(), "capture failed");
+  EXPECT_NE(first->prepared_on, std::this_thread::get_id());
+  EXPECT_NE(second->prepared_on, std::this_thread::get_id());
+  EXPECT_NE(first->prepared_on, second->prepared_on);
+  batcher.Stop();
 }
 
 TEST(DynamicBatcherTest, ACallbackThatThrowsDoesNotStopTheWorker) {

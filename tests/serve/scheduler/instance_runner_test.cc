@@ -91,6 +91,26 @@ TEST_F(SessionRunnerTest, PinnedBatchSizesHaveTheirOwnSessions) {
   EXPECT_EQ((*eight)[0].shape, (std::vector<int64_t>{8, 3}));
 }
 
+// With CUDA graphs a padded size runs through the bench's BoundRunner in
+// cuda-graph mode (here, on the CPU provider, refused with a message that
+// says what to change), while Run keeps to the main session.
+TEST_F(SessionRunnerTest, CudaGraphSessionsRunOnlyThroughTheGraphRunner) {
+  InstanceSessions sessions;
+  sessions.main = Linear();
+  sessions.by_batch_rows[4] = Linear();
+  sessions.cuda_graphs = true;
+  SessionRunner runner(std::move(sessions), Batched());
+  auto a = Request(3, 1.0f);
+  auto out = runner.RunBatch({&a}, 1, clock_, ready_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("CUDA graph of batch size 4"), std::string::npos) << out.status().message();
+  EXPECT_NE(out.status().message().find("enable_cuda_graph"), std::string::npos);
+  auto direct = runner.Run(Request(4, 0.5f));  // a batch of 4 outside the batcher: the main session
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  auto three = runner.RunBatch({&a}, 0, clock_, ready_);  // an unpadded size: main, staged
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+}
+
 // The buffers hold max_batch_size rows from the first batch on, and a
 // batch larger than anything the config allows still runs (the buffers are
 // made again): growing batches never read past a buffer.
