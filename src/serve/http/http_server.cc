@@ -442,8 +442,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     res.prepare_payload();
     if (head_) {
       // The length the GET would have, and no body.
-      const size_t length = res.body().size();
-      res.body().clear();
+      const uint64_t length = SegmentsBody::size(res.body());
+      res.body() = {};
       res.content_length(length);
     }
     stream_.expires_after(state_->options.write_timeout);
