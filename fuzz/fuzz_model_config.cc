@@ -1,7 +1,7 @@
 // libFuzzer target over config.pbtxt handling: the protobuf text-format
 // parse with ortgpu's error text, the warnings about fields not honoured,
 // the JSON rendering of the config endpoint, and the readers the loader
-// applies to a parsed config (parameters, the CUDA graphs warning), then the
+// applies to a parsed config (parameters, the CUDA graphs request), then the
 // completion against a fixed model signature. Every input must end in a
 // Status: no crash, no sanitizer report.
 #include <cstddef>
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)UnhonouredFieldWarnings(config);
   (void)ConfigToJson(config);
   (void)ConfigParameters(config);
-  (void)CudaGraphWarning(config);
+  (void)CudaGraphRequest(config);
   TensorInfo x;
   x.name = "x";
   x.dtype = DataType::kFloat;
