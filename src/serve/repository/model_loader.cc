@@ -314,6 +314,8 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     return NotFound("version " + std::to_string(version) + " of model '" + source.name + "' has no model file " + path +
                     "; put the ONNX file there (named model.onnx unless default_model_filename says otherwise)");
   }
+  // A FIFO or device would block the load (and the server's start) forever.
+  ORTGPU_RETURN_IF_ERROR(CheckRegularFile(path, "model file"));
   ORTGPU_ASSIGN_OR_RETURN(SessionOptions base, BaseSessionOptions(model->config));
   const std::string graph_request = CudaGraphRequest(config);
   const bool require_gpu = options.require_gpu || ParameterIsTrue(ConfigParameters(config)["require_gpu"]);

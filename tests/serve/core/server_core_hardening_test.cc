@@ -1,12 +1,16 @@
 // Hardening of the server core (issue 11): poll mode notices a model file
-// replaced in place, hidden folders are never models, files a config names
+// replaced in place, hidden folders are never models, a FIFO as model file
+// does not block the load, files a config names
 // stay inside the model's folder, the output size cap (before and after the
 // run), and cancelled requests are dropped unrun. Real tiny ONNX models on
 // the CPU in a temporary repository; tests call Rescan() themselves.
+#include <sys/stat.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 
 #include "serve/core/test_repository.h"
@@ -54,6 +58,21 @@ TEST(ServerCoreHardeningTest, HiddenFoldersAreNeverModels) {
   const auto index = core->RepositoryIndex(false);
   EXPECT_EQ(Find(index, ".staging"), nullptr);
   EXPECT_TRUE(core->LoadModel("m").ok());
+}
+
+TEST(ServerCoreHardeningTest, AFifoAsModelFileMakesTheVersionUnavailableInsteadOfBlocking) {
+  TempRepository repo;
+  repo.AddModel("good", 1, ScaleModel(2));
+  std::filesystem::create_directories(repo.root() + "/fifo/1");
+  ASSERT_EQ(::mkfifo((repo.root() + "/fifo/1/model.onnx").c_str(), 0600), 0);
+  auto core = Start(CpuOptions(repo));
+  ASSERT_NE(core, nullptr);
+  const auto index = core->RepositoryIndex(false);
+  const ModelVersionStatus* s = Find(index, "fifo");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->state, ModelState::kUnavailable);
+  EXPECT_THAT(s->reason, HasSubstr("FIFO"));
+  EXPECT_EQ(Find(index, "good")->state, ModelState::kReady);
 }
 
 TEST(ServerCoreHardeningTest, DefaultModelFilenameOutsideTheVersionFolderIsRefused) {
