@@ -30,6 +30,19 @@ using testing::CpuOptions;
 using testing::Find;
 using testing::Start;
 
+// Starts a CPU core over `repo` and returns the reason `model` is
+// UNAVAILABLE ("" after a failed expectation when it is not).
+std::string UnavailableReason(const TempRepository& repo, const std::string& model) {
+  auto core = Start(CpuOptions(repo));
+  if (core == nullptr) return "";
+  const auto index = core->RepositoryIndex(false);
+  const ModelVersionStatus* s = Find(index, model);
+  EXPECT_NE(s, nullptr) << model << " is not in the index";
+  if (s == nullptr) return "";
+  EXPECT_EQ(s->state, ModelState::kUnavailable) << model;
+  return s->reason;
+}
+
 TEST(ServerCoreHardeningTest, PollReloadsAModelFileReplacedInPlace) {
   TempRepository repo;
   repo.AddModel("m", 1, ScaleModel(2));
@@ -65,14 +78,7 @@ TEST(ServerCoreHardeningTest, AFifoAsModelFileMakesTheVersionUnavailableInsteadO
   repo.AddModel("good", 1, ScaleModel(2));
   std::filesystem::create_directories(repo.root() + "/fifo/1");
   ASSERT_EQ(::mkfifo((repo.root() + "/fifo/1/model.onnx").c_str(), 0600), 0);
-  auto core = Start(CpuOptions(repo));
-  ASSERT_NE(core, nullptr);
-  const auto index = core->RepositoryIndex(false);
-  const ModelVersionStatus* s = Find(index, "fifo");
-  ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->state, ModelState::kUnavailable);
-  EXPECT_THAT(s->reason, HasSubstr("FIFO"));
-  EXPECT_EQ(Find(index, "good")->state, ModelState::kReady);
+  EXPECT_THAT(UnavailableReason(repo, "fifo"), HasSubstr("FIFO"));
 }
 
 TEST(ServerCoreHardeningTest, DefaultModelFilenameOutsideTheVersionFolderIsRefused) {
@@ -80,14 +86,9 @@ TEST(ServerCoreHardeningTest, DefaultModelFilenameOutsideTheVersionFolderIsRefus
   repo.AddModel("m", 1, ScaleModel(2));
   repo.WriteFile("outside.onnx", ScaleModel(2));
   repo.WriteConfig("m", "default_model_filename: \"../../outside.onnx\"\n");
-  auto core = Start(CpuOptions(repo));
-  ASSERT_NE(core, nullptr);
-  const auto index = core->RepositoryIndex(false);
-  const ModelVersionStatus* s = Find(index, "m");
-  ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->state, ModelState::kUnavailable);
-  EXPECT_THAT(s->reason, HasSubstr("default_model_filename"));
-  EXPECT_THAT(s->reason, HasSubstr("leaves its folder"));
+  const std::string reason = UnavailableReason(repo, "m");
+  EXPECT_THAT(reason, HasSubstr("default_model_filename"));
+  EXPECT_THAT(reason, HasSubstr("leaves its folder"));
 }
 
 TEST(ServerCoreHardeningTest, WarmupInputDataFileOutsideTheWarmupFolderIsRefused) {
@@ -99,13 +100,7 @@ output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
 model_warmup [ { name: "w" batch_size: 1
   inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: "../config.pbtxt" } } } ]
 )");
-  auto core = Start(CpuOptions(repo));
-  ASSERT_NE(core, nullptr);
-  const auto index = core->RepositoryIndex(false);
-  const ModelVersionStatus* s = Find(index, "m");
-  ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->state, ModelState::kUnavailable);
-  EXPECT_THAT(s->reason, HasSubstr("input_data_file"));
+  EXPECT_THAT(UnavailableReason(repo, "m"), HasSubstr("input_data_file"));
 }
 
 TEST(ServerCoreHardeningTest, OutputCapRefusesBeforeTheRunWhenTheDimsAreFixed) {
