@@ -109,6 +109,7 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
     MetricsServerOptions mo;
     mo.host = options.http.host;
     mo.port = static_cast<uint16_t>(options.metrics_port);
+    mo.access = options.http.access;
     auto ms = MetricsServer::Start(*s->metrics_, mo);
     if (!ms.ok()) {
       s->http_->Stop();

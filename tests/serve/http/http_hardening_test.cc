@@ -28,6 +28,7 @@
 #include "serve/http/http_server.h"
 #include "serve/http/request_access.h"
 #include "serve/http/test_http_client.h"
+#include "serve/metrics/metrics_server.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -365,6 +366,35 @@ TEST_F(HttpHardeningTest, AuthTokenGuardsRepositoryControlOnly) {
   TestHttpClient e(port());
   EXPECT_EQ(e.Post("/v2/repository/models/echo/load", "", {{"Authorization", "Bearer s3cret"}}).status, 200u);
   EXPECT_EQ(e.Post("/v2/models/echo/infer", kEchoBody).status, 200u);  // inference needs no token
+}
+
+TEST(MetricsListenerHardeningTest, HeadGetsNoBodyAndAForeignHostIs403) {
+  Metrics metrics;
+  MetricsServerOptions o;
+  o.port = 0;
+  auto server = MetricsServer::Start(metrics, o);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const uint16_t port = (*server)->port();
+  metrics.RecordExecution("m", "1");
+  ASSERT_EQ(TestHttpClient(port).Get("/metrics").status, 200u);
+  HttpResult evil = TestHttpClient(port).Send(http::verb::get, "/metrics", "", {{"Host", "evil.example"}});
+  EXPECT_EQ(evil.status, 403u);
+  // A HEAD reply read as a GET's would wait for its body: read raw bytes.
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket socket(ioc);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::asio::write(socket, boost::asio::buffer(std::string("HEAD /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")));
+  std::string received;
+  boost::system::error_code ec;
+  char buf[4096];
+  while (!ec) {
+    const size_t n = socket.read_some(boost::asio::buffer(buf), ec);
+    received.append(buf, n);
+  }
+  const size_t end_of_head = received.find("\r\n\r\n");
+  ASSERT_NE(end_of_head, std::string::npos) << received;
+  EXPECT_EQ(received.size(), end_of_head + 4) << "the HEAD reply carried a body";
+  EXPECT_THAT(received, HasSubstr("200 OK"));
 }
 
 TEST(RequestAccessTest, ReadsTheTokenFromTheFirstLineAndRefusesAnEmptyFile) {
