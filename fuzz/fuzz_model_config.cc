@@ -37,6 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   x.is_tensor = true;
   TensorInfo y = x;
   y.name = "y";
-  (void)CompleteConfig({x}, {y}, /*config_given=*/true, CompletionOptions{}, config);
+  const ConfigGiven given{/*file=*/true, /*max_batch_size=*/SetsMaxBatchSize(text)};
+  (void)CompleteConfig({x}, {y}, given, CompletionOptions{}, config);
   return 0;
 }

@@ -109,6 +109,10 @@ optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda
 input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
 output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
 optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }'
+    nonhwc_graph_base='max_batch_size: 32
+input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
+output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "enable_cuda_graph" value: "1" } }] } }'
     # A variant ending in -graph is the same config with enable_cuda_graph=1;
     # mem-N only loads N instances ([16]) and records GPU memory.
     for variant in ${RESNET_VARIANTS:-b16-32-1inst b16-32-2inst b16-3inst b32-2inst nobatching}; do
@@ -125,7 +129,18 @@ dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000
         stop_server
         continue
       fi
+      digest_only=0
       case $variant in
+        g1w1) config_base=$graph_base; digest_only=1; extra='instance_group [{ count: 1 kind: KIND_GPU }]
+parameters { key: "workers_per_instance" value { string_value: "1" } }
+dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
+        g1w1-nonhwc) config_base=$nonhwc_graph_base; digest_only=1; extra='instance_group [{ count: 1 kind: KIND_GPU }]
+parameters { key: "workers_per_instance" value { string_value: "1" } }
+dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
+        plain-nonhwc) config_base=$(echo "$nonhwc_graph_base" | grep -v optimization); digest_only=1; extra='instance_group [{ count: 1 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
+        b32-1inst) extra='instance_group [{ count: 1 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }' ;;
         b16-32-1inst) extra='instance_group [{ count: 1 kind: KIND_GPU }]
 dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }' ;;
         b16-32-2inst) extra='instance_group [{ count: 2 kind: KIND_GPU }]
@@ -150,6 +165,7 @@ $extra")
       python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_$tag.json" &&
         for d in "$out"/digest_*.json; do [ "$d" = "$out/digest_$tag.json" ] || { echo -n "outputs against $(basename "$d"): "; python3 scripts/infer_digest.py --compare "$d" "$out/digest_$tag.json"; }; done
       nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed 's/^/GPU memory after load: /'
+      if [ "$digest_only" = 1 ]; then stop_server; continue; fi
       if [ "$variant" = b16-32-1inst ]; then
         # Cold start: the first 30 s after READY against the next 15 s.
         echo "--- cold start: wrk -c64 for the first 30 s after READY, then 15 s steady"

@@ -80,29 +80,9 @@ bool HasDynamicBatch(const std::vector<TensorInfo>& inputs) {
 }
 
 Expected<std::vector<int64_t>> ResolveShape(const TensorInfo& input, const InputSpec& spec, int64_t batch) {
-  auto given = spec.shapes.find(input.name);
-  if (given != spec.shapes.end()) {
-    std::vector<int64_t> shape = given->second;
-    ORTGPU_RETURN_IF_ERROR(CheckShapeFits(input, shape, "--shape"));
-    return shape;
-  }
-  std::vector<int64_t> shape = input.shape;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] >= 0) continue;
-    const std::string dim_name = d < input.dim_names.size() ? input.dim_names[d] : "";
-    auto named = dim_name.empty() ? spec.shapes.end() : spec.shapes.find(dim_name);
-    if (named != spec.shapes.end() && named->second.size() == 1) {
-      shape[d] = named->second[0];
-    } else if (d == 0) {
-      shape[d] = batch;
-    } else {
-      std::string example = ShapeToString(input.shape);
-      return InvalidArgument("input '" + input.name + "' has symbolic dimension " + std::to_string(d) +
-                             (dim_name.empty() ? "" : " ('" + dim_name + "')") + " (shape " + example +
-                             "); give its size with --shape " + (dim_name.empty() ? input.name + ":<dims>" : dim_name + ":<size>"));
-    }
-  }
-  return shape;
+  // The grammar doctor and serve's warm-up share; a symbolic dim other than
+  // the batch must be given.
+  return ResolveInputShape(input, spec.shapes, UnsizedDims{batch, -1});
 }
 
 Expected<std::vector<Tensor>> MakeInputs(const std::vector<TensorInfo>& inputs, const InputSpec& spec, int64_t batch) {
@@ -120,17 +100,7 @@ Expected<std::vector<Tensor>> MakeInputs(const std::vector<TensorInfo>& inputs, 
   for (const auto& [name, range] : spec.int_ranges) {
     if (!known(name)) return InvalidArgument("--int-range names '" + name + "', which the model does not have; its inputs: " + names());
   }
-  // A --shape names an input or a symbolic dimension; anything else would be
-  // silently ignored.
-  for (const auto& [name, dims] : spec.shapes) {
-    const bool is_dim = std::any_of(inputs.begin(), inputs.end(), [&](const TensorInfo& i) {
-      return std::find(i.dim_names.begin(), i.dim_names.end(), name) != i.dim_names.end();
-    });
-    if (!known(name) && !is_dim) {
-      return InvalidArgument("--shape names '" + name + "', which is neither an input nor a symbolic dimension of the "
-                             "model; its inputs: " + names());
-    }
-  }
+  ORTGPU_RETURN_IF_ERROR(CheckShapeFlags(inputs, spec.shapes));
   std::vector<Tensor> out;
   uint32_t salt = 0;
   for (const auto& in : inputs) {

@@ -71,7 +71,9 @@ std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
       if (!p) return nlohmann::json(nullptr);
       const auto& c = report.results[p->index].config;
       return nlohmann::json{{"index", p->index}, {"variant", c.variant.name}, {"batch", c.batch},
-                            {"concurrency", c.concurrency}, {"gain_over_default", p->has_baseline ? nlohmann::json(p->gain) : nlohmann::json(nullptr)}};
+                            {"concurrency", c.concurrency}, {"gain_over_default", p->has_baseline ? nlohmann::json(p->gain) : nlohmann::json(nullptr)},
+                            {"unstable", p->unstable},
+                            {"faster_unstable", p->faster_unstable ? nlohmann::json(*p->faster_unstable) : nlohmann::json(nullptr)}};
     };
     j["recommendation"] = {{"latency", pick(rec.latency)}, {"throughput", pick(rec.throughput)}, {"config_pbtxt", rec.config_pbtxt}};
   }

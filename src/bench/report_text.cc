@@ -20,10 +20,16 @@ std::vector<std::string> RecommendationLines(const BenchReport& report) {
     if (!p) return fmt::format("best {}: none (no configuration succeeded)", goal);
     const auto& r = report.results[p->index];
     const std::string gain = p->has_baseline ? fmt::format("{:.2f}x the default", p->gain) : "no default measured there";
-    return fmt::format("best {}: {} at batch {}, concurrency {}: {} ({})", goal, r.config.variant.name, r.config.batch,
+    std::string stability;
+    if (p->unstable) stability = "; UNSTABLE: no stable configuration was measured, re-run with a longer --duration";
+    if (p->faster_unstable) {
+      stability = "; " + report.results[*p->faster_unstable].config.variant.name +
+                  " measured faster but was unstable, so it is not recommended";
+    }
+    return fmt::format("best {}: {} at batch {}, concurrency {}: {} ({}{})", goal, r.config.variant.name, r.config.batch,
                        r.config.concurrency,
                        latency ? fmt::format("p50 {:.4g} ms", r.stats.p50_ms) : fmt::format("{:.1f} items/s", r.stats.items_per_s),
-                       gain);
+                       gain, stability);
   };
   return {describe("latency", rec.latency, true), describe("throughput", rec.throughput, false)};
 }

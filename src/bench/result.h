@@ -64,6 +64,11 @@ struct Pick {
   size_t index = 0;      // into BenchReport::results
   double gain = 1.0;     // default p50 / best p50 (latency) or best / default items/s
   bool has_baseline = false;  // false when the default was not measured at that point
+  // The pick's own timing windows disagreed (stats.stable false): no stable
+  // configuration was usable, and the report and fragment say so.
+  bool unstable = false;
+  // A faster configuration that was passed over because it was unstable.
+  std::optional<size_t> faster_unstable;
 };
 
 struct Recommendation {

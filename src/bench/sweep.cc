@@ -154,23 +154,39 @@ const ConfigResult* DefaultAt(const BenchReport& report, const Configuration& c)
   return nullptr;
 }
 
+// The best usable result for one goal (`better`), among the stable ones when
+// any is usable; otherwise the best unstable one, marked so. `eligible`
+// narrows the candidates (the latency goal's smallest batch and concurrency).
+template <typename Eligible, typename Better>
+std::optional<Pick> BestPick(const BenchReport& report, Eligible eligible, Better better) {
+  std::optional<size_t> best_stable, best_any;
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const auto& r = report.results[i];
+    if (!Usable(r) || !eligible(r)) continue;
+    if (!best_any || better(r, report.results[*best_any])) best_any = i;
+    if (r.stats.stable && (!best_stable || better(r, report.results[*best_stable]))) best_stable = i;
+  }
+  if (!best_any) return std::nullopt;
+  Pick p;
+  p.index = best_stable ? *best_stable : *best_any;
+  p.unstable = !best_stable;
+  if (best_stable && *best_any != *best_stable) p.faster_unstable = *best_any;
+  return p;
+}
+
 }  // namespace
 
 Recommendation Recommend(const BenchReport& report) {
   Recommendation rec;
   const std::optional<BatchAndConcurrency> smallest = SmallestBatchAndConcurrency(report, Usable);
   if (!smallest) return rec;
-  for (size_t i = 0; i < report.results.size(); ++i) {
-    const auto& r = report.results[i];
-    if (!Usable(r)) continue;
-    if (r.config.batch == smallest->batch && r.config.concurrency == smallest->concurrency &&
-        (!rec.latency || r.stats.p50_ms < report.results[rec.latency->index].stats.p50_ms)) {
-      rec.latency = Pick{i, 1.0, false};
-    }
-    if (!rec.throughput || r.stats.items_per_s > report.results[rec.throughput->index].stats.items_per_s) {
-      rec.throughput = Pick{i, 1.0, false};
-    }
-  }
+  rec.latency = BestPick(
+      report,
+      [&](const ConfigResult& r) { return r.config.batch == smallest->batch && r.config.concurrency == smallest->concurrency; },
+      [](const ConfigResult& a, const ConfigResult& b) { return a.stats.p50_ms < b.stats.p50_ms; });
+  rec.throughput = BestPick(
+      report, [](const ConfigResult&) { return true; },
+      [](const ConfigResult& a, const ConfigResult& b) { return a.stats.items_per_s > b.stats.items_per_s; });
   if (rec.latency) {
     const auto& best = report.results[rec.latency->index];
     if (const ConfigResult* d = DefaultAt(report, best.config); d != nullptr && best.stats.p50_ms > 0) {
@@ -184,9 +200,26 @@ Recommendation Recommend(const BenchReport& report) {
       rec.throughput->gain = best.stats.items_per_s / d->stats.items_per_s;
       rec.throughput->has_baseline = true;
     }
-    rec.config_pbtxt = ConfigPbtxtFragment(report, rec.throughput->index);
+    rec.config_pbtxt = StabilityNote(report, *rec.throughput) + ConfigPbtxtFragment(report, rec.throughput->index);
   }
   return rec;
+}
+
+std::string StabilityNote(const BenchReport& report, const Pick& pick) {
+  const ConfigResult& r = report.results.at(pick.index);
+  if (pick.unstable) {
+    return fmt::format("# UNSTABLE: the timing windows of {} (batch {}, concurrency {}) disagreed ({}) and no stable "
+                       "configuration was measured; re-run with a longer --duration before relying on this choice\n",
+                       r.config.variant.name, r.config.batch, r.config.concurrency,
+                       r.stats.stability_note.empty() ? "unstable" : r.stats.stability_note);
+  }
+  if (pick.faster_unstable) {
+    const ConfigResult& f = report.results.at(*pick.faster_unstable);
+    return fmt::format("# {} (batch {}, concurrency {}) measured faster but its timing windows disagreed, so the "
+                       "fastest stable configuration is recommended\n",
+                       f.config.variant.name, f.config.batch, f.config.concurrency);
+  }
+  return "";
 }
 
 std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick) {
@@ -199,7 +232,10 @@ std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick) {
   out += fmt::format("# settings: {}; batch {}; concurrency {} ({}); I/O mode {} (a client-side choice, not a config field)\n",
                      c.variant.name, c.batch, c.concurrency, ConcurrencyModeName(c.concurrency_mode), IoModeName(c.variant.io));
   if (report.dynamic_batch) {
-    int64_t max_batch = 0;
+    // The model batches: keep it batching for clients as serve (and Triton)
+    // would complete it, at least kServeDefaultMaxBatchSize rows, more when
+    // bench measured larger batches.
+    int64_t max_batch = kServeDefaultMaxBatchSize;
     for (const auto& x : report.results) max_batch = std::max(max_batch, x.config.batch);
     out += fmt::format("max_batch_size: {}\n", std::max(max_batch, c.batch));
     out += fmt::format("dynamic_batching {{ preferred_batch_size: [ {} ] }}\n", c.batch);
@@ -217,8 +253,10 @@ std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick) {
   if (c.variant.optimization != OptimizationLevel::kAll || (gpu && !serve_options.empty())) {
     out += "optimization {\n";
     if (c.variant.optimization != OptimizationLevel::kAll) {
-      // Triton's onnxruntime backend: -1 disables all, 1 enables extended.
-      const int level = c.variant.optimization == OptimizationLevel::kDisable ? -1 : 1;
+      // Triton's onnxruntime backend (and serve): -1 basic, 1 extended, 2 none.
+      const int level = c.variant.optimization == OptimizationLevel::kDisable ? 2
+                        : c.variant.optimization == OptimizationLevel::kBasic ? -1
+                                                                               : 1;
       out += fmt::format("  graph {{ level: {} }}  # bench measured '{}'\n", level, OptimizationLevelName(c.variant.optimization));
     }
     if (gpu && !serve_options.empty()) {

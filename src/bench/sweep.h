@@ -45,6 +45,16 @@ std::string VariantName(const Variant& v);
 // nothing succeeded.
 Recommendation Recommend(const BenchReport& report);
 
+// The max_batch_size `ortgpu serve` and Triton's ONNX Runtime backend give a
+// model that batches when its config does not say (serve's
+// CompletionOptions); the fragment never offers less, so requests of a few
+// rows keep working when bench only measured batch 1.
+inline constexpr int64_t kServeDefaultMaxBatchSize = 4;
+
+// "" for a stable pick; otherwise config.pbtxt comment lines saying the pick
+// is unstable, or that a faster configuration was passed over as unstable.
+std::string StabilityNote(const BenchReport& report, const Pick& pick);
+
 // The Triton config.pbtxt fragment for result `pick` of `report`:
 // max_batch_size, dynamic_batching, instance_group and the CUDA EP
 // parameters, with comments naming what Triton cannot express (I/O mode).

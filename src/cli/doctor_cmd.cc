@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/inputs.h"
+#include "bench/tensor_files.h"
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
 #include "doctor/doctor.h"
@@ -27,6 +29,8 @@ struct DoctorFlags {
   bool json = false;
   std::vector<std::string> models;
   std::vector<std::string> shapes;
+  std::vector<std::string> int_ranges;
+  std::vector<std::string> input_files;
   int runs = 20;
   int device = 0;
   std::string color = "auto";
@@ -38,13 +42,33 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   options.models = flags.models;
   options.observe.timed_runs = flags.runs;
   options.observe.device_id = flags.device;
+  // The spellings bench takes (bench/inputs.h), so one command line works in both.
+  bench::InputSpec spec;
+  Status st = Status::Ok();
   for (const auto& s : flags.shapes) {
-    Status st = ParseShapeFlag(s, options.observe.shapes);
-    if (!st.ok()) {
-      std::fprintf(stderr, "ortgpu doctor: %s\n", st.message().c_str());
-      return 2;
+    if (st.ok()) st = bench::ParseShapeFlag(s, spec);
+  }
+  for (const auto& r : flags.int_ranges) {
+    if (st.ok()) st = bench::ParseIntRangeFlag(r, spec);
+  }
+  for (const auto& f : flags.input_files) {
+    if (st.ok()) st = bench::ParseInputFlag(f, spec);
+  }
+  for (const auto& [name, file] : spec.files) {
+    if (!st.ok()) break;
+    auto tensor = bench::ReadTensorFile(file, name);
+    if (!tensor.ok()) {
+      st = tensor.status().WithContext("--input " + name + "=" + file);
+    } else {
+      options.observe.inputs[name] = std::move(tensor).value();
     }
   }
+  if (!st.ok()) {
+    std::fprintf(stderr, "ortgpu doctor: %s\n", st.message().c_str());
+    return 2;
+  }
+  options.observe.shapes = spec.shapes;
+  options.observe.int_ranges = spec.int_ranges;
   if (const char* tmp = std::getenv("TMPDIR")) options.observe.temp_dir = tmp;
 
   auto driver = gpu::NewCudaDriver();
@@ -91,8 +115,14 @@ void AddDoctorCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--model", flags->models, "An ONNX model to check end to end with its node placement (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--shape", flags->shapes,
-                  "NAME:DIMS, the full shape of input NAME, e.g. input_ids:1x128; symbolic dims default to 1 "
-                  "(repeatable)")
+                  "NAME:DIMS for input NAME (input_ids:1x128) or a symbolic dim (sequence:128), as bench; other "
+                  "symbolic dims default to 1 (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--int-range", flags->int_ranges,
+                  "NAME:LO:HI, integer input values in [LO,HI) (sr:16000:16001); default 0 or 1 (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--input", flags->input_files,
+                  "NAME=FILE, real data for input NAME from a .npy or ONNX TensorProto .pb file (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--runs", flags->runs, "Timed runs per provider in the end-to-end checks")
       ->check(CLI::Range(1, 100000))

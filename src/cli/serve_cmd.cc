@@ -13,8 +13,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bench/tensor_files.h"
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
+#include "ort/tensor.h"
 #include "serve/server.h"
 
 namespace ortgpu::cli {
@@ -23,6 +25,10 @@ namespace {
 struct ServeFlags {
   std::string repository;
   std::string model;
+  std::string config;                      // --config FILE.pbtxt (with --model)
+  std::vector<std::string> warmup_inputs;  // --warmup-input NAME=FILE.npy
+  std::vector<std::string> warmup_shapes;  // --warmup-shape NAME:DIMS
+  bool strict_warmup = false;
   std::string model_control = "none";
   int64_t poll_interval_ms = 5000;
   std::vector<std::string> load_models;
@@ -70,6 +76,10 @@ int RunServeCommand(const ServeFlags& flags) {
   }
   auto access_log = serve::ParseAccessLogFormat(flags.access_log);
   if (!access_log.ok()) Usage(access_log.status().message());
+  if (!flags.config.empty() && flags.model.empty()) {
+    Usage("--config FILE.pbtxt is the config of --model FILE.onnx; a repository model's config is "
+          "DIR/<model>/config.pbtxt");
+  }
 
   serve::ServeOptions options;
   options.core.repository = flags.repository;
@@ -77,7 +87,23 @@ int RunServeCommand(const ServeFlags& flags) {
   options.core.model_control = *mode;
   options.core.poll_interval_ms = flags.poll_interval_ms;
   options.core.startup_models = flags.load_models;
+  options.core.model_config_file = flags.config;
   options.core.loader.require_gpu = flags.require_gpu;
+  options.core.loader.strict_warmup = flags.strict_warmup;
+  for (const std::string& spec : flags.warmup_inputs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      Usage("--warmup-input '" + spec + "' is not NAME=FILE.npy (or .pb); e.g. --warmup-input sr=sr.npy");
+    }
+    const std::string name = spec.substr(0, eq);
+    auto tensor = bench::ReadTensorFile(spec.substr(eq + 1), name);
+    if (!tensor.ok()) Usage("--warmup-input " + spec + ": " + tensor.status().message());
+    options.core.loader.warmup_inputs[name] = std::move(tensor).value();
+  }
+  for (const std::string& spec : flags.warmup_shapes) {
+    Status st = ParseShapeFlag(spec, options.core.loader.warmup_shapes);
+    if (!st.ok()) Usage("--warmup-shape: " + st.message());
+  }
 
   // GPU instances by default; CPU with --cpu or when no GPU can be used, so
   // `ortgpu serve` works out of the box on a CPU-only machine.
@@ -157,6 +183,20 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
                                "Folder of models: DIR/<model>/[config.pbtxt], DIR/<model>/<version>/model.onnx");
   auto* model = cmd->add_option("--model", flags->model, "Serve one ONNX file as model <stem>, version 1");
   repo->excludes(model);
+  cmd->add_option("--config", flags->config,
+                  "With --model: the model's config.pbtxt (Triton's format, e.g. a model_warmup or what "
+                  "`ortgpu bench --config-out` wrote)");
+  cmd->add_option("--warmup-input", flags->warmup_inputs,
+                  "NAME=FILE.npy (or .pb): warm-up uses this tensor for input NAME, as a request would send it "
+                  "(batch dim first when the model batches); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--warmup-shape", flags->warmup_shapes,
+                  "NAME:DIMS for generated warm-up inputs, as bench's --shape: input NAME's full shape "
+                  "(audio:1x512) or a symbolic dim's size (samples:512); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_flag("--strict-warmup", flags->strict_warmup,
+                "A model without model_warmup none of whose generated warm-up inputs runs stays UNAVAILABLE "
+                "(default: READY with a warning, docs/SERVING.md)");
   cmd->add_option("--model-control", flags->model_control,
                   "none: load everything once; poll: rescan every --poll-interval-ms and (re)load changes without "
                   "failing requests; explicit: load --load-model models, then the repository endpoints load/unload")

@@ -22,7 +22,8 @@ void EvaluateRun(const EndToEndObservation& obs, const std::string& prefix, Laye
     auto f = Make(prefix + ".cpu", layer, Verdict::kFail, "the CPU run failed");
     f.seen = obs.cpu.error;
     f.why = "without a working CPU run there is no reference to check the GPU against";
-    f.fix = "check the model and the input shapes (--shape NAME:DIMS)";
+    f.fix = "check the model and its inputs: their sizes (--shape NAME:DIMS) and values (--int-range NAME:LO:HI, "
+            "--input NAME=FILE)";
     report.Add(std::move(f));
   } else {
     auto f = Make(prefix + ".cpu", layer, Verdict::kPass, "runs on the CPU: " + Ms(obs.cpu.median_ms) + " median");
@@ -239,6 +240,15 @@ void EvaluateModel(const ModelObservation& obs, int index, Report& report) {
     f.seen = obs.load_error;
     f.why = "the model cannot be served or measured until it loads";
     f.fix = "check the path and re-export the model (onnx.checker.check_model)";
+    report.Add(std::move(f));
+    return;
+  }
+  if (!obs.input_error.empty()) {
+    auto f = Make(prefix + ".inputs", Layer::kModel, Verdict::kFail, "the input flags do not fit " + obs.path);
+    f.seen = obs.input_error;
+    f.why = "doctor runs the model on the inputs its flags describe, so it cannot check it with these";
+    f.fix = "fix the flag named above: --shape NAME:DIMS takes an input's full shape or a symbolic dimension's "
+            "size (batch:8); --input NAME=FILE and --int-range NAME:LO:HI take an input's name";
     report.Add(std::move(f));
     return;
   }

@@ -63,7 +63,8 @@ struct ModelObservation {
   std::string load_error;               // CPU load failed (corrupt, missing ...)
   std::vector<std::string> input_shapes;  // "input_ids: int64 1x128 (seq=128 from --shape)"
   std::vector<std::string> defaulted_dims;  // symbolic dims given the default
-  std::vector<std::string> input_names;     // the model's inputs (to check --shape names)
+  std::vector<std::string> input_names;     // its inputs and symbolic dims (to check flag names)
+  std::string input_error;                  // a --shape, --input or --int-range that does not fit it
   EndToEndObservation run;              // model_label is the path
 };
 

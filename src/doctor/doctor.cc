@@ -136,7 +136,7 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
     ModelObservation m = ObserveModel(path, cuda_ok, observe);
     if (!cuda_ok) m.run.skip_reason = ground.empty() ? "the CUDA execution provider does not work (provider layer)" : ground;
     inputs_seen.insert(m.input_names.begin(), m.input_names.end());
-    all_loaded = all_loaded && m.load_error.empty();
+    all_loaded = all_loaded && m.load_error.empty() && m.input_error.empty();
     EvaluateModel(m, index++, report);
   }
   // A --shape that names no input of any model is a typo the user must see.
@@ -147,12 +147,12 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
       f.id = "model.shape";
       f.layer = Layer::kModel;
       f.verdict = Verdict::kFail;
-      f.title = "--shape names '" + name + "', an input no model has";
+      f.title = "--shape names '" + name + "', an input or symbolic dimension no model has";
       std::string names;
       for (const auto& n : inputs_seen) names += (names.empty() ? "" : ", ") + n;
-      f.seen = "inputs of the models given: " + names;
+      f.seen = "inputs and symbolic dimensions of the models given: " + names;
       f.why = "the shape meant for that input was not used";
-      f.fix = "write --shape INPUT:DIMS with one of the input names above";
+      f.fix = "write --shape INPUT:DIMS (a full shape) or --shape DIM:SIZE with one of the names above";
       report.Add(std::move(f));
     }
   }

@@ -99,37 +99,39 @@ void ObserveRuns(const std::string* path, const std::string& bytes, const std::s
 
 }  // namespace
 
-Expected<std::vector<Tensor>> MakeInputs(const Session& session,
-                                         const std::map<std::string, std::vector<int64_t>>& shapes,
-                                         int64_t default_dim, std::vector<std::string>* described,
-                                         std::vector<std::string>* defaulted) {
+Expected<std::vector<Tensor>> MakeInputs(const Session& session, const ObserveOptions& options,
+                                         std::vector<std::string>* described, std::vector<std::string>* defaulted) {
+  // Only the flags naming this model's inputs or symbolic dims apply to it.
+  const ShapeFlags mine = ShapeFlagsFor(session.inputs(), options.shapes);
+  ORTGPU_RETURN_IF_ERROR(CheckShapeFlags(session.inputs(), mine));
   std::vector<Tensor> out;
   for (const auto& in : session.inputs()) {
     if (!in.is_tensor) return Unimplemented("input '" + in.name + "' is not a tensor; doctor can only feed tensors");
-    std::vector<int64_t> shape = in.shape;
-    std::string origin;
-    if (auto it = shapes.find(in.name); it != shapes.end()) {
-      ORTGPU_RETURN_IF_ERROR(CheckShapeFits(in, it->second, "--shape " + in.name + ":" + ShapeToString(it->second)));
-      shape = it->second;
-      origin = " (from --shape)";
-    } else {
-      for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] < 0) {
-          shape[d] = default_dim;
-          if (defaulted) {
-            const std::string& dn = d < in.dim_names.size() ? in.dim_names[d] : "";
-            defaulted->push_back(in.name + "[" + std::to_string(d) + "]" + (dn.empty() ? "" : "=" + dn));
-          }
-        }
+    if (auto given = options.inputs.find(in.name); given != options.inputs.end()) {
+      const Tensor& t = given->second;
+      if (t.dtype != in.dtype) {
+        return InvalidArgument("--input " + in.name + " holds " + std::string(ShortName(t.dtype)) +
+                               " but the model expects " + std::string(ShortName(in.dtype)));
       }
+      ORTGPU_RETURN_IF_ERROR(CheckShapeFits(in, t.shape, "--input " + in.name));
+      if (described) described->push_back(fmt::format("{}: {} {} (from --input)", in.name, ShortName(in.dtype),
+                                                      ShapeToString(t.shape)));
+      out.push_back(t);
+      continue;
     }
+    const bool flagged = mine.count(in.name) > 0 || std::any_of(in.dim_names.begin(), in.dim_names.end(),
+                                                                [&](const std::string& d) { return mine.count(d) > 0; });
+    ORTGPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ResolveInputShape(in, mine, UnsizedDims{1, 1}, defaulted));
     ORTGPU_RETURN_IF_ERROR(CheckInputSize(in.name, in.dtype, shape, "--shape"));
+    if (!ElementCount(shape)) return InvalidArgument("input '" + in.name + "' shape " + ShapeToString(shape) + " is too large");
     Tensor t = Tensor::Zeros(in.name, in.dtype, shape);
-    // Integers 0 or 1, whatever the input: index inputs of unknown models
-    // (Gather on a table of any size) stay in range.
-    FillRandom(t, 1234 + out.size(), IntRange{0, 2});
+    // Integers 0 or 1 unless --int-range says otherwise: index inputs of
+    // unknown models (Gather on a table of any size) stay in range.
+    const auto range = options.int_ranges.find(in.name);
+    FillRandom(t, 1234 + out.size(), range != options.int_ranges.end() ? range->second : IntRange{0, 2});
     if (described) {
-      described->push_back(fmt::format("{}: {} {}{}", in.name, ShortName(in.dtype), ShapeToString(shape), origin));
+      described->push_back(fmt::format("{}: {} {}{}", in.name, ShortName(in.dtype), ShapeToString(shape),
+                                       flagged ? " (from --shape)" : ""));
     }
     out.push_back(std::move(t));
   }
@@ -156,7 +158,9 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
     e2e.cpu.error = cpu.status().message();
     return r;
   }
-  auto inputs = MakeInputs(**cpu, {{"image", {o.builtin_batch, 3, 64, 64}}}, 1, nullptr, nullptr);
+  ObserveOptions builtin;
+  builtin.shapes = {{"image", {o.builtin_batch, 3, 64, 64}}};
+  auto inputs = MakeInputs(**cpu, builtin, nullptr, nullptr);
   if (!inputs.ok()) {
     e2e.cpu.error = inputs.status().message();
     return r;
@@ -207,10 +211,15 @@ ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveO
     m.load_error = cpu.status().message();
     return m;
   }
-  for (const auto& in : (*cpu)->inputs()) m.input_names.push_back(in.name);
-  auto inputs = MakeInputs(**cpu, o.shapes, 1, &m.input_shapes, &m.defaulted_dims);
+  for (const auto& in : (*cpu)->inputs()) {
+    m.input_names.push_back(in.name);
+    for (const auto& d : in.dim_names) {
+      if (!d.empty()) m.input_names.push_back(d);
+    }
+  }
+  auto inputs = MakeInputs(**cpu, o, &m.input_shapes, &m.defaulted_dims);
   if (!inputs.ok()) {
-    m.load_error = inputs.status().message();
+    m.input_error = inputs.status().message();
     return m;
   }
   if (!cuda) m.run.skip_reason = "no working CUDA execution provider (provider layer)";

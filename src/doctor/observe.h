@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "doctor/checks_runtime.h"
+#include "ort/random_inputs.h"
 #include "ort/session.h"
 
 namespace ortgpu::doctor {
@@ -20,8 +21,14 @@ struct ObserveOptions {
   int timed_runs = 20;
   int64_t builtin_batch = 16;
   int device_id = 0;
-  // Full input shapes by input name, from --shape NAME:DIMS.
+  // --shape NAME:DIMS: an input's full shape or a symbolic dim's size
+  // (ort/random_inputs.h, the grammar bench shares).
   std::map<std::string, std::vector<int64_t>> shapes;
+  // --int-range NAME:LO:HI: integer values of input NAME in [LO, HI);
+  // other integer inputs get 0 or 1.
+  std::map<std::string, IntRange> int_ranges;
+  // --input NAME=FILE, read by the command: the tensor input NAME gets.
+  std::map<std::string, Tensor> inputs;
   // Where ORT writes profiles (deleted after parsing).
   std::string temp_dir = "/tmp";
   // Reads this process's GPU memory use (NVML); may be empty.
@@ -40,13 +47,14 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& optio
 // Layer 7 on a user's model. `cuda`: try the GPU too.
 ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveOptions& options);
 
-// Inputs for a session: symbolic dims from `shapes` (whole shapes by input
-// name; names the model lacks are ignored, since --shape serves several
-// models) or 1; values in safe ranges (integers 0 or 1, so index inputs stay in
-// range; floats in [0, 1)). Fills `described` and `defaulted` for reports.
-Expected<std::vector<Tensor>> MakeInputs(const Session& session,
-                                         const std::map<std::string, std::vector<int64_t>>& shapes,
-                                         int64_t default_dim, std::vector<std::string>* described,
-                                         std::vector<std::string>* defaulted);
+// Inputs for a session: the tensors of `options.inputs`, else shapes from
+// `options.shapes` (names the model lacks are ignored, since the flags serve
+// several models; those it has are checked as bench checks them) with other
+// symbolic dims 1, and values in safe ranges (integers in their
+// --int-range, else 0 or 1 so index inputs stay in range; floats in
+// [0, 1)). InvalidArgument naming the flag when one does not fit. Fills
+// `described` and `defaulted` for reports.
+Expected<std::vector<Tensor>> MakeInputs(const Session& session, const ObserveOptions& options,
+                                         std::vector<std::string>* described, std::vector<std::string>* defaulted);
 
 }  // namespace ortgpu::doctor

@@ -62,9 +62,9 @@ class InputStaging {
   // input i shaped [rows, row_shape...] unless `shapes` gives it another
   // shape of the same element count (config.pbtxt's reshape). Returns the
   // outputs named in `outputs` (empty: every output) as host Tensors, in
-  // model order. ORT copies each output once, into host memory it allocates
-  // from its arena (the CUDA EP's pinned arena on CUDA), and the tensors
-  // borrow that memory (TensorBytes) rather than copying it again.
+  // model order. ORT copies each output once, into host memory from its CPU
+  // arena, and the tensors borrow that memory (TensorBytes) rather than
+  // copying it again.
   // REQUIRES: 1 <= rows <= max_rows; shapes empty or one per input.
   Expected<std::vector<Tensor>> Run(const Session& session, int64_t rows,
                                     const std::vector<std::vector<int64_t>>& shapes = {},

@@ -110,12 +110,26 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
     if (options.mode == IoMode::kCudaGraph) {
       // Output addresses must not change between replays: learn the shapes
       // with one plain run, then preallocate the outputs on the device.
-      Expected<std::vector<Tensor>> learned = Status(Internal("not run"));
-      {
-        std::unique_lock capture(ort_internal::CudaCaptureMutex());
-        learned = session.Run(r->host_inputs_);
+      std::vector<Tensor> shapes;
+      if (!options.output_shapes.empty()) {
+        if (options.output_shapes.size() != session.outputs().size()) {
+          return InvalidArgument("BoundRunner needs one output shape per output of " + session.label());
+        }
+        for (size_t k = 0; k < options.output_shapes.size(); ++k) {
+          Tensor t;
+          t.name = session.outputs()[k].name;
+          t.dtype = session.outputs()[k].dtype;
+          t.shape = options.output_shapes[k];
+          shapes.push_back(std::move(t));
+        }
+      } else {
+        Expected<std::vector<Tensor>> learned = Status(Internal("not run"));
+        {
+          std::unique_lock capture(ort_internal::CudaCaptureMutex());
+          learned = session.Run(r->host_inputs_);
+        }
+        ORTGPU_ASSIGN_OR_RETURN(shapes, std::move(learned));
       }
-      ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> shapes, std::move(learned));
       for (const auto& out : shapes) {
         Ort::Value v = Ort::Value::CreateTensor(impl->allocator, out.shape.data(), out.shape.size(),
                                                 static_cast<ONNXTensorElementDataType>(out.dtype));

@@ -41,6 +41,12 @@ struct BoundRunnerOptions {
   // The CUDA graph annotation ("gpu_graph_id" run option): one graph per
   // distinct input shape on a session. Used by kCudaGraph only.
   int graph_id = 0;
+  // kCudaGraph: the output shapes, in model order, when the caller knows
+  // them (serve learns them from another session of the model). Then no
+  // run with host inputs precedes the capture: after one, ORT keeps copying
+  // the feeds into buffers of its own, the captured graph reads those, and
+  // inputs written later through SetInput would never reach it.
+  std::vector<std::vector<int64_t>> output_shapes;
 };
 
 class BoundRunner {

@@ -88,6 +88,65 @@ Status CheckShapeFits(const TensorInfo& input, const std::vector<int64_t>& shape
   return Status::Ok();
 }
 
+namespace {
+
+std::string Flag(std::string_view flag, const std::string& name, const std::vector<int64_t>& dims) {
+  return std::string(flag) + " " + name + ":" + ShapeToString(dims);
+}
+
+// "x (?x3x?: batch, width), mask (?)" for messages.
+std::string DescribeInputs(const std::vector<TensorInfo>& inputs) {
+  std::string out;
+  for (const auto& in : inputs) {
+    std::string names;
+    for (const auto& d : in.dim_names) {
+      if (!d.empty()) names += (names.empty() ? "" : ", ") + d;
+    }
+    out += (out.empty() ? "" : ", ") + in.name + " (" + ShapeToString(in.shape) + (names.empty() ? "" : ": " + names) +
+           ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+ShapeFlags ShapeFlagsFor(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes) {
+  ShapeFlags mine;
+  for (const auto& [name, dims] : shapes) {
+    for (const auto& in : inputs) {
+      if (in.name == name || std::find(in.dim_names.begin(), in.dim_names.end(), name) != in.dim_names.end()) {
+        mine[name] = dims;
+      }
+    }
+  }
+  return mine;
+}
+
+Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes, std::string_view flag) {
+  for (const auto& [name, dims] : shapes) {
+    const auto input = std::find_if(inputs.begin(), inputs.end(), [&](const TensorInfo& i) { return i.name == name; });
+    if (input != inputs.end()) {
+      ORTGPU_RETURN_IF_ERROR(CheckShapeFits(*input, dims, Flag(flag, name, dims)));
+      continue;
+    }
+    const bool is_dim = std::any_of(inputs.begin(), inputs.end(), [&](const TensorInfo& i) {
+      return std::find(i.dim_names.begin(), i.dim_names.end(), name) != i.dim_names.end();
+    });
+    if (!is_dim) {
+      return InvalidArgument(Flag(flag, name, dims) + ": the model has no input or symbolic dimension '" + name +
+                             "'; its inputs: " + DescribeInputs(inputs) +
+                             ". Give an input's full shape (NAME:1x3x224x224) or a symbolic dimension's size "
+                             "(batch:8)");
+    }
+    if (dims.size() != 1 || dims[0] < 1) {
+      return InvalidArgument(Flag(flag, name, dims) + ": '" + name +
+                             "' is a symbolic dimension, so it takes one size of at least 1 (e.g. " +
+                             std::string(flag) + " " + name + ":8)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckInputSize(const std::string& name, DataType dtype, const std::vector<int64_t>& shape,
                       const std::string& source, uint64_t limit) {
   const uint64_t element = dtype == DataType::kString ? sizeof(std::string) : std::max<size_t>(ElementSize(dtype), 1);
@@ -107,6 +166,37 @@ Status CheckInputSize(const std::string& name, DataType dtype, const std::vector
                                        static_cast<double>(bytes), limit >> 30));
   }
   return Status::Ok();
+}
+
+Expected<std::vector<int64_t>> ResolveInputShape(const TensorInfo& input, const ShapeFlags& shapes,
+                                                 UnsizedDims unsized, std::vector<std::string>* defaulted,
+                                                 std::string_view flag) {
+  if (auto given = shapes.find(input.name); given != shapes.end()) {
+    ORTGPU_RETURN_IF_ERROR(CheckShapeFits(input, given->second, Flag(flag, input.name, given->second)));
+    return given->second;
+  }
+  std::vector<int64_t> shape = input.shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] >= 0) continue;
+    const std::string dim_name = d < input.dim_names.size() ? input.dim_names[d] : "";
+    auto named = dim_name.empty() ? shapes.end() : shapes.find(dim_name);
+    if (named != shapes.end() && named->second.size() == 1) {
+      shape[d] = named->second[0];
+      continue;
+    }
+    const int64_t size = d == 0 ? unsized.leading : unsized.others;
+    if (size < 0) {
+      return InvalidArgument("input '" + input.name + "' has symbolic dimension " + std::to_string(d) +
+                             (dim_name.empty() ? "" : " ('" + dim_name + "')") + " (shape " +
+                             ShapeToString(input.shape) + "); give its size with " + std::string(flag) + " " +
+                             (dim_name.empty() ? input.name + ":<dims>" : dim_name + ":<size>"));
+    }
+    shape[d] = size;
+    if (defaulted != nullptr) {
+      defaulted->push_back(input.name + "[" + std::to_string(d) + "]" + (dim_name.empty() ? "" : "=" + dim_name));
+    }
+  }
+  return shape;
 }
 
 }  // namespace ortgpu

@@ -1,15 +1,21 @@
-// Synthetic input values and shape checks shared by `doctor` and `bench`:
-// tensors filled from a seed with values a model accepts (integers in a range
-// that keeps index inputs valid, masks set to 1), and the check that a
-// user-given shape fits a model input. Pure functions; thread-safe.
+// Synthetic input values and shape checks shared by `doctor`, `bench` and
+// `perf`: tensors filled from a seed with values a model accepts (integers
+// in a range that keeps index inputs valid, masks set to 1), and the one
+// grammar of --shape NAME:DIMS: NAME is an input (DIMS its full shape) or a
+// symbolic dimension of one (DIMS one size, used wherever the dimension
+// appears), checked against the model with the same error text in every
+// command. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ort/session.h"
 #include "ort/tensor.h"
+#include "status/expected.h"
 #include "status/status.h"
 
 namespace ortgpu {
@@ -32,6 +38,38 @@ void FillRandom(Tensor& t, uint64_t seed, IntRange ints);
 // InvalidArgument saying which dimension is fixed at what. `source` names
 // where the shape came from ("--shape", "--input cat.npy").
 Status CheckShapeFits(const TensorInfo& input, const std::vector<int64_t>& shape, const std::string& source);
+
+// --shape values by NAME (ParseShapeFlag in ort/tensor.h).
+using ShapeFlags = std::map<std::string, std::vector<int64_t>>;
+
+// InvalidArgument, naming the flag, unless every NAME of `shapes` is an input
+// of the model (and its DIMS fit it) or a symbolic dimension of one of its
+// inputs (and its DIMS are one size of at least 1): "--shape nosuch:3: the
+// model has no input or symbolic dimension 'nosuch'; its inputs: x
+// (?x3x?: batch, width)".
+// `flag` names the flag in messages (serve's warm-up: "--warmup-shape").
+Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes,
+                       std::string_view flag = "--shape");
+
+// How a symbolic dimension no --shape sizes is set: `leading` for dimension
+// 0 (the batch), `others` for the rest; -1 makes it an error asking for
+// --shape (bench), a size uses it (doctor: 1) and, when `defaulted` is not
+// null, records "x[2]=width" there.
+struct UnsizedDims {
+  int64_t leading = 1;
+  int64_t others = 1;
+};
+
+// The concrete shape of `input`: its --shape, else each symbolic dimension
+// from the --shape of its name, else `unsized`.
+Expected<std::vector<int64_t>> ResolveInputShape(const TensorInfo& input, const ShapeFlags& shapes,
+                                                 UnsizedDims unsized, std::vector<std::string>* defaulted = nullptr,
+                                                 std::string_view flag = "--shape");
+
+// The flags of `shapes` that name an input of `inputs` or a symbolic
+// dimension of one: what applies to this model when one command line serves
+// several (doctor's --model, serve's repository).
+ShapeFlags ShapeFlagsFor(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes);
 
 // The most bytes one generated (or tiled) input may take: 4 GiB, as for
 // serve's warm-up samples. Checked before anything is allocated, so a

@@ -72,6 +72,12 @@ class ModelServer {
   // Queues the request; `done` is called exactly once, possibly before
   // Infer returns (an immediate error) or later from a worker thread.
   virtual void Infer(InferRequest request, InferCallback done) = 0;
+
+  // The folders whose paths clients see relative to them (the model
+  // repository); every message and reason the front end sends goes through
+  // protocol::ClientText with these. Default: none (every absolute path is
+  // reduced to its file name).
+  virtual std::vector<std::string> ClientTextRoots() const { return {}; }
 };
 
 }  // namespace ortgpu::serve

@@ -43,6 +43,8 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   s.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
   s.padded = loaded->batching.pad_to_preferred_batch_size;
   s.warmup = loaded->warmup.Brief();
+  s.completed = loaded->completed;
+  if (!loaded->warmup.warning.empty()) s.warnings.push_back(loaded->warmup.warning);
   if (!loaded->cuda_graph_warning.empty()) s.warnings.push_back(loaded->cuda_graph_warning);
   // The same expansion as the loader: KIND_AUTO/KIND_MODEL take the default kind.
   for (const auto& g : config.instance_group()) {
@@ -238,6 +240,11 @@ std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const 
       out += "    reason: " + models[r - 1].reason + "\n";
     }
     if (r > 0 && models[r - 1].state == ModelState::kReady) {
+      if (!models[r - 1].completed.empty()) {
+        std::string what;
+        for (const auto& c : models[r - 1].completed) what += (what.empty() ? "" : "; ") + c;
+        out += "    completed from the model: " + what + " (GET /v2/models/" + models[r - 1].name + "/config)\n";
+      }
       for (const auto& w : models[r - 1].warnings) out += "    warning: " + w + "\n";
     }
   }

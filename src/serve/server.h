@@ -76,6 +76,8 @@ struct ModelSummary {
   // Printed under the model's line as "    warning: ..." (CUDA graphs asked
   // for but not honoured).
   std::vector<std::string> warnings;
+  // Printed as "    completed from the model: ..." (LoadedModel::completed).
+  std::vector<std::string> completed;
 };
 
 class Server {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <set>
 
@@ -47,7 +48,8 @@ ServerCore::ServerCore(ServerOptions options, ServerDeps deps, ModelRepository r
 
 Expected<std::unique_ptr<ServerCore>> ServerCore::Create(ServerOptions options, ServerDeps deps) {
   ModelRepository repo = options.model_file.empty() ? ModelRepository::FromDirectory(options.repository)
-                                                     : ModelRepository::FromModelFile(options.model_file);
+                                                     : ModelRepository::FromModelFile(options.model_file, RealFileSystem(),
+                                                                                      options.model_config_file);
   ORTGPU_ASSIGN_OR_RETURN(auto names, repo.ListModels());
   std::unique_ptr<ServerCore> core(new ServerCore(std::move(options), std::move(deps), std::move(repo)));
   if (core->options_.model_control == ModelControlMode::kExplicit && core->options_.model_file.empty()) {
@@ -253,7 +255,8 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
         slot.model = *loaded;
         if (auto f = source->fingerprints.find(v); f != source->fingerprints.end()) slot.fingerprint = f->second;
         slot.state = ModelState::kReady;
-        slot.reason.clear();
+        // READY without a proven warm-up says so in the index too (docs/SERVING.md, Warm-up).
+        slot.reason = (*loaded)->warmup.warning;
         slot.failed_load.clear();
       } else {
         const std::string why = loaded.status().message();
@@ -541,6 +544,20 @@ void ServerCore::Infer(InferRequest request, InferCallback done) {
     if (st.code() != Code::kUnavailable) return done(st);
   }
   done(Unavailable("model '" + request.model_name + "' is being reloaded; retry"));
+}
+
+std::vector<std::string> ServerCore::ClientTextRoots() const {
+  std::vector<std::string> roots;
+  for (const std::string& root : {repository_.root(), options_.model_config_file.empty()
+                                                          ? std::string()
+                                                          : DirName(options_.model_config_file)}) {
+    if (root.empty()) continue;
+    roots.push_back(root);
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(root, ec).lexically_normal();
+    if (!ec && absolute.string() != root) roots.push_back(absolute.string());
+  }
+  return roots;
 }
 
 }  // namespace ortgpu::serve

@@ -49,6 +49,8 @@ struct ServerOptions {
   std::string repository;
   // One ONNX file served as model "<stem>" version 1 (--model PATH).
   std::string model_file;
+  // With model_file: its config.pbtxt (--config FILE.pbtxt); "" for none.
+  std::string model_config_file;
   ModelControlMode model_control = ModelControlMode::kNone;
   // poll: how often the repository is rescanned.
   int64_t poll_interval_ms = 5000;
@@ -103,6 +105,8 @@ class ServerCore : public ModelServer {
   Status LoadModel(const std::string& model) override;
   Status UnloadModel(const std::string& model) override;
   void Infer(InferRequest request, InferCallback done) override;
+  // The repository root (or the --model file's folder), as given and absolute.
+  std::vector<std::string> ClientTextRoots() const override;
 
  private:
   struct VersionSlot {

@@ -68,7 +68,12 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 // The one place where error codes meet the outside world's numbers
 // (after Triton's StatusCodeToTritonCode): HTTP status for `serve`, process
 // exit code for the commands.
-int HttpStatusFor(Code code);
+// `refusal` names the HTTP-only outcomes no Code stands for: a method the
+// endpoint does not take (405), a body past the limit (413), a request
+// without the bearer token it needs (401) and one from a Host or Origin the
+// server does not serve (403).
+enum class HttpRefusal { kNone, kMethodNotAllowed, kBodyTooLarge, kUnauthorized, kForbidden };
+int HttpStatusFor(Code code, HttpRefusal refusal = HttpRefusal::kNone);
 int ExitCodeFor(Code code);
 
 }  // namespace ortgpu

@@ -116,5 +116,27 @@ TEST(InputsTest, UnknownNamesListTheModelsInputs) {
   EXPECT_FALSE(ParseShapeFlag("1x3", spec).ok());
 }
 
+TEST(InputsTest, Issue9AShapeNamingNothingOrAnUnsizedDimIsAnErrorOfTheFlag) {
+  const auto ids = Input("input_ids", DataType::kInt64, {-1, -1}, {"batch", "sequence"});
+  InputSpec spec;
+  ASSERT_TRUE(ParseShapeFlag("nosuch:3", spec).ok());
+  auto in = MakeInputs({ids}, spec, 1);
+  ASSERT_FALSE(in.ok());
+  EXPECT_NE(in.status().message().find("--shape nosuch:3: the model has no input or symbolic dimension 'nosuch'; "
+                                       "its inputs: input_ids (?x?: batch, sequence)"),
+            std::string::npos)
+      << in.status().message();
+  InputSpec zero;
+  ASSERT_TRUE(ParseShapeFlag("batch:0", zero).ok());
+  in = MakeInputs({ids}, zero, 1);
+  ASSERT_FALSE(in.ok());
+  EXPECT_NE(in.status().message().find("takes one size of at least 1"), std::string::npos) << in.status().message();
+  // The text is the one doctor prints for the same flag (ort/random_inputs.h).
+  InputSpec bad;
+  ASSERT_TRUE(ParseShapeFlag("input_ids:1x2x3", bad).ok());
+  EXPECT_NE(MakeInputs({ids}, bad, 1).status().message().find("--shape input_ids:1x2x3 gives input 'input_ids'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ortgpu::bench

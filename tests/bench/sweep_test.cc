@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/report.h"
 #include "ort/accuracy.h"
 
 namespace ortgpu::bench {
@@ -106,6 +107,55 @@ TEST(RecommendTest, ConfigForServeLeavesOutCudaGraphs) {
   EXPECT_EQ(pbtxt.find("key: \"enable_cuda_graph\""), std::string::npos) << pbtxt;
   EXPECT_NE(pbtxt.find("enable_cuda_graph is left out"), std::string::npos);
   EXPECT_NE(pbtxt.find("key: \"prefer_nhwc\" value: \"1\""), std::string::npos);
+}
+
+TEST(RecommendTest, Issue9AnUnstableWinnerIsNeverRecommendedSilently) {
+  BenchReport report;
+  report.model = "m.onnx";
+  report.provider = Provider::kCpu;
+  report.dynamic_batch = true;
+  auto steady = Result("default", true, 1, 2.0, 500, Provider::kCpu);
+  steady.stats.stable = true;
+  auto jumpy = Result("opt=basic", false, 1, 1.0, 900, Provider::kCpu);
+  jumpy.stats.stable = false;
+  report.results = {steady, jumpy};
+  Recommendation rec = Recommend(report);
+  ASSERT_TRUE(rec.throughput);
+  EXPECT_EQ(rec.throughput->index, 0u) << "the stable one wins";
+  ASSERT_TRUE(rec.throughput->faster_unstable);
+  EXPECT_EQ(*rec.throughput->faster_unstable, 1u);
+  EXPECT_NE(rec.config_pbtxt.find("# opt=basic (batch 1, concurrency 1) measured faster but its timing windows "
+                                  "disagreed"),
+            std::string::npos)
+      << rec.config_pbtxt;
+  report.recommendation = rec;
+  EXPECT_NE(RecommendationLines(report)[1].find("opt=basic measured faster but was unstable"), std::string::npos)
+      << RecommendationLines(report)[1];
+
+  report.results = {jumpy};  // nothing stable: picked, and said so
+  rec = Recommend(report);
+  ASSERT_TRUE(rec.throughput);
+  EXPECT_TRUE(rec.throughput->unstable);
+  EXPECT_EQ(rec.config_pbtxt.rfind("# UNSTABLE: ", 0), 0u) << rec.config_pbtxt;
+  report.recommendation = rec;
+  EXPECT_NE(RecommendationLines(report)[1].find("UNSTABLE"), std::string::npos);
+}
+
+TEST(RecommendTest, Issue9TheFragmentKeepsTheModelsBatchingAndServesGraphLevel) {
+  BenchReport report;
+  report.model = "m.onnx";
+  report.provider = Provider::kCpu;
+  report.dynamic_batch = true;
+  auto basic = Result("opt=basic", false, 1, 1.0, 900, Provider::kCpu);
+  basic.config.variant.optimization = OptimizationLevel::kBasic;
+  report.results = {basic};
+  std::string pbtxt = ConfigPbtxtFragment(report, 0);
+  EXPECT_NE(pbtxt.find("max_batch_size: 4\n"), std::string::npos) << pbtxt;
+  EXPECT_NE(pbtxt.find("graph { level: -1 }"), std::string::npos) << pbtxt;
+  report.results[0].config.variant.optimization = OptimizationLevel::kDisable;
+  EXPECT_NE(ConfigPbtxtFragment(report, 0).find("graph { level: 2 }"), std::string::npos);
+  report.dynamic_batch = false;
+  EXPECT_NE(ConfigPbtxtFragment(report, 0).find("max_batch_size: 0\n"), std::string::npos);
 }
 
 TEST(RecommendTest, NothingUsableMeansNoPick) {

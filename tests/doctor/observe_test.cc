@@ -60,15 +60,66 @@ TEST(ObserveTest, ShapeFlagSetsTheInputShape) {
   EXPECT_EQ(m.input_shapes[0], "image: float32 4x3x64x64 (from --shape)");
 }
 
-TEST(ObserveTest, ShapeThatDoesNotFitIsAClearError) {
+TEST(ObserveTest, Issue9ShapeThatDoesNotFitIsAnErrorOfTheFlagNotOfTheModel) {
   const std::string path = WriteFile("doctor_model3.onnx", onnx::BuiltinCheckModel());
   auto o = Quick();
   o.shapes["image"] = {4, 3, 32, 64};
   auto m = ObserveModel(path, false, o);
-  EXPECT_NE(m.load_error.find("dimension 2 is fixed at 64"), std::string::npos) << m.load_error;
+  EXPECT_TRUE(m.load_error.empty()) << m.load_error;
+  EXPECT_NE(m.input_error.find("--shape image:4x3x32x64 gives input 'image' shape 4x3x32x64"), std::string::npos)
+      << m.input_error;
+  EXPECT_NE(m.input_error.find("dimension 2 is fixed at 64"), std::string::npos) << m.input_error;
+  Report report;
+  EvaluateModel(m, 1, report);
+  ASSERT_NE(report.Find("model.1.inputs"), nullptr);
+  EXPECT_EQ(report.Find("model.1.inputs")->verdict, Verdict::kFail);
+  EXPECT_EQ(report.Find("model.1.load"), nullptr) << "not 'cannot load ... re-export the model'";
+  EXPECT_NE(report.Find("model.1.inputs")->fix.find("--shape NAME:DIMS"), std::string::npos);
   o.shapes = {{"pixels", {1, 3, 64, 64}}};
   m = ObserveModel(path, false, o);
-  EXPECT_TRUE(m.load_error.empty()) << "a --shape for another model's input is not this model's error";
+  EXPECT_TRUE(m.load_error.empty() && m.input_error.empty()) << "a --shape for another model's input is not this model's error";
+}
+
+TEST(ObserveTest, Issue9ShapeTakesASymbolicDimNameAsBenchDoes) {
+  const std::string path = WriteFile("doctor_model4.onnx", onnx::BuiltinCheckModel());
+  auto o = Quick();
+  o.shapes["batch"] = {3};
+  auto m = ObserveModel(path, false, o);
+  ASSERT_TRUE(m.input_error.empty()) << m.input_error;
+  ASSERT_EQ(m.input_shapes.size(), 1u);
+  EXPECT_EQ(m.input_shapes[0], "image: float32 3x3x64x64 (from --shape)");
+  EXPECT_TRUE(m.defaulted_dims.empty());
+  o.shapes["batch"] = {3, 4};
+  m = ObserveModel(path, false, o);
+  EXPECT_NE(m.input_error.find("'batch' is a symbolic dimension, so it takes one size"), std::string::npos)
+      << m.input_error;
+}
+
+TEST(ObserveTest, Issue9IntRangeAndInputSetTheValuesDoctorRuns) {
+  // y = Cast(n) + x: the value of the int64 input shows in the output.
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {1});
+  b.AddInput("n", DataType::kInt64, {1});
+  b.AddOutput("y", DataType::kFloat, {1});
+  b.AddNode("Cast", {"n"}, {"nf"}, {{"to", 1}});
+  b.AddNode("Add", {"nf", "x"}, {"y"});
+  const std::string path = WriteFile("doctor_int_model.onnx", b.Serialize());
+  auto o = Quick();
+  o.int_ranges["n"] = {16000, 16001};
+  Tensor x = Tensor::Zeros("x", DataType::kFloat, {1});
+  x.data_as<float>()[0] = 0.5f;
+  o.inputs["x"] = x;
+  auto session = Session::Load(path, SessionOptions{});
+  ASSERT_TRUE(session.ok());
+  std::vector<std::string> described;
+  auto inputs = MakeInputs(**session, o, &described, nullptr);
+  ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
+  EXPECT_EQ((*inputs)[0].data_as<float>()[0], 0.5f);
+  EXPECT_EQ((*inputs)[1].data_as<int64_t>()[0], 16000);
+  EXPECT_EQ(described[0], "x: float32 1 (from --input)");
+  o.inputs["x"] = Tensor::Zeros("x", DataType::kInt32, {1});
+  EXPECT_NE(MakeInputs(**session, o, nullptr, nullptr).status().message().find("--input x holds int32"),
+            std::string::npos);
 }
 
 TEST(ObserveTest, CorruptAndMissingModelsAreFindingsNotCrashes) {

@@ -3,14 +3,16 @@
 // answered three ways, through ServerCore::Infer (the core path of
 // tests/serve/core/conformance_test.cc), as a KServe JSON request, and with
 // the binary tensor extension (binary inputs, binary_data outputs), and each
-// answer is compared with the expected outputs at the same tolerance.
-// docs/SERVING.md (Conformance) lists what passes through the core but not
-// through HTTP, and why.
+// answer is compared with the expected outputs at the same tolerance. Each
+// path must fail exactly the tests of conformance_expected.h (each with its
+// reason; docs/SERVING.md, Conformance), so no case passes through the core
+// and fails over HTTP.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -18,6 +20,7 @@
 
 #include "e2e/kserve_client.h"
 #include "serve/core/conformance_cases.h"
+#include "serve/core/conformance_expected.h"
 #include "serve/core/test_repository.h"
 #include "serve/http/test_http_client.h"
 #include "serve/server.h"
@@ -28,12 +31,6 @@ namespace {
 using serve::testing::ConformanceCase;
 using serve::testing::TestHttpClient;
 
-// How many fewer cases each HTTP path may pass than the core path. Zero: the
-// JSON form carries every value of these tests exactly (floats as shortest
-// round-trip decimals, NaN/Infinity as strings, UINT64 as exact integers) and
-// the binary form is the tensor's bytes. docs/SERVING.md says why it may grow.
-constexpr int kJsonMargin = 0;
-constexpr int kBinaryMargin = 0;
 // Client threads, each with one keep-alive connection (CI machines have 2 cores).
 constexpr int kClientThreads = 2;
 
@@ -118,10 +115,14 @@ TEST(ConformanceHttpTest, OnnxNodeTestsServedOverHttpMatchThroughJsonAndBinaryTe
 
   int core = 0, json = 0, binary = 0;
   std::ostringstream core_failures, http_only_failures;
+  std::map<std::string, std::string> core_failed, json_failed, binary_failed;
   for (const CaseResult& r : results) {
     core += r.core.empty();
     json += r.json.empty();
     binary += r.binary.empty();
+    if (!r.core.empty()) core_failed[r.name] = r.core;
+    if (!r.json.empty()) json_failed[r.name] = r.json;
+    if (!r.binary.empty()) binary_failed[r.name] = r.binary;
     if (!r.core.empty()) core_failures << "  " << r.name << ": " << r.core << "\n";
     if (r.core.empty() && !r.json.empty()) http_only_failures << "  " << r.name << " (JSON): " << r.json << "\n";
     if (r.core.empty() && !r.binary.empty()) http_only_failures << "  " << r.name << " (binary): " << r.binary << "\n";
@@ -135,10 +136,12 @@ TEST(ConformanceHttpTest, OnnxNodeTestsServedOverHttpMatchThroughJsonAndBinaryTe
             << seconds(served - loaded) << " s)\n"
             << "failing through the core (docs/SERVING.md):\n" << core_failures.str()
             << "differences between the core and HTTP:\n" << http_only_failures.str();
-  // docs/SERVING.md keeps both lists; a drop is a regression in the HTTP front end or codec.
-  EXPECT_GE(json, core - kJsonMargin) << http_only_failures.str();
-  EXPECT_GE(binary, core - kBinaryMargin) << http_only_failures.str();
-  EXPECT_GE(core * 100, static_cast<int>(models.size()) * 90) << core_failures.str();
+  // The JSON form carries every value of these tests exactly (floats as shortest round-trip
+  // decimals, NaN/Infinity as strings, UINT64 as exact integers) and the binary form is the
+  // tensor's bytes, so each path fails exactly the expected list.
+  EXPECT_EQ(serve::testing::CompareWithExpectedFailures(core_failed, "core"), "") << core_failures.str();
+  EXPECT_EQ(serve::testing::CompareWithExpectedFailures(json_failed, "JSON"), "") << http_only_failures.str();
+  EXPECT_EQ(serve::testing::CompareWithExpectedFailures(binary_failed, "binary"), "") << http_only_failures.str();
   EXPECT_TRUE((*server)->Shutdown());
 }
 

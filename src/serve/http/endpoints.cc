@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "serve/protocol/client_text.h"
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
 
@@ -15,6 +16,12 @@ using protocol::Endpoint;
 #ifndef ORTGPU_VERSION
 #define ORTGPU_VERSION "0.0.0"
 #endif
+
+// The error reply with the message as clients may see it (paths relative
+// to the server's repository, protocol/client_text.h).
+HttpReply ServerErrorReply(const ModelServer& server, const Status& status) {
+  return ErrorReply(Status(status.code(), protocol::ClientText(status.message(), server.ClientTextRoots())));
+}
 
 HttpReply JsonReply(const nlohmann::json& j) {
   HttpReply r;
@@ -42,7 +49,7 @@ nlohmann::json TensorsJson(const std::vector<TensorMetadata>& tensors) {
 
 HttpReply Metadata(ModelServer& server, const protocol::Route& route) {
   auto md = server.Metadata(route.model, route.version);
-  if (!md) return ErrorReply(md.status());
+  if (!md) return ServerErrorReply(server, md.status());
   return JsonReply({{"name", md->name},
                     {"versions", md->versions},
                     {"platform", md->platform},
@@ -63,9 +70,10 @@ HttpReply RepositoryIndex(ModelServer& server, std::string_view body) {
     }
   }
   nlohmann::json arr = nlohmann::json::array();
+  const std::vector<std::string> roots = server.ClientTextRoots();
   for (const ModelVersionStatus& s : server.RepositoryIndex(ready_only)) {
     nlohmann::json e = {{"name", s.name}, {"version", s.version}, {"state", ModelStateName(s.state)}};
-    e["reason"] = s.reason;
+    e["reason"] = protocol::ClientText(s.reason, roots);
     arr.push_back(std::move(e));
   }
   return JsonReply(arr);
@@ -108,10 +116,10 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
   shape_of_request.outputs = decoded->outputs;
   shape_of_request.binary_data_output = decoded->binary_data_output;
   std::string model = route.model;
-  server.Infer(std::move(decoded).value(),
-               [reply = std::move(reply), req = std::move(shape_of_request), model](Expected<InferResponse> result) {
+  server.Infer(std::move(decoded).value(), [&server, reply = std::move(reply), req = std::move(shape_of_request),
+                                             model](Expected<InferResponse> result) {
                  if (!result) {
-                   HttpReply r = ErrorReply(result.status());
+                   HttpReply r = ServerErrorReply(server, result.status());
                    r.model = model;
                    reply(std::move(r));
                    return;
@@ -141,10 +149,10 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
 
 }  // namespace
 
-HttpReply ErrorReply(const Status& status) {
+HttpReply ErrorReply(const Status& status, HttpRefusal refusal) {
   HttpReply r;
-  r.status = static_cast<unsigned>(HttpStatusFor(status.code()));
-  r.body = protocol::EncodeError(status);
+  r.status = static_cast<unsigned>(HttpStatusFor(status.code(), refusal));
+  r.body = protocol::EncodeError(Status(status.code(), protocol::ClientText(status.message())));
   return r;
 }
 
@@ -179,7 +187,7 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     case Endpoint::kModelReady: {
       auto ready = server.IsModelReady(route.model, route.version);
       if (!ready) {
-        reply(ErrorReply(ready.status()));
+        reply(ServerErrorReply(server, ready.status()));
         return;
       }
       reply(BoolReply(*ready, FailedPrecondition(fmt::format("model '{}' version {} is not ready", route.model,
@@ -188,13 +196,13 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     }
     case Endpoint::kModelConfig: {
       auto config = server.ModelConfig(route.model, route.version);
-      reply(config ? JsonReply(*config) : ErrorReply(config.status()));
+      reply(config ? JsonReply(*config) : ServerErrorReply(server, config.status()));
       return;
     }
     case Endpoint::kModelStats:
     case Endpoint::kAllModelStats: {
       auto stats = server.Statistics(route.model, route.version);
-      reply(stats ? JsonReply(*stats) : ErrorReply(stats.status()));
+      reply(stats ? JsonReply(*stats) : ServerErrorReply(server, stats.status()));
       return;
     }
     case Endpoint::kRepositoryIndex: reply(RepositoryIndex(server, request.body.view())); return;
@@ -204,7 +212,7 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
         Status st = route.endpoint == Endpoint::kRepositoryLoad ? server.LoadModel(route.model)
                                                                 : server.UnloadModel(route.model);
         if (!st.ok()) {
-          reply(ErrorReply(st));
+          reply(ServerErrorReply(server, st));
           return;
         }
         HttpReply r;

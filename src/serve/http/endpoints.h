@@ -86,8 +86,9 @@ struct EndpointRequest {
   std::shared_ptr<const std::atomic<bool>> cancelled;
 };
 
-// The error reply for `status`: {"error": message} with HttpStatusFor.
-HttpReply ErrorReply(const Status& status);
+// The error reply for `status`: {"error": message} (protocol::ClientText
+// of it) with HttpStatusFor(status.code(), refusal).
+HttpReply ErrorReply(const Status& status, HttpRefusal refusal = HttpRefusal::kNone);
 
 // {"name":"ortgpu","version":...,"extensions":[...]}
 std::string ServerMetadataJson();

@@ -285,9 +285,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                   {req[http::field::host], req[http::field::origin], req[http::field::authorization],
                                    req.method() == http::verb::options},
                                   route->endpoint)) {
-      HttpReply r = ErrorReply(InvalidArgument(denied->message));
-      r.status = denied->status;
-      return Write(std::move(r));
+      return Write(ErrorReply(InvalidArgument(denied->message), denied->refusal));
     }
     // An allowed cross-origin browser request: its reply carries CORS
     // headers, and its preflight is answered here.
@@ -306,8 +304,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     head_ = req.method() == http::verb::head && route->method == "GET";
     if (req.method_string() != route->method && !head_) {
       HttpReply r = ErrorReply(InvalidArgument(fmt::format("{} takes {}, not {}", protocol::EndpointName(route->endpoint),
-                                                           route->method, std::string(req.method_string()))));
-      r.status = 405;
+                                                           route->method, std::string(req.method_string()))),
+                               HttpRefusal::kMethodNotAllowed);
       allow_ = route->method;
       return Write(std::move(r));
     }
@@ -389,8 +387,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     close_after_ = true;
     HttpReply r = ErrorReply(ResourceExhausted(fmt::format(
         "request body exceeds the limit of {} bytes; send a smaller batch or raise --max-body-bytes",
-        state_->options.max_body_bytes)));
-    r.status = 413;
+        state_->options.max_body_bytes)), HttpRefusal::kBodyTooLarge);
     Write(std::move(r));
   }
 

@@ -67,7 +67,7 @@ std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const Acce
   if (!headers.host.empty()) {
     const std::string name = HostName(headers.host);
     if (!IsIpAddress(name) && name != "localhost" && !Contains(options.allowed_hosts, name)) {
-      return AccessDenied{403, fmt::format("Host '{}' is not an address of this server; if clients reach it by that "
+      return AccessDenied{HttpRefusal::kForbidden, fmt::format("Host '{}' is not an address of this server; if clients reach it by that "
                                            "name, start it with --allow-host {}",
                                            headers.host, name)};
     }
@@ -75,7 +75,7 @@ std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const Acce
   if (!headers.origin.empty()) {
     const std::string origin = Lower(headers.origin);
     if (!IsSameOrigin(origin, headers.host) && !Contains(options.allowed_origins, origin)) {
-      return AccessDenied{403, fmt::format("cross-origin request from Origin '{}' refused (a web page may not use "
+      return AccessDenied{HttpRefusal::kForbidden, fmt::format("cross-origin request from Origin '{}' refused (a web page may not use "
                                            "this server); to allow that page, start the server with --allow-origin {}",
                                            headers.origin, headers.origin)};
     }
@@ -85,7 +85,7 @@ std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const Acce
     const std::string_view auth = headers.authorization;
     const bool bearer = auth.size() > kBearer.size() && Lower(auth.substr(0, kBearer.size())) == kBearer;
     if (!bearer || !SameSecret(auth.substr(kBearer.size()), options.auth_token)) {
-      return AccessDenied{401, fmt::format("{} needs 'Authorization: Bearer <token>' with the token of the server's "
+      return AccessDenied{HttpRefusal::kUnauthorized, fmt::format("{} needs 'Authorization: Bearer <token>' with the token of the server's "
                                            "--auth-token-file{}",
                                            protocol::EndpointName(endpoint), auth.empty() ? "" : "; the token sent is wrong")};
     }

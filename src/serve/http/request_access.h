@@ -52,8 +52,10 @@ struct AccessHeaders {
 };
 
 struct AccessDenied {
-  unsigned status = 403;  // 403 Host/Origin, 401 token (with WWW-Authenticate: Bearer)
-  std::string message;    // what was seen and the flag that allows it
+  // kForbidden (403) for Host/Origin, kUnauthorized (401, with
+  // WWW-Authenticate: Bearer) for the token.
+  HttpRefusal refusal = HttpRefusal::kForbidden;
+  std::string message;  // what was seen and the flag that allows it
 };
 
 // nullopt when the request may proceed to `endpoint`.

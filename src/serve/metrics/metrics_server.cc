@@ -1,6 +1,7 @@
 #include "serve/metrics/metrics_server.h"
 
 #include "serve/http/listener.h"
+#include "status/status.h"
 
 #include <optional>
 #include <thread>
@@ -55,15 +56,15 @@ class ScrapeConnection : public std::enable_shared_from_this<ScrapeConnection> {
                                     {request_[http::field::host], request_[http::field::origin], "", false},
                                     protocol::Endpoint::kHealthLive);
     if (denied) {
-      response_.result(static_cast<http::status>(denied->status));
+      response_.result(static_cast<unsigned>(HttpStatusFor(Code::kInvalidArgument, denied->refusal)));
       response_.set(http::field::content_type, "text/plain");
       response_.body() = denied->message + "\n";
     } else if (path != "/metrics") {
-      response_.result(http::status::not_found);
+      response_.result(static_cast<unsigned>(HttpStatusFor(Code::kNotFound)));
       response_.set(http::field::content_type, "text/plain");
       response_.body() = "metrics are served at /metrics\n";
     } else if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
-      response_.result(http::status::method_not_allowed);
+      response_.result(static_cast<unsigned>(HttpStatusFor(Code::kInvalidArgument, HttpRefusal::kMethodNotAllowed)));
       response_.set(http::field::allow, "GET");
     } else {
       response_.result(http::status::ok);

@@ -164,7 +164,8 @@ std::vector<std::string> UnhonouredFieldWarnings(const inference::ModelConfig& c
                    {"max_queue_size"}, out);
   }
   if (config.has_optimization()) {
-    WarnUnhonoured(config.optimization(), "optimization.", {"execution_accelerators"}, out);
+    WarnUnhonoured(config.optimization(), "optimization.", {"execution_accelerators", "graph"}, out);
+    WarnUnhonoured(config.optimization().graph(), "optimization.graph.", {"level"}, out);
     const auto& acc = config.optimization().execution_accelerators();
     WarnUnhonoured(acc, "optimization.execution_accelerators.", {"gpu_execution_accelerator"}, out);
     for (const auto& a : acc.gpu_execution_accelerator()) {
@@ -197,21 +198,84 @@ std::vector<std::string> UnhonouredFieldWarnings(const inference::ModelConfig& c
   return out;
 }
 
+bool SetsMaxBatchSize(std::string_view config_text) {
+  size_t pos = 0;
+  while ((pos = config_text.find("max_batch_size", pos)) != std::string_view::npos) {
+    // Only at the start of a field: after a line start, whitespace, '{' or ';'.
+    size_t before = pos;
+    while (before > 0 && (config_text[before - 1] == ' ' || config_text[before - 1] == '\t')) --before;
+    const bool field_start = before == 0 || config_text[before - 1] == '\n' || config_text[before - 1] == '{' ||
+                             config_text[before - 1] == ';' || config_text[before - 1] == '}';
+    size_t after = pos + std::string_view("max_batch_size").size();
+    while (after < config_text.size() && (config_text[after] == ' ' || config_text[after] == '\t')) ++after;
+    if (field_start && after < config_text.size() && config_text[after] == ':') return true;
+    pos += 1;
+  }
+  return false;
+}
+
+namespace {
+
+// Whether every dims the config gives for `configured` leaves out a batch
+// dimension of the model's tensor (dims one shorter than the model's rank).
+template <typename Repeated>
+bool DimsLeaveOutBatch(const Repeated& configured, const std::vector<TensorInfo>& model) {
+  for (const auto& c : configured) {
+    if (c.dims_size() == 0 || c.has_reshape()) continue;
+    auto it = std::find_if(model.begin(), model.end(), [&](const TensorInfo& t) { return t.name == c.name(); });
+    if (it == model.end() || static_cast<size_t>(c.dims_size()) + 1 != it->shape.size()) return false;
+  }
+  return true;
+}
+
+template <typename Repeated>
+std::vector<std::string> Unlisted(const std::vector<TensorInfo>& model, const Repeated& configured) {
+  std::vector<std::string> out;
+  for (const auto& t : model) {
+    if (std::none_of(configured.begin(), configured.end(), [&](const auto& c) { return c.name() == t.name; })) {
+      out.push_back(t.name);
+    }
+  }
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
 Status CompleteConfig(const std::vector<TensorInfo>& model_inputs, const std::vector<TensorInfo>& model_outputs,
-                      bool config_given, const CompletionOptions& options, inference::ModelConfig& config) {
+                      ConfigGiven given, const CompletionOptions& options, inference::ModelConfig& config,
+                      std::vector<std::string>* completed) {
   if (config.max_batch_size() < 0) {
     return InvalidArgument("max_batch_size is " + std::to_string(config.max_batch_size()) +
                            "; it must be 0 (no batching) or the largest batch the model accepts");
   }
-  if (!config_given && AllVariableFirstDim(model_inputs) && AllVariableFirstDim(model_outputs)) {
-    config.set_max_batch_size(options.default_max_batch_size);
-    if (!config.has_dynamic_batching()) config.mutable_dynamic_batching();
+  std::vector<std::string> filled;
+  if (!given.max_batch_size && config.max_batch_size() == 0 && AllVariableFirstDim(model_inputs) &&
+      AllVariableFirstDim(model_outputs) && DimsLeaveOutBatch(config.input(), model_inputs) &&
+      DimsLeaveOutBatch(config.output(), model_outputs) && options.default_max_batch_size > 0) {
+    // Large enough for the preferred batch sizes the config asks for.
+    int mbs = options.default_max_batch_size;
+    for (int b : config.dynamic_batching().preferred_batch_size()) mbs = std::max(mbs, b);
+    config.set_max_batch_size(mbs);
+    const bool add_batcher = !config.has_dynamic_batching();
+    if (add_batcher) config.mutable_dynamic_batching();
+    filled.push_back("max_batch_size " + std::to_string(mbs) +
+                     (add_batcher ? " with dynamic_batching" : ""));
   }
   if (config.platform().empty() && config.backend().empty()) config.set_platform("onnxruntime_onnx");
+  const auto inputs = Unlisted(model_inputs, config.input());
+  const auto outputs = Unlisted(model_outputs, config.output());
   ORTGPU_RETURN_IF_ERROR(
       CompleteTensors<inference::ModelInput>(model_inputs, config.max_batch_size(), "input", *config.mutable_input()));
   ORTGPU_RETURN_IF_ERROR(CompleteTensors<inference::ModelOutput>(model_outputs, config.max_batch_size(), "output",
                                                                  *config.mutable_output()));
+  if (!inputs.empty()) filled.push_back((inputs.size() == 1 ? "input " : "inputs ") + Joined(inputs));
+  if (!outputs.empty()) filled.push_back((outputs.size() == 1 ? "output " : "outputs ") + Joined(outputs));
   for (int b : config.dynamic_batching().preferred_batch_size()) {
     if (b < 1 || (config.max_batch_size() > 0 && b > config.max_batch_size())) {
       return InvalidArgument("dynamic_batching.preferred_batch_size " + std::to_string(b) +
@@ -219,6 +283,7 @@ Status CompleteConfig(const std::vector<TensorInfo>& model_inputs, const std::ve
                              " (max_batch_size); remove it or raise max_batch_size");
     }
   }
+  if (completed != nullptr) *completed = std::move(filled);
   return Status::Ok();
 }
 
@@ -253,6 +318,19 @@ std::string CudaGraphRequest(const inference::ModelConfig& config) {
   }
   if (ParameterIsTrue(ConfigParameters(config)["enable_cuda_graph"])) where = "parameter enable_cuda_graph";
   return where;
+}
+
+Expected<OptimizationLevel> GraphOptimizationLevel(const inference::ModelConfig& config) {
+  switch (config.optimization().graph().level()) {
+    case 0: return OptimizationLevel::kAll;
+    case -1: return OptimizationLevel::kBasic;
+    case 1: return OptimizationLevel::kExtended;
+    case 2: return OptimizationLevel::kDisable;
+    default:
+      return InvalidArgument("optimization { graph { level: " + std::to_string(config.optimization().graph().level()) +
+                             " } } is not a level Triton's ONNX Runtime backend knows; use -1 (basic), 1 (extended), "
+                             "2 (none) or leave it out (all)");
+  }
 }
 
 std::map<std::string, std::string> ConfigParameters(const inference::ModelConfig& config) {

@@ -39,19 +39,37 @@ std::vector<std::string> UnhonouredFieldWarnings(const inference::ModelConfig& c
 // backend auto-complete).
 struct CompletionOptions {
   // max_batch_size given to a model whose inputs and outputs all start with a
-  // variable dimension, when there is no config.pbtxt; dynamic_batching is
+  // variable dimension, when the config does not set one; dynamic_batching is
   // then enabled with its defaults.
   int default_max_batch_size = 4;
 };
 
+// What the user wrote, beyond what the parsed config shows (proto3 does not
+// tell an absent max_batch_size from `max_batch_size: 0`).
+struct ConfigGiven {
+  bool file = false;            // a config.pbtxt exists (or --config FILE)
+  bool max_batch_size = false;  // it sets max_batch_size, 0 included
+};
+
+// Whether config.pbtxt text sets max_batch_size (a field line, not a comment).
+bool SetsMaxBatchSize(std::string_view config_text);
+
 // Fills in what the config leaves out from the ONNX model's own inputs and
-// outputs (`config_given` false: no config.pbtxt at all), then checks the
-// config against the model: every configured tensor exists with the same
-// type, dims agree, max_batch_size > 0 only when the model has a variable
-// first dimension. The message of an error names the tensor and says what to
-// change in config.pbtxt.
+// outputs, as Triton's ONNX Runtime backend does, with or without a
+// config.pbtxt: every input and output the config does not list, the
+// data_type and dims of those it lists without them, and max_batch_size
+// (options.default_max_batch_size, with dynamic_batching) when the config
+// does not set it, every model input and output has a variable first dim and
+// every dims the config gives leave that dim out. Then checks the config
+// against the model: every configured tensor exists with the same type, dims
+// agree, max_batch_size > 0 only when the model has a variable first
+// dimension. The message of an error names the tensor and says what to
+// change in config.pbtxt. `completed` (nullable) receives what was filled
+// in, for the start-up summary ("max_batch_size 4 with dynamic_batching",
+// "inputs x, sr").
 Status CompleteConfig(const std::vector<TensorInfo>& model_inputs, const std::vector<TensorInfo>& model_outputs,
-                      bool config_given, const CompletionOptions& options, inference::ModelConfig& config);
+                      ConfigGiven given, const CompletionOptions& options, inference::ModelConfig& config,
+                      std::vector<std::string>* completed = nullptr);
 
 // Triton's JSON form of the config (proto field names, as Triton's
 // /v2/models/<m>/config answers).
@@ -67,6 +85,11 @@ inference::DataType ToConfigType(DataType t);
 // the request on GPU instances whose batches are padded to a few fixed
 // sizes (one graph per padded size and worker) and warns otherwise.
 std::string CudaGraphRequest(const inference::ModelConfig& config);
+
+// The ORT graph optimization level of optimization { graph { level } }, as
+// Triton's ONNX Runtime backend reads it: 0 or absent all, -1 basic, 1
+// extended, 2 none. InvalidArgument for any other value.
+Expected<OptimizationLevel> GraphOptimizationLevel(const inference::ModelConfig& config);
 
 // The parameters block as a plain map (ModelParameter.string_value).
 std::map<std::string, std::string> ConfigParameters(const inference::ModelConfig& config);

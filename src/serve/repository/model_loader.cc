@@ -1,6 +1,7 @@
 #include "serve/repository/model_loader.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -10,7 +11,10 @@
 #include <spdlog/spdlog.h>
 
 #include "doctor/placement.h"
+#include "ort/ort_status.h"
 #include "serve/repository/contained_path.h"
+#include "serve/repository/rejection_runner.h"
+#include "serve/repository/warmup_inputs.h"
 #include "serve/scheduler/batching.h"
 
 #include "sys/file_system.h"
@@ -46,6 +50,7 @@ std::vector<InstanceSpec> ExpandInstances(const inference::ModelConfig& config, 
 Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config) {
   SessionOptions so;
   so.log_id = config.name();
+  ORTGPU_ASSIGN_OR_RETURN(so.optimization, GraphOptimizationLevel(config));
   for (const auto& a : config.optimization().execution_accelerators().gpu_execution_accelerator()) {
     if (a.name() != "cuda") continue;
     for (const auto& [k, v] : a.parameters()) so.cuda_options[k] = v;
@@ -144,6 +149,50 @@ Expected<std::vector<Tensor>> FirstRow(const std::vector<Tensor>& sample) {
   return std::move(split[0]);
 }
 
+// The generated candidate that ran on an instance, or index -1 with the
+// last failure when none did.
+struct ChosenCandidate {
+  int index = -1;
+  Status failure;
+};
+
+// Tries `candidates` in order with `try_run` (a warm-up run of one sample)
+// and returns the first that runs. A failure other than InvalidArgument (the
+// inputs do not suit the model) is returned: out of memory or a broken
+// device is not fixed by other inputs.
+Expected<ChosenCandidate> FindRunningCandidate(const std::vector<WarmupCandidate>& candidates,
+                                               const std::function<Status(const std::vector<Tensor>&)>& try_run,
+                                               const std::string& instance) {
+  ChosenCandidate out;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    Status st = try_run(candidates[k].inputs);
+    if (st.ok()) {
+      out.index = static_cast<int>(k);
+      return out;
+    }
+    if (st.code() != Code::kInvalidArgument) return st.WithContext("warm-up of " + instance + " with generated inputs");
+    spdlog::debug("warm-up candidate '{}' of {} failed: {}", candidates[k].description, instance, st.message());
+    out.failure = Status(st.code(), "with " + candidates[k].description + ", " + st.message());
+  }
+  return out;
+}
+
+// The warning of a model no generated input ran: the node that failed and
+// how to give it a warm-up.
+std::string NoWarmupWarning(const std::string& model, const Status& last_failure) {
+  const std::string& m = last_failure.message();
+  const std::string node = FailingNode(m);
+  // "with variable dims 64, <what failed>": the candidate, then ORT's own words when it has them.
+  const std::string candidate = m.substr(0, m.find(", "));
+  return "no generated warm-up input ran (" + DescribeWarmupCandidates() + "); " + candidate + " " +
+         (node.empty() ? "it failed: " + m.substr(std::min(m.size(), candidate.size() + 2))
+                       : node + " failed: " + FailureExplanation(m.substr(0, m.find(kRejectionAdvice)))) +
+         ". The model is READY but has not run on its device yet: add a model_warmup with inputs it accepts to "
+         "config.pbtxt (docs/SERVING.md, Warm-up), or for `serve --model " + model +
+         ".onnx` pass --config FILE.pbtxt or --warmup-input NAME=FILE.npy; --strict-warmup keeps such models "
+         "UNAVAILABLE";
+}
+
 }  // namespace
 
 BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instances) {
@@ -200,13 +249,16 @@ std::string WarmupReport::Took() const {
 }
 
 std::string WarmupReport::Describe() const {
-  if (batch_sizes.empty()) return "warm-up " + Took();
+  if (!warning.empty()) return "not warmed up: " + warning;
+  const std::string with = generated.empty() || generated == "fixed dims" ? "" : " (generated inputs: " + generated + ")";
+  if (batch_sizes.empty()) return "warm-up " + Took() + with;
   return fmt::format("warmed {} batch size{}{} x {} instance{} in {}", batch_sizes.size(),
                      batch_sizes.size() == 1 ? "" : "s", every_batch_size ? "" : " (a bounded subset)", instances,
-                     instances == 1 ? "" : "s", Took());
+                     instances == 1 ? "" : "s", Took()) + with;
 }
 
 std::string WarmupReport::Brief() const {
+  if (!warning.empty()) return "none (see warning)";
   if (batch_sizes.empty()) return Took();
   return fmt::format("{}, {} size{}{}", Took(), batch_sizes.size(), batch_sizes.size() == 1 ? "" : "s",
                      every_batch_size ? "" : " (subset)");
@@ -241,19 +293,6 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
   const int mbs = config.max_batch_size();
   std::vector<std::vector<Tensor>> out;
   int64_t total_bytes = 0;
-  if (config.model_warmup().empty()) {
-    std::vector<Tensor> sample;
-    for (const auto& c : config.input()) {
-      std::vector<int64_t> shape;
-      if (mbs > 0) shape.push_back(1);
-      for (int64_t d : c.dims()) shape.push_back(d < 0 ? 1 : d);
-      ORTGPU_RETURN_IF_ERROR(AddWarmupBytes("the default warm-up sample of input '" + c.name() + "'",
-                                            FromConfigType(c.data_type()), shape, 1, total_bytes));
-      sample.push_back(Tensor::Zeros(c.name(), FromConfigType(c.data_type()), shape));
-    }
-    out.push_back(std::move(sample));
-    return out;
-  }
   uint32_t seed = 1;
   for (const auto& w : config.model_warmup()) {
     if (mbs == 0 && w.batch_size() > 1) {
@@ -331,7 +370,8 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   std::vector<std::unique_ptr<InstanceRunner>> runners;
   const SessionRunner* first_runner = nullptr;  // the placement check profiles its session
   std::vector<SessionOptions> instance_options;
-  std::vector<std::vector<Tensor>> samples;
+  std::vector<std::vector<Tensor>> samples;      // the config's model_warmup, or the generated input that ran
+  std::vector<WarmupCandidate> candidates;       // generated, when the config has no model_warmup
   BatchPolicy policy;
   WarmupSizes shapes;
   int64_t warmup_ns = 0;
@@ -351,10 +391,17 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       ORTGPU_RETURN_IF_ERROR((*session)->inputs().empty() && (*session)->outputs().empty()
                                  ? InvalidArgument("the model has no inputs or outputs")
                                  : Status::Ok());
-      ORTGPU_RETURN_IF_ERROR(CompleteConfig((*session)->inputs(), (*session)->outputs(), source.has_config,
-                                            options.completion, model->config)
+      ORTGPU_RETURN_IF_ERROR(CompleteConfig((*session)->inputs(), (*session)->outputs(),
+                                            ConfigGiven{source.has_config, SetsMaxBatchSize(source.config_text)},
+                                            options.completion, model->config, &model->completed)
                                  .WithContext("config of model '" + source.name + "'"));
-      ORTGPU_ASSIGN_OR_RETURN(samples, WarmupSamples(model->config, source.dir));
+      if (model->config.model_warmup().empty()) {
+        WarmupHints hints{options.warmup_inputs, ShapeFlagsFor((*session)->inputs(), options.warmup_shapes),
+                          (*session)->inputs()};
+        ORTGPU_ASSIGN_OR_RETURN(candidates, GenerateWarmupCandidates(model->config, hints));
+      } else {
+        ORTGPU_ASSIGN_OR_RETURN(samples, WarmupSamples(model->config, source.dir));
+      }
       const bool gpu = std::any_of(instances.begin(), instances.end(),
                                    [](const InstanceSpec& x) { return x.kind == InstanceKind::kGpu; });
       policy = BatchPolicyFor(model->config, gpu);
@@ -370,19 +417,14 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     const auto per_size = params.find("session_per_batch_size");
     const bool per_size_sessions = instances[i].kind == InstanceKind::kGpu && policy.pad_to_preferred_batch_size &&
                                    (per_size == params.end() || ParameterIsTrue(per_size->second));
-    // CUDA graphs need batches of a few fixed shapes: padded ones. The
-    // graph path (one graph session per padded size and worker, captured on
-    // the worker's thread, fed through BoundRunner) is built and tested, but
-    // on the H200 its served outputs disagreed with the plain path's
-    // (scripts/infer_digest.py, docs/BENCHMARKS.md, 2026-12-01), so it
-    // stays off until that is found: kServeCudaGraphs.
-    constexpr bool kServeCudaGraphs = false;
-    bool graphs = kServeCudaGraphs && !graph_request.empty() && per_size_sessions && !shapes.sizes.empty();
+    // CUDA graphs need batches of a few fixed shapes: padded ones.
+    bool graphs = !graph_request.empty() && per_size_sessions && !shapes.sizes.empty();
     if (i == 0 && !graph_request.empty() && !graphs) {
       model->cuda_graph_warning =
-          "CUDA graphs (" + graph_request + ") are not used by `ortgpu serve` yet: its graph path gave outputs "
-          "that differ from the plain path's on the GPU test machine, so it is off until that is fixed; the model "
-          "runs without them (`ortgpu bench --io cuda-graph` measures what they would give)";
+          "CUDA graphs (" + graph_request + ") are not used: they replay fixed shapes, so `ortgpu serve` captures "
+          "them only on GPU instances whose batches are padded to the preferred sizes (dynamic_batching with "
+          "preferred_batch_size, pad_to_preferred_batch_size and session_per_batch_size left on); the model runs "
+          "without them";
       spdlog::warn("model '{}': {}", source.name, model->cuda_graph_warning);
     }
     // The sessions of one instance (or, with graphs, of one worker).
@@ -444,6 +486,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     int workers = instances[i].kind == InstanceKind::kGpu && policy.dynamic_batching ? 2 : 1;
     if (workers_param != params.end()) workers = std::clamp(std::atoi(workers_param->second.c_str()), 1, 8);
     std::vector<std::unique_ptr<SessionRunner>> sharing;
+    std::vector<std::unique_ptr<InstanceRunner>> sharing_runners;
     for (int w = 1; w < workers; ++w) {
       if (graphs) {
         ORTGPU_ASSIGN_OR_RETURN(InstanceSessions own, build_sessions(nullptr));
@@ -453,37 +496,86 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       }
     }
     if (i == 0) model->workers_per_instance = workers;
-    std::unique_ptr<InstanceRunner> runner = std::move(session_runner);
+    const auto declared = Describe(model->config.input(), model->config.max_batch_size());
+    std::unique_ptr<InstanceRunner> runner =
+        std::make_unique<RejectionExplainingRunner>(std::move(session_runner), declared);
+    std::vector<SessionRunner*> sharing_ptrs;  // for SetWorkerWarmup, owned by their wrappers below
+    for (auto& extra : sharing) sharing_ptrs.push_back(extra.get());
+    for (auto& extra : sharing) {
+      auto explained = std::make_unique<RejectionExplainingRunner>(std::move(extra), declared);
+      extra.reset();
+      sharing_runners.push_back(std::move(explained));
+    }
+    sharing.clear();
     if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
     const int64_t warm_start = deps.clock->NowNanos();
-    // The config's model_warmup runs as given; the default sample (batch 1)
-    // only when no batch size warm-up replaces it.
-    const bool default_sample = model->config.model_warmup().empty();
-    for (const auto& sample : samples) {
-      if (default_sample && !shapes.sizes.empty()) break;
-      auto warm = runner->Run(sample);
-      if (!warm.ok()) {
-        return Status(warm.status().code(), "warm-up of " + instances[i].Describe(i) + " failed: " +
-                                                warm.status().message() +
-                                                "; the model stays unavailable. If the zero-filled default sample "
-                                                "is not valid for it, add model_warmup to config.pbtxt");
+    // The config's model_warmup runs as given, and is the user's to fix when
+    // it fails; without one the first instance finds a generated input that
+    // runs, which every other instance then runs too.
+    if (!model->config.model_warmup().empty()) {
+      for (const auto& sample : samples) {
+        auto warm = runner->Run(sample);
+        if (!warm.ok()) {
+          return Status(warm.status().code(), "warm-up of " + instances[i].Describe(i) +
+                                                  " with the config's model_warmup failed: " +
+                                                  warm.status().message() +
+                                                  "; the model stays unavailable. Give the model_warmup inputs "
+                                                  "the model accepts");
+        }
       }
+    } else if (i == 0) {
+      // A candidate runs as warm-up will: at the smallest batch size the
+      // batcher forms (so a padded instance's sessions see only their own
+      // shapes), or once without batching. With CUDA graphs the padded sizes
+      // capture on the worker threads, so candidates run on the main
+      // session, which captures none.
+      const std::string what = instances[i].Describe(i);
+      auto try_run = [&](const std::vector<Tensor>& sample) -> Status {
+        if (graphs) {
+          ORTGPU_ASSIGN_OR_RETURN(auto inputs, session_runner_ptr->ModelInputs(sample));
+          return ExplainRejection(session_runner_ptr->session().Run(inputs).status(), sample, declared, 0);
+        }
+        if (shapes.sizes.empty()) return runner->Run(sample).status();
+        return WarmBatchSizes(*runner, sample, {shapes.sizes.front()}, what, *deps.clock);
+      };
+      ORTGPU_ASSIGN_OR_RETURN(auto chosen, FindRunningCandidate(candidates, try_run, what));
+      if (chosen.index < 0) {
+        const std::string warning = NoWarmupWarning(source.name, chosen.failure);
+        if (options.strict_warmup || require_gpu) {
+          return FailedPrecondition(warning + (require_gpu ? "; --require-gpu needs a run to check placement, so the "
+                                                             "model stays unavailable"
+                                                           : "; --strict-warmup keeps the model unavailable"));
+        }
+        model->warmup.warning = warning;
+      } else {
+        samples = {candidates[static_cast<size_t>(chosen.index)].inputs};
+        model->warmup.generated = candidates[static_cast<size_t>(chosen.index)].description;
+      }
+    } else if (!samples.empty() && shapes.sizes.empty()) {
+      auto warm = runner->Run(samples[0]);
+      if (!warm.ok()) return warm.status().WithContext("warm-up of " + instances[i].Describe(i));
     }
     if (graphs && !samples.empty()) {
       // ORT keeps a captured graph per thread: each worker captures its
       // graphs on its own thread before the model is READY (PrepareOnWorker,
       // DynamicBatcher::WaitUntilPrepared).
-      auto warm = [sample = samples[0], sizes = shapes.sizes, what = instances[i].Describe(i),
+      // Three runs of each size: ORT's regular runs before the capture, and
+      // the capture itself, all before READY.
+      std::vector<int64_t> thrice;
+      for (int64_t n : shapes.sizes) thrice.insert(thrice.end(), 3, n);
+      auto warm = [sample = samples[0], sizes = thrice, what = instances[i].Describe(i),
                    clock = deps.clock](InstanceRunner& r) { return WarmBatchSizes(r, sample, sizes, what, *clock); };
       session_runner_ptr->SetWorkerWarmup(warm);
-      for (auto& extra : sharing) extra->SetWorkerWarmup(warm);
+      for (SessionRunner* extra : sharing_ptrs) extra->SetWorkerWarmup(warm);
     } else if (!samples.empty()) {
-      ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], shapes.sizes, instances[i].Describe(i), *deps.clock));
+      // The first instance ran the smallest size already when it chose a generated input.
+      std::vector<int64_t> sizes = shapes.sizes;
+      if (i == 0 && !model->warmup.generated.empty() && !sizes.empty()) sizes.erase(sizes.begin());
+      ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], sizes, instances[i].Describe(i), *deps.clock));
     }
-    for (auto& extra : sharing) {
+    for (auto& extra : sharing_runners) {
       if (graphs) break;  // warmed on their worker threads
-      // The sessions are warm; one batch makes this worker's staging buffers
-      // (with graphs: every size, each capturing its graph).
+      // The sessions are warm; one batch makes this worker's staging buffers.
       if (!samples.empty() && !shapes.sizes.empty()) {
         ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*extra, samples[0],
                                               graphs ? shapes.sizes : std::vector<int64_t>{shapes.sizes.front()},
@@ -493,7 +585,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     warmup_ns += deps.clock->NowNanos() - warm_start;
     instance_options.push_back(so);
     runners.push_back(std::move(runner));
-    for (auto& extra : sharing) runners.push_back(std::move(extra));
+    for (auto& extra : sharing_runners) runners.push_back(std::move(extra));
   }
   if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));
@@ -502,7 +594,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   const int mbs = model->config.max_batch_size();
   model->inputs = Describe(model->config.input(), mbs);
   model->outputs = Describe(model->config.output(), mbs);
-  model->warmup.batch_sizes = shapes.sizes;
+  if (!samples.empty()) model->warmup.batch_sizes = shapes.sizes;  // none ran without a sample
   model->warmup.every_batch_size = shapes.every_size;
   model->warmup.instances = static_cast<int>(instances.size());
   model->warmup.ns = warmup_ns;

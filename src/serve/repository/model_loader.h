@@ -12,10 +12,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ort/random_inputs.h"
 #include "ort/session.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
@@ -61,6 +63,19 @@ struct LoaderOptions {
   CompletionOptions completion;
   // BatcherOptions::busy_poll_ns for every model (serve --busy-poll-us).
   int64_t busy_poll_ns = 0;
+  // A model without model_warmup whose generated warm-up inputs all fail
+  // (warmup_inputs.h) is READY with a warning by default, as Triton serves
+  // models it did not warm up; true keeps it UNAVAILABLE (serve
+  // --strict-warmup). require_gpu implies it: placement needs a run.
+  bool strict_warmup = false;
+  // Warm-up inputs by input name, used as given in every generated
+  // candidate of a model that has such an input (serve --warmup-input
+  // NAME=FILE.npy); as a request sends them, batch dim first when batching.
+  std::map<std::string, Tensor> warmup_inputs;
+  // Sizes for generated warm-up inputs (serve --warmup-shape NAME:DIMS, the
+  // --shape grammar: an input's full shape or a symbolic dim's size); each
+  // model takes the flags that name its inputs or dims.
+  ShapeFlags warmup_shapes;
 };
 
 struct LoaderDeps {
@@ -82,6 +97,13 @@ struct WarmupReport {
   int instances = 0;
   // Time of all warm-up runs (model_warmup and batch sizes), every instance.
   int64_t ns = 0;
+  // The generated candidate that ran ("variable dims 16, sr=16000"); "" with
+  // the config's model_warmup.
+  std::string generated;
+  // Non-empty when no generated input ran: the model is READY without
+  // having run, and this says which node failed and how to add a
+  // model_warmup.
+  std::string warning;
   // "3.1 s" (or "250 ms" below a second).
   std::string Took() const;
   // For the log: "warmed 16 batch sizes x 2 instances in 3.1 s" ("warm-up
@@ -97,6 +119,9 @@ struct LoadedModel {
   inference::ModelConfig config;  // completed
   std::vector<TensorMetadata> inputs;   // as clients see them (batch dim -1 first when batching)
   std::vector<TensorMetadata> outputs;
+  // What CompleteConfig filled in from the model ("max_batch_size 4 with
+  // dynamic_batching", "inputs x, sr"), for the start-up summary.
+  std::vector<std::string> completed;
   std::unique_ptr<ModelStats> stats;
   WarmupReport warmup;
   BatchPolicy batching;  // what the batcher runs with (padding resolved per instance kind)
@@ -143,8 +168,9 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instan
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
                       const std::string& instance, const Clock& clock);
 
-// The warm-up requests of a completed config: its model_warmup samples, or
-// one zero-filled request (batch 1, variable dims 1) when it has none.
+// The warm-up requests of a completed config: its model_warmup samples
+// (none without model_warmup: the loader then tries
+// GenerateWarmupCandidates, warmup_inputs.h).
 // `model_dir` holds warmup/<input_data_file>. InvalidArgument past the
 // bounds above.
 Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelConfig& config,

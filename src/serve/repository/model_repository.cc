@@ -48,9 +48,9 @@ ModelRepository ModelRepository::FromDirectory(std::string root, const FileSyste
   return ModelRepository(std::move(root), "", fs);
 }
 
-ModelRepository ModelRepository::FromModelFile(std::string path, const FileSystem& fs) {
+ModelRepository ModelRepository::FromModelFile(std::string path, const FileSystem& fs, std::string config_path) {
   std::string dir = DirName(path);
-  return ModelRepository(std::move(dir), std::move(path), fs);
+  return ModelRepository(std::move(dir), std::move(path), fs, std::move(config_path));
 }
 
 Expected<std::vector<std::string>> ModelRepository::ListModels() const {
@@ -81,6 +81,11 @@ Expected<ModelSource> ModelRepository::ReadModel(const std::string& name) const 
     src.dir = root_;
     src.single_file = single_file_;
     src.versions = {1};
+    if (!config_path_.empty()) {
+      src.config_path = config_path_;
+      ORTGPU_ASSIGN_OR_RETURN(src.config_text, fs_->ReadFile(config_path_));
+      src.has_config = true;
+    }
     return src;
   }
   src.dir = JoinPath(root_, name);

@@ -40,8 +40,11 @@ class ModelRepository {
  public:
   // REQUIRES: `fs` outlives the repository.
   static ModelRepository FromDirectory(std::string root, const FileSystem& fs = RealFileSystem());
-  // The file is model "<stem>" (resnet50.onnx -> "resnet50") version 1.
-  static ModelRepository FromModelFile(std::string path, const FileSystem& fs = RealFileSystem());
+  // The file is model "<stem>" (resnet50.onnx -> "resnet50") version 1;
+  // `config_path` (serve --config FILE.pbtxt, "" for none) is its
+  // config.pbtxt, read on every ReadModel like a repository model's.
+  static ModelRepository FromModelFile(std::string path, const FileSystem& fs = RealFileSystem(),
+                                       std::string config_path = "");
 
   // Model names (sub-folders of the root), sorted. NotFound when the root
   // does not exist.
@@ -53,10 +56,11 @@ class ModelRepository {
   const std::string& root() const { return root_; }
 
  private:
-  ModelRepository(std::string root, std::string single_file, const FileSystem& fs)
-      : root_(std::move(root)), single_file_(std::move(single_file)), fs_(&fs) {}
+  ModelRepository(std::string root, std::string single_file, const FileSystem& fs, std::string config_path = "")
+      : root_(std::move(root)), single_file_(std::move(single_file)), config_path_(std::move(config_path)), fs_(&fs) {}
   std::string root_;
   std::string single_file_;
+  std::string config_path_;  // --config for a single file
   const FileSystem* fs_;
 };
 

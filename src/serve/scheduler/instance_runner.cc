@@ -1,8 +1,9 @@
 #include "serve/scheduler/instance_runner.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 #include "serve/scheduler/batching.h"
 
@@ -27,6 +28,37 @@ std::optional<std::vector<int64_t>> Reshaped(const std::vector<int64_t>& dims, i
 }
 
 }  // namespace
+
+void GatherRows(const std::vector<RowCopy>& copies, size_t max_threads) {
+  size_t total = 0;
+  for (const RowCopy& c : copies) total += c.bytes;
+  auto run = [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      const RowCopy& c = copies[k];
+      if (c.src == nullptr) {
+        std::memset(c.dst, 0, c.bytes);
+      } else if (c.bytes > 0) {
+        std::memcpy(c.dst, c.src, c.bytes);
+      }
+    }
+  };
+  if (max_threads == 0) max_threads = std::min<size_t>(std::thread::hardware_concurrency() / 4, kMaxGatherThreads);
+  const size_t threads = std::min({copies.size(), total / kParallelGatherBytes + 1, std::max<size_t>(1, max_threads)});
+  if (threads <= 1) return run(0, copies.size());
+  // Contiguous runs of copies of about equal bytes, one per thread; this
+  // thread takes the first.
+  std::vector<size_t> bounds{0};
+  size_t acc = 0;
+  for (size_t k = 0; k < copies.size() && bounds.size() < threads; ++k) {
+    acc += copies[k].bytes;
+    if (acc >= total * bounds.size() / threads) bounds.push_back(k + 1);
+  }
+  bounds.push_back(copies.size());
+  std::vector<std::thread> helpers;
+  for (size_t part = 1; part + 1 < bounds.size(); ++part) helpers.emplace_back(run, bounds[part], bounds[part + 1]);
+  run(bounds[0], bounds[1]);
+  for (auto& h : helpers) h.join();
+}
 
 Expected<std::vector<Tensor>> InstanceRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                        int64_t padding_rows, const Clock& clock,
@@ -155,6 +187,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   int64_t rows = padding_rows;
   for (const auto* req : requests) rows += req->front().shape[0];
   ORTGPU_RETURN_IF_ERROR(EnsureStaging(first, rows));
+  copies_.clear();
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < staging_->input_count(); ++i) {
     const StagedInputSpec& spec = staging_->spec(i);
@@ -169,10 +202,10 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
         if (it == req->end()) return InvalidArgument("input '" + spec.name + "' is missing from a request of the batch");
         t = &*it;
       }
-      std::memcpy(dst, t->data.data(), t->data.size());
+      copies_.push_back({dst, t->data.data(), t->data.size()});
       dst += t->data.size();
     }
-    if (padding_rows > 0) std::memset(dst, 0, static_cast<size_t>(padding_rows) * row_bytes);
+    if (padding_rows > 0) copies_.push_back({dst, nullptr, static_cast<size_t>(padding_rows) * row_bytes});
     std::vector<int64_t> shape{rows};
     shape.insert(shape.end(), spec.row_shape.begin(), spec.row_shape.end());
     if (auto it = rules_.inputs.find(spec.name); it != rules_.inputs.end()) {
@@ -185,6 +218,8 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
     }
     shapes.push_back(std::move(shape));
   }
+  GatherRows(copies_);
+  copies_.clear();
   inputs_ready_ns = clock.NowNanos();
   Expected<std::vector<Tensor>> results = Status(Internal("not run"));
   if (sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0) {
@@ -214,6 +249,11 @@ Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, in
     }
     BoundRunnerOptions options;
     options.mode = IoMode::kCudaGraph;
+    // The output shapes from the main session (never from a host-input run
+    // of the graph session: see BoundRunnerOptions::output_shapes).
+    ORTGPU_ASSIGN_OR_RETURN(auto probe, staging_->Run(*sessions_->main, rows, shapes));
+    if (probe.size() != session.outputs().size()) return Internal("the main session returned another set of outputs");
+    for (const auto& t : probe) options.output_shapes.push_back(t.shape);
     auto made = BoundRunner::Create(session, std::move(inputs), options);
     if (!made.ok()) {
       graphs_.erase(rows);

@@ -49,6 +49,24 @@ class InstanceRunner {
                                                  const std::vector<std::string>& outputs = {});
 };
 
+// One piece of a batch's joining: `bytes` from `src` to `dst`, or zeros
+// (padding rows) when src is null.
+struct RowCopy {
+  uint8_t* dst = nullptr;
+  const uint8_t* src = nullptr;
+  size_t bytes = 0;
+};
+// Batches of at least this many bytes are joined by several threads: one
+// thread copies ~5-6 GB/s into pinned memory, and 16 ResNet-50 rows
+// (9.6 MB) took 1.5-1.8 ms of the served request on the H200.
+inline constexpr size_t kParallelGatherBytes = 4u << 20;
+inline constexpr size_t kMaxGatherThreads = 4;
+// Performs `copies` (disjoint destinations): on the calling thread, or on
+// up to kMaxGatherThreads (a quarter of the cores) for large batches, each
+// taking a contiguous run of about equal bytes. Returns when all are done.
+// `max_threads` 0: a quarter of the cores, at most kMaxGatherThreads.
+void GatherRows(const std::vector<RowCopy>& copies, size_t max_threads = 0);
+
 struct ReshapeRules {
   // Batch dimension leads the request tensors (max_batch_size > 0).
   bool batched = false;
@@ -144,6 +162,7 @@ class SessionRunner : public InstanceRunner {
   std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)
   std::map<int64_t, std::unique_ptr<BoundRunner>> graphs_;  // by batch rows (cuda_graphs only)
   std::function<Status(InstanceRunner&)> worker_warmup_;
+  std::vector<RowCopy> copies_;  // the current batch's joining, reused
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).

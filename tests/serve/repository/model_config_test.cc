@@ -75,7 +75,7 @@ TensorInfo Info(std::string name, DataType t, std::vector<int64_t> shape) {
 TEST(ModelConfigTest, WithoutConfigTheModelsTensorsCompleteItAndBatchingIsOn) {
   inference::ModelConfig c;
   ASSERT_TRUE(CompleteConfig({Info("x", DataType::kFloat, {-1, 4})}, {Info("y", DataType::kInt64, {-1, 2})},
-                             /*config_given=*/false, {}, c)
+                             ConfigGiven{}, {}, c)
                   .ok());
   EXPECT_EQ(c.max_batch_size(), 4);
   EXPECT_TRUE(c.has_dynamic_batching());
@@ -89,7 +89,7 @@ TEST(ModelConfigTest, WithoutConfigTheModelsTensorsCompleteItAndBatchingIsOn) {
 
 TEST(ModelConfigTest, FixedShapeModelGetsNoBatching) {
   inference::ModelConfig c;
-  ASSERT_TRUE(CompleteConfig({Info("x", DataType::kFloat, {2, 4})}, {Info("y", DataType::kFloat, {2, 4})}, false, {}, c).ok());
+  ASSERT_TRUE(CompleteConfig({Info("x", DataType::kFloat, {2, 4})}, {Info("y", DataType::kFloat, {2, 4})}, ConfigGiven{}, {}, c).ok());
   EXPECT_EQ(c.max_batch_size(), 0);
   EXPECT_EQ(c.input(0).dims_size(), 2);
 }
@@ -100,14 +100,72 @@ TEST(ModelConfigTest, ConfigThatContradictsTheModelSaysWhatToChange) {
   auto* in = c.add_input();
   in->set_name("x");
   in->set_data_type(inference::TYPE_FP16);
-  Status st = CompleteConfig({Info("x", DataType::kFloat, {-1, 4})}, {Info("y", DataType::kFloat, {-1, 4})}, true, {}, c);
+  Status st = CompleteConfig({Info("x", DataType::kFloat, {-1, 4})}, {Info("y", DataType::kFloat, {-1, 4})}, ConfigGiven{true, true}, {}, c);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_NE(st.message().find("change data_type to TYPE_FP32"), std::string::npos) << st.message();
 
   inference::ModelConfig fixed;
   fixed.set_max_batch_size(8);
-  st = CompleteConfig({Info("x", DataType::kFloat, {2, 4})}, {Info("y", DataType::kFloat, {2, 4})}, true, {}, fixed);
+  st = CompleteConfig({Info("x", DataType::kFloat, {2, 4})}, {Info("y", DataType::kFloat, {2, 4})}, ConfigGiven{true, true}, {}, fixed);
   EXPECT_NE(st.message().find("set max_batch_size: 0"), std::string::npos) << st.message();
+}
+
+TEST(ModelConfigTest, Issue9AConfigHoldingOnlyModelWarmupKeepsTheModelsBatching) {
+  auto parsed = ParseModelConfig(R"pb(
+    model_warmup [ { name: "w" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]
+  )pb", "m/config.pbtxt");
+  ASSERT_TRUE(parsed.ok());
+  inference::ModelConfig c = parsed->config;
+  std::vector<std::string> completed;
+  ASSERT_TRUE(CompleteConfig({Info("x", DataType::kFloat, {-1, 4})}, {Info("y", DataType::kFloat, {-1, 4})},
+                             ConfigGiven{true, false}, {}, c, &completed)
+                  .ok());
+  EXPECT_EQ(c.max_batch_size(), 4);
+  EXPECT_TRUE(c.has_dynamic_batching());
+  EXPECT_EQ(completed, (std::vector<std::string>{"max_batch_size 4 with dynamic_batching", "input x", "output y"}));
+}
+
+TEST(ModelConfigTest, BatchingIsNotCompletedWhenTheConfigSetsItOrGivesFullRankDims) {
+  inference::ModelConfig zero;  // max_batch_size: 0 written out
+  ASSERT_TRUE(CompleteConfig({Info("x", DataType::kFloat, {-1, 4})}, {Info("y", DataType::kFloat, {-1, 4})},
+                             ConfigGiven{true, true}, {}, zero)
+                  .ok());
+  EXPECT_EQ(zero.max_batch_size(), 0);
+  inference::ModelConfig full_rank;
+  auto* in = full_rank.add_input();
+  in->set_name("x");
+  in->add_dims(-1);
+  in->add_dims(4);
+  ASSERT_TRUE(CompleteConfig({Info("x", DataType::kFloat, {-1, 4})}, {Info("y", DataType::kFloat, {-1, 4})},
+                             ConfigGiven{true, false}, {}, full_rank)
+                  .ok());
+  EXPECT_EQ(full_rank.max_batch_size(), 0);
+  EXPECT_EQ(full_rank.output(0).dims_size(), 2);
+}
+
+TEST(ModelConfigTest, MaxBatchSizeIsSetOnlyByAFieldLine) {
+  EXPECT_TRUE(SetsMaxBatchSize("name: \"m\"\nmax_batch_size: 0\n"));
+  EXPECT_TRUE(SetsMaxBatchSize("  max_batch_size :8"));
+  EXPECT_FALSE(SetsMaxBatchSize("# max_batch_size: 8\ninput []"));
+  EXPECT_FALSE(SetsMaxBatchSize("model_warmup [ { name: \"max_batch_size\" } ]"));
+}
+
+TEST(ModelConfigTest, Issue9GraphLevelMapsToOrtsOptimizationLevelAsTritonReadsIt) {
+  for (auto [text, want] : {std::pair{"", OptimizationLevel::kAll},
+                            std::pair{"optimization { graph { level: -1 } }", OptimizationLevel::kBasic},
+                            std::pair{"optimization { graph { level: 1 } }", OptimizationLevel::kExtended},
+                            std::pair{"optimization { graph { level: 2 } }", OptimizationLevel::kDisable}}) {
+    auto parsed = ParseModelConfig(text, "m/config.pbtxt");
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_TRUE(parsed->warnings.empty()) << text << ": " << parsed->warnings[0];
+    auto level = GraphOptimizationLevel(parsed->config);
+    ASSERT_TRUE(level.ok());
+    EXPECT_EQ(*level, want) << text;
+  }
+  auto bad = ParseModelConfig("optimization { graph { level: 7 } }", "m/config.pbtxt");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_NE(GraphOptimizationLevel(bad->config).status().message().find("use -1 (basic), 1 (extended), 2 (none)"),
+            std::string::npos);
 }
 
 TEST(VersionPolicyTest, LatestAllAndSpecific) {

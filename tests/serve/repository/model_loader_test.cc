@@ -278,7 +278,9 @@ TEST(ModelLoaderTest, BatchWarmupStaysWithinTheWarmupMemoryBound) {
 TEST(ModelLoaderTest, EnableCudaGraphIsNotPassedToTheSessionsItWouldBreak) {
   TempRepository repo;
   repo.AddModel("m", 1, ScaleModel(2));
+  // max_batch_size: 0 (else completed to 4 from the model): no padded sizes, so no graph sessions.
   repo.WriteConfig("m", R"pb(
+    max_batch_size: 0
     instance_group [ { kind: KIND_GPU } ]
     optimization { execution_accelerators { gpu_execution_accelerator [ { name: "cuda" parameters [
       { key: "enable_cuda_graph" value: "1" }, { key: "cudnn_conv_algo_search" value: "HEURISTIC" } ] } ] } }

@@ -111,6 +111,26 @@ TEST_F(SessionRunnerTest, CudaGraphSessionsRunOnlyThroughTheGraphRunner) {
   ASSERT_TRUE(three.ok()) << three.status().ToString();
 }
 
+// A large batch is joined by several threads; every byte lands where a
+// single thread would put it, padding rows are zeros.
+TEST(GatherRowsTest, ParallelJoiningGivesTheSameBytesAsOneThread) {
+  const size_t row = 1u << 20;  // 1 MiB rows: 9 of them and 2 rows of padding
+  std::vector<std::vector<uint8_t>> rows;
+  for (int r = 0; r < 9; ++r) rows.emplace_back(row, static_cast<uint8_t>(r + 1));
+  std::vector<uint8_t> one(11 * row, 0xff), four(11 * row, 0xff);
+  auto plan = [&](std::vector<uint8_t>& dst) {
+    std::vector<RowCopy> copies;
+    for (int r = 0; r < 9; ++r) copies.push_back({dst.data() + r * row, rows[r].data(), row});
+    copies.push_back({dst.data() + 9 * row, nullptr, 2 * row});
+    return copies;
+  };
+  GatherRows(plan(one), 1);
+  GatherRows(plan(four), 4);
+  EXPECT_EQ(one, four);
+  EXPECT_EQ(four[5 * row + 17], 6);
+  EXPECT_EQ(four[10 * row], 0);
+}
+
 // The buffers hold max_batch_size rows from the first batch on, and a
 // batch larger than anything the config allows still runs (the buffers are
 // made again): growing batches never read past a buffer.
