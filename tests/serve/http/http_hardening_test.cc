@@ -52,6 +52,24 @@ bool WaitFor(const std::function<bool()>& done) {
   return true;
 }
 
+// Sends raw `bytes` on a new connection and returns all the server sends
+// back until it closes: a HEAD reply must be read without a client that
+// expects the body its Content-Length announces.
+std::string Exchange(uint16_t port, const std::string& bytes) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket socket(ioc);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::asio::write(socket, boost::asio::buffer(bytes));
+  std::string received;
+  boost::system::error_code ec;
+  char buf[4096];
+  while (!ec) {
+    const size_t n = socket.read_some(boost::asio::buffer(buf), ec);
+    received.append(buf, n);
+  }
+  return received;
+}
+
 // Counts the acceptor's events, as the Prometheus adapter would.
 struct EventCounts {
   std::atomic<int64_t> over_limit{0};
@@ -280,19 +298,9 @@ TEST_F(HttpHardeningTest, HeadIsAcceptedOnGetEndpointsAndGetsNoBody) {
   const std::string metadata = TestHttpClient(port()).Get("/v2").body;
   // Raw bytes: the HEAD's reply must carry the GET's Content-Length and no
   // body, so the reply to the pipelined GET follows its header directly.
-  boost::asio::io_context ioc;
-  boost::asio::ip::tcp::socket socket(ioc);
-  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port()});
-  boost::asio::write(socket, boost::asio::buffer(std::string(
-                                 "HEAD /v2 HTTP/1.1\r\nHost: localhost\r\n\r\n"
-                                 "GET /v2/health/live HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")));
-  std::string received;
-  boost::system::error_code ec;
-  char buf[4096];
-  while (!ec) {
-    const size_t n = socket.read_some(boost::asio::buffer(buf), ec);
-    received.append(buf, n);
-  }
+  const std::string received =
+      Exchange(port(), "HEAD /v2 HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                       "GET /v2/health/live HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   const size_t end_of_head = received.find("\r\n\r\n");
   ASSERT_NE(end_of_head, std::string::npos) << received;
   const std::string head = received.substr(0, end_of_head);
@@ -380,17 +388,7 @@ TEST(MetricsListenerHardeningTest, HeadGetsNoBodyAndAForeignHostIs403) {
   HttpResult evil = TestHttpClient(port).Send(http::verb::get, "/metrics", "", {{"Host", "evil.example"}});
   EXPECT_EQ(evil.status, 403u);
   // A HEAD reply read as a GET's would wait for its body: read raw bytes.
-  boost::asio::io_context ioc;
-  boost::asio::ip::tcp::socket socket(ioc);
-  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  boost::asio::write(socket, boost::asio::buffer(std::string("HEAD /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")));
-  std::string received;
-  boost::system::error_code ec;
-  char buf[4096];
-  while (!ec) {
-    const size_t n = socket.read_some(boost::asio::buffer(buf), ec);
-    received.append(buf, n);
-  }
+  const std::string received = Exchange(port, "HEAD /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
   const size_t end_of_head = received.find("\r\n\r\n");
   ASSERT_NE(end_of_head, std::string::npos) << received;
   EXPECT_EQ(received.size(), end_of_head + 4) << "the HEAD reply carried a body";
