@@ -1,21 +1,37 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets under ASan+UBSan with clang and runs the KServe
-# request decoder fuzzer for a bounded time, starting from fuzz/corpus/.
-# New inputs it finds go to build-fuzz/corpus (the seed corpus stays clean);
-# a crash leaves crash-* files in build-fuzz/ and a non-zero exit.
+# Builds the libFuzzer targets under ASan+UBSan with clang and runs them for a
+# bounded time each, starting from its seed corpus fuzz/corpus/<name>/
+# (fuzz_<name> is the target) and its dictionary (fuzz/*.dict).
+# New inputs a fuzzer finds go to build-fuzz/corpus/<name> (the seed corpus
+# stays clean); a crash leaves crash-* files in build-fuzz/ and a non-zero exit.
 #
-#   scripts/fuzz.sh            # 60 s
-#   scripts/fuzz.sh 600        # 10 minutes
+#   scripts/fuzz.sh                         # every target, 60 s each
+#   scripts/fuzz.sh 600                     # every target, 10 minutes each
+#   scripts/fuzz.sh 30 fuzz_http_request    # one target
+#
+# Targets: fuzz_infer_request (KServe request decoder), fuzz_http_request
+# (Beast parsing, routing, access checks, endpoints), fuzz_model_config
+# (config.pbtxt).
 set -euo pipefail
 seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_infer_request fuzz_http_request fuzz_model_config)
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found; run: apt-get install -y clang libclang-rt-14-dev" >&2; exit 1; }
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DORTGPU_BUILD_FUZZERS=ON -DORTGPU_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j2 --target fuzz_infer_request
-mkdir -p "$build/corpus"
+cmake --build "$build" -j2 --target "${targets[@]}"
 cd "$build"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ./fuzz/fuzz_infer_request -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
-  -dict="$root/fuzz/kserve.dict" "$build/corpus" "$root/fuzz/corpus"
+for target in "${targets[@]}"; do
+  name=${target#fuzz_}
+  dict="$root/fuzz/kserve.dict"
+  [ "$name" = http_request ] && dict="$root/fuzz/http.dict"
+  [ "$name" = model_config ] && dict="$root/fuzz/model_config.dict"
+  mkdir -p "corpus/$name"
+  echo "fuzz.sh: $target for ${seconds} s"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "./fuzz/$target" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+    -dict="$dict" "corpus/$name" "$root/fuzz/corpus/$name"
+done

@@ -8,6 +8,7 @@
 #include "bench/sweep.h"
 #include "ort/runtime.h"
 #include "ort/session.h"
+#include "sys/file_system.h"
 
 namespace ortgpu::bench {
 
@@ -33,7 +34,14 @@ namespace {
 
 Expected<std::unique_ptr<Session>> LoadSession(const BenchOptions& o, const SessionOptions& so) {
   if (!o.model_bytes.empty()) return Session::LoadFromBytes(o.model_bytes, so, o.model_path);
-  return Session::Load(o.model_path, so);
+  ORTGPU_RETURN_IF_ERROR(CheckRegularFile(o.model_path, "model"));
+  auto session = Session::Load(o.model_path, so);
+  // A model file that does not load is a failed run (exit 1), as in doctor,
+  // not bad usage: the command line was right, the file is not.
+  if (!session.ok() && session.status().code() == Code::kInvalidArgument) {
+    return FailedPrecondition(session.status().message());
+  }
+  return session;
 }
 
 SessionOptions SessionFor(const BenchOptions& o, const Variant& v) {

@@ -114,6 +114,9 @@ Expected<std::vector<Tensor>> MakeInputs(const std::vector<TensorInfo>& inputs, 
                                " but the model expects " + std::string(ShortName(in.dtype)));
       }
       if (!in.shape.empty() && in.shape[0] < 0 && !t.shape.empty() && t.shape[0] != batch && t.shape[0] > 0) {
+        std::vector<int64_t> tiled = t.shape;
+        tiled[0] = batch;
+        ORTGPU_RETURN_IF_ERROR(CheckInputSize(in.name, in.dtype, tiled, "--batch " + std::to_string(batch)));
         t = TileBatch(t, batch);
       }
       ORTGPU_RETURN_IF_ERROR(CheckShapeFits(in, t.shape, "--input " + file->second));
@@ -121,6 +124,14 @@ Expected<std::vector<Tensor>> MakeInputs(const std::vector<TensorInfo>& inputs, 
       continue;
     }
     ORTGPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ResolveShape(in, spec, batch));
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (in.shape[d] < 0 && shape[d] < 1) {
+        return InvalidArgument("input '" + in.name + "' gets shape " + ShapeToString(shape) + ": dimension " +
+                               std::to_string(d) + " is " + std::to_string(shape[d]) +
+                               "; a --shape value must be at least 1");
+      }
+    }
+    ORTGPU_RETURN_IF_ERROR(CheckInputSize(in.name, in.dtype, shape, "--shape/--batch"));
     if (!ElementCount(shape)) return InvalidArgument("input '" + in.name + "' shape " + ShapeToString(shape) + " is too large");
     if (ElementSize(in.dtype) == 0 && in.dtype != DataType::kString) {
       return Unimplemented("input '" + in.name + "' has type " + in.type_text + ", which bench cannot generate");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "bench/resources.h"
@@ -83,7 +85,18 @@ Expected<Measurement> Measure(const std::vector<BoundRunner*>& workers, const Lo
   if (load.duration_s > 0) shared.deadline_ns = start + static_cast<int64_t>(load.duration_s * 1e9);
   std::vector<std::thread> threads;
   for (size_t w = 1; w < workers.size(); ++w) {
-    threads.emplace_back([&, w] { TimedLoop(*workers[w], shared, clock, samples[w]); });
+    try {
+      threads.emplace_back([&, w] { TimedLoop(*workers[w], shared, clock, samples[w]); });
+    } catch (const std::system_error& e) {
+      // The threads started so far must be joined before `threads` goes out
+      // of scope (a joinable std::thread's destructor aborts the process).
+      Fail(shared, ResourceExhausted("cannot start worker thread " + std::to_string(w + 1) + " of " +
+                                     std::to_string(workers.size()) + " (" + e.what() +
+                                     "); lower --concurrency or raise the thread and memory limits (ulimit -u, -v)"));
+      for (auto& t : threads) t.join();
+      std::lock_guard<std::mutex> lock(shared.mu);
+      return shared.error;
+    }
   }
   if (progress) {
     // Worker 0 runs in slices so the calling thread can report progress

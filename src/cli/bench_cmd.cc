@@ -207,7 +207,8 @@ void AddBenchCommand(CLI::App& app, CommandResult& result) {
       ->check(CLI::IsMember({"shared", "per-worker"}))
       ->default_val("shared");
   cmd->add_option("--iterations", f->iterations, "Measured runs per configuration")->check(CLI::PositiveNumber)->default_val(200);
-  cmd->add_option("--duration", f->duration_s, "Measure for this many seconds instead of --iterations")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--duration", f->duration_s, "Measure for this many seconds instead of --iterations (at most a week)")
+      ->check(CLI::Range(0.0, 604800.0));
   cmd->add_option("--warmup", f->warmup, "Untimed runs before measuring (per worker)")->check(CLI::NonNegativeNumber)->default_val(10);
   cmd->add_option("--shape", f->shapes, "NAME:DIMS for input NAME (input_ids:1x128) or a symbolic dim (sequence:128); repeatable")
       ->allow_extra_args(false);

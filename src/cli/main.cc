@@ -2,12 +2,46 @@
 // wires the subcommands; each lives in its own <name>_cmd.cc and calls the
 // core library.
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
+
+namespace {
+
+// What a command's top level says about an exception nothing below caught
+// (every module returns Status; this is the last line of defence, so a
+// crash never ends in an abort with exit 134). Exit 1.
+int ReportUncaught(const CLI::App& app) {
+  const std::string command = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + ": ";
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "ortgpu %sout of memory: an allocation failed; lower --batch, --shape or --concurrency, or give "
+                 "the process more memory\n",
+                 command.c_str());
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr,
+                 "ortgpu %sthe system refused a resource (%s); with a large --concurrency it is usually threads: "
+                 "lower --concurrency, or raise the process and thread limits (ulimit -u, ulimit -v)\n",
+                 command.c_str(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ortgpu %sunexpected error: %s; please report it with the command line\n", command.c_str(),
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ortgpu %sunexpected error of unknown type; please report it with the command line\n",
+                 command.c_str());
+  }
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ortgpu::cli;
@@ -42,6 +76,8 @@ int main(int argc, char** argv) {
     const std::string command = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " ";
     std::fprintf(stderr, "ortgpu: %s (see 'ortgpu %s--help')\n", e.what(), command.c_str());
     return 2;
+  } catch (...) {
+    return ReportUncaught(app);
   }
   if (show_version) {
     PreloadCudaLibrariesOnce();

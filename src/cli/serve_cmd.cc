@@ -4,8 +4,10 @@
 // stderr. Exit 0 after a drain, 1 when the server cannot start, 2 on bad usage.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -43,7 +45,21 @@ struct ServeFlags {
   int64_t drain_timeout_ms = 30'000;
   std::string access_log = "none";
   std::string log_level = "info";
+  int64_t max_connections = 0;
+  uint64_t max_output_bytes = uint64_t{1} << 30;
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> allow_origins;
+  std::string auth_token_file;
 };
+
+// After the first SIGTERM/SIGINT the server drains; a second one ends the
+// process at once (exit 1), whatever is still in flight.
+void ExitOnSecondSignal(serve::Server& s) {
+  if (s.WaitForStop() == 0) return;  // RequestStop: the drain finished
+  std::fputs("ortgpu serve: second signal: exiting now without finishing the drain\n", stderr);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
 
 void Usage(const std::string& message) { throw CLI::ValidationError(message); }
 
@@ -125,6 +141,15 @@ int RunServeCommand(const ServeFlags& flags) {
   options.metrics_port = flags.metrics_port;
   options.grpc_port = flags.grpc_port;
   options.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
+  options.http.max_connections = flags.max_connections;
+  options.core.max_output_bytes = flags.max_output_bytes;
+  options.http.access.allowed_hosts = flags.allow_hosts;
+  options.http.access.allowed_origins = flags.allow_origins;
+  if (!flags.auth_token_file.empty()) {
+    auto token = serve::ReadAuthTokenFile(flags.auth_token_file);
+    if (!token.ok()) Usage(token.status().message());
+    options.http.access.auth_token = *token;
+  }
 
   auto server = serve::Server::Start(options);
   if (!server.ok()) {
@@ -141,7 +166,10 @@ int RunServeCommand(const ServeFlags& flags) {
   const int signal_number = s.WaitForStop();
   spdlog::info("{}: draining (grace period {} ms)", signal_number == SIGINT ? "SIGINT" : "SIGTERM",
                flags.drain_timeout_ms);
+  std::thread second_signal([&s] { ExitOnSecondSignal(s); });
   const bool drained = s.Shutdown();
+  s.RequestStop();
+  second_signal.join();
   spdlog::info("stopped{}", drained ? "" : " (some requests did not finish within --drain-timeout-ms)");
   return 0;
 }
@@ -220,6 +248,27 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
                   "On SIGTERM/SIGINT, how long requests in flight may take to finish")
       ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
       ->default_val(30'000);
+  cmd->add_option("--max-connections", flags->max_connections,
+                  "HTTP connections open at once; more are closed at once and counted in "
+                  "ortgpu_http_connections_refused_total (0: the file-descriptor limit, ulimit -n, less 64)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}))
+      ->default_val(0);
+  cmd->add_option("--max-output-bytes", flags->max_output_bytes,
+                  "The most bytes of outputs one inference may return (400 past it; refused before the run when the "
+                  "config's output dims are fixed); 0: no limit")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 50))
+      ->default_val(uint64_t{1} << 30);
+  cmd->add_option("--allow-host", flags->allow_hosts,
+                  "A Host name clients use to reach the server (repeatable; '*': any). IP addresses and localhost "
+                  "are always accepted; other names get 403, which stops DNS-rebinding pages")
+      ->allow_extra_args(false);
+  cmd->add_option("--allow-origin", flags->allow_origins,
+                  "An Origin (https://app.example.com) whose browser requests are accepted (repeatable; '*': any); "
+                  "other cross-origin requests get 403")
+      ->allow_extra_args(false);
+  cmd->add_option("--auth-token-file", flags->auth_token_file,
+                  "File whose first line is a token that POST /v2/repository/... (index, load, unload) must send as "
+                  "'Authorization: Bearer TOKEN' (401 otherwise)");
   cmd->add_option("--access-log", flags->access_log, "One line per request on stderr: none, plain or json")
       ->check(CLI::IsMember({"none", "plain", "json"}))
       ->default_val("none");

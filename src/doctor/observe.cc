@@ -122,6 +122,7 @@ Expected<std::vector<Tensor>> MakeInputs(const Session& session, const ObserveOp
     const bool flagged = mine.count(in.name) > 0 || std::any_of(in.dim_names.begin(), in.dim_names.end(),
                                                                 [&](const std::string& d) { return mine.count(d) > 0; });
     ORTGPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ResolveInputShape(in, mine, UnsizedDims{1, 1}, defaulted));
+    ORTGPU_RETURN_IF_ERROR(CheckInputSize(in.name, in.dtype, shape, "--shape"));
     if (!ElementCount(shape)) return InvalidArgument("input '" + in.name + "' shape " + ShapeToString(shape) + " is too large");
     Tensor t = Tensor::Zeros(in.name, in.dtype, shape);
     // Integers 0 or 1 unless --int-range says otherwise: index inputs of
@@ -201,8 +202,8 @@ ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveO
   ModelObservation m;
   m.path = path;
   m.run.model_label = path;
-  if (!RealFileSystem().Exists(path)) {
-    m.load_error = "no such file: " + path;
+  if (Status file = CheckRegularFile(path, "model"); !file.ok()) {
+    m.load_error = file.code() == Code::kNotFound ? "no such file: " + path : file.message();
     return m;
   }
   auto cpu = Session::Load(path, SessionOptions{});

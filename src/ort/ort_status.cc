@@ -113,7 +113,12 @@ std::string HintForOrtMessage(const std::string& m) {
            "which one, where copies exist, and the LD_LIBRARY_PATH or package that fixes it";
   }
   if (has("out of memory") || has("Failed to allocate") || has("CUDA failure 2")) {
-    return "the device ran out of memory; lower the batch size or the instance count, or set gpu_mem_limit";
+    // gpu_mem_limit only helps when the GPU's arena ran out, not the host's.
+    if (has("CUDA") || has("Cuda") || has("cuda") || has("GPU")) {
+      return "the device ran out of memory; lower the batch size or the instance count, or set gpu_mem_limit";
+    }
+    return "the host ran out of memory; lower the batch size, the input shapes or the concurrency, or give the "
+           "process more memory";
   }
   if (has("Protobuf parsing failed") || has("INVALID_PROTOBUF")) {
     return "the file is not a valid ONNX model (truncated or corrupt?); re-export it";

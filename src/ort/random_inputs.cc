@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include <fmt/format.h>
+
 namespace ortgpu {
 namespace {
 
@@ -141,6 +143,27 @@ Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& 
                              "' is a symbolic dimension, so it takes one size of at least 1 (e.g. " +
                              std::string(flag) + " " + name + ":8)");
     }
+  }
+  return Status::Ok();
+}
+
+Status CheckInputSize(const std::string& name, DataType dtype, const std::vector<int64_t>& shape,
+                      const std::string& source, uint64_t limit) {
+  const uint64_t element = dtype == DataType::kString ? sizeof(std::string) : std::max<size_t>(ElementSize(dtype), 1);
+  // Multiplied in long double so that no product of int64 dims can wrap.
+  long double bytes = static_cast<long double>(element);
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return InvalidArgument(source + " gives input '" + name + "' shape " + ShapeToString(shape) +
+                             " with a negative dimension; every dimension must be a size");
+    }
+    bytes *= static_cast<long double>(d);
+  }
+  if (bytes > static_cast<long double>(limit)) {
+    return InvalidArgument(fmt::format("{} makes input '{}' shape {} of {}: {:.3g} bytes, above the limit of {} GiB per "
+                                       "input; give smaller dimensions (--shape, --batch)",
+                                       source, name, ShapeToString(shape), ShortName(dtype),
+                                       static_cast<double>(bytes), limit >> 30));
   }
   return Status::Ok();
 }

@@ -71,4 +71,16 @@ Expected<std::vector<int64_t>> ResolveInputShape(const TensorInfo& input, const 
 // several (doctor's --model, serve's repository).
 ShapeFlags ShapeFlagsFor(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes);
 
+// The most bytes one generated (or tiled) input may take: 4 GiB, as for
+// serve's warm-up samples. Checked before anything is allocated, so a
+// --shape of 2^40 elements is a clear error instead of std::bad_alloc.
+inline constexpr uint64_t kMaxInputBytes = uint64_t{4} << 30;
+
+// OK when a tensor of `dtype` and `shape` has every dimension >= 0 and takes
+// at most `limit` bytes (a string element counts as sizeof(std::string));
+// else InvalidArgument naming the input, its shape, the bytes it would take
+// and `source` ("--shape", "--batch").
+Status CheckInputSize(const std::string& name, DataType dtype, const std::vector<int64_t>& shape,
+                      const std::string& source, uint64_t limit = kMaxInputBytes);
+
 }  // namespace ortgpu

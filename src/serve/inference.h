@@ -7,9 +7,11 @@
 // moved, never shared, between threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,12 @@ struct InferRequest {
   // once it passes, the request is answered DeadlineExceeded without running
   // if it has not started. 0: no deadline.
   int64_t deadline_ns = 0;
+  // Set (to true) by the front end once nobody waits for the answer any
+  // more: the client's connection closed, or the server's drain timeout
+  // passed and the client got its 503. A request still queued is then
+  // answered Cancelled without running. Null: never cancelled.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
+  bool is_cancelled() const { return cancelled && cancelled->load(std::memory_order_relaxed); }
 };
 
 struct InferResponse {

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "serve/grpc/grpc_server.h"
+#include "serve/metrics/connection_metrics.h"
 #include "serve/metrics/gpu_metrics.h"
 #include "serve/metrics/metrics_server.h"
 #include "serve/metrics/scheduler_metrics.h"
@@ -99,7 +100,10 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
   s->settings_ = std::make_unique<RuntimeSettings>();
   HttpOptions http_options = options.http;
   http_options.settings = s->settings_.get();
-  auto http = HttpServer::Start(*s->core_, http_options);
+  if (!http_options.connection_events.refused && !http_options.connection_events.open) {
+    http_options.connection_events = ConnectionMetrics(*s->metrics_);
+  }
+  auto http = HttpServer::Start(*s->core_, std::move(http_options));
   if (!http.ok()) {
     s->core_->Shutdown();
     return http.status().WithContext("HTTP endpoint (--host/--http-port)");
@@ -126,6 +130,7 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
     MetricsServerOptions mo;
     mo.host = options.http.host;
     mo.port = static_cast<uint16_t>(options.metrics_port);
+    mo.access = options.http.access;
     auto ms = MetricsServer::Start(*s->metrics_, mo);
     if (!ms.ok()) {
       s->http_->Stop();
@@ -183,8 +188,11 @@ int Server::WaitForStop() {
       watch->ioc.stop();
     });
   }
-  signals_->ioc.run();
+  // Restarted first: the previous call's work guard, released after its
+  // run() returned, left the io_context stopped (no work), and a second
+  // call (the second-signal watch of `ortgpu serve`) must block again.
   signals_->ioc.restart();
+  signals_->ioc.run();
   return signals_->last_signal;
 }
 
@@ -194,6 +202,10 @@ void Server::RequestStop() {
     signals_->ioc.stop();
   });
 }
+
+// How long the 503s of a drain that timed out may take to be written
+// before the connections are closed.
+constexpr std::chrono::milliseconds kReplyGrace{1000};
 
 bool Server::Shutdown() {
   if (shut_down_) return drained_;
@@ -214,9 +226,16 @@ bool Server::Shutdown() {
       drained_ = grpc_->WaitIdle(std::max(left, std::chrono::milliseconds(0))) && drained_;
     }
     if (!drained_) {
-      spdlog::warn("drain timeout ({} ms, --drain-timeout-ms) passed with {} request(s) still in flight; closing "
-                   "their connections",
+      spdlog::warn("drain timeout ({} ms, --drain-timeout-ms) passed with {} request(s) still in flight; answering "
+                   "them 503 and dropping those still queued",
                    options_.drain_timeout.count(), http_->in_flight() + (grpc_ ? grpc_->in_flight() : 0));
+      // What cannot finish in time is answered now and cancelled, so the
+      // scheduler drops it instead of running it after the drain.
+      http_->AnswerPending(Unavailable(fmt::format(
+          "the server is shutting down and the request could not finish within the drain timeout of {} ms; retry "
+          "on another instance",
+          options_.drain_timeout.count())));
+      (void)http_->WaitIdle(kReplyGrace);
     }
     http_->Stop();
   }

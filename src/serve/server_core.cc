@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "serve/config_json.h"
+#include "serve/output_limit.h"
 #include "serve/scheduler/request_validation.h"
 
 namespace ortgpu::serve {
@@ -212,7 +213,9 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     rec.has_config = source->has_config;
     rec.error = config_error;
     for (const auto& [v, slot] : rec.versions) {
-      if (slot.state == ModelState::kReady && slot.model && slot.failed_load.empty()) settled.insert(v);
+      auto now = source->fingerprints.find(v);
+      const bool changed = now != source->fingerprints.end() && now->second != slot.fingerprint;
+      if (slot.state == ModelState::kReady && slot.model && slot.failed_load.empty() && !changed) settled.insert(v);
     }
   }
   if (!config_error.empty()) {
@@ -252,6 +255,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
       if (loaded.ok()) {
         old = std::move(slot.model);
         slot.model = *loaded;
+        if (auto f = source->fingerprints.find(v); f != source->fingerprints.end()) slot.fingerprint = f->second;
         slot.state = ModelState::kReady;
         // READY without a proven warm-up says so in the index too (docs/SERVING.md, Warm-up).
         slot.reason = (*loaded)->warmup.warning;
@@ -546,6 +550,7 @@ void ServerCore::Infer(InferRequest request, InferCallback done) {
   // retry then finds its successor, for an explicit version as for the
   // default one (a version really gone is NotFound from Resolve). Two
   // attempts suffice: a swap takes a load.
+  done = WithOutputSizeLimit(std::move(done), options_.max_output_bytes);
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (shutting_down_) return done(Unavailable("the server is shutting down; retry on another replica"));
     std::shared_ptr<LoadedModel> model;
@@ -556,6 +561,7 @@ void ServerCore::Infer(InferRequest request, InferCallback done) {
       model = std::move(r).value();
     }
     Status st = ValidateRequest(model->config, request);
+    if (st.ok()) st = CheckOutputSizeBeforeRun(model->config, request, options_.max_output_bytes);
     if (!st.ok()) {
       // Refused at the door: counted as a failure by the metrics observer.
       if (deps_.observer) deps_.observer->OnRejected(request.model_name, std::to_string(model->version), st.code());

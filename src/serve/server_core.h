@@ -58,6 +58,9 @@ struct ServerOptions {
   std::vector<std::string> startup_models;
   // Instance kind for KIND_AUTO, --require-gpu, auto-complete defaults.
   LoaderOptions loader;
+  // The most bytes of outputs one inference may return (output_limit.h);
+  // 0: no cap. --max-output-bytes.
+  uint64_t max_output_bytes = uint64_t{1} << 30;
 };
 
 struct ServerDeps {
@@ -117,6 +120,9 @@ class ServerCore : public ModelServer {
     // Non-empty with `model` set: a reload failed and the previous load
     // keeps serving; the reload is retried on every rescan.
     std::string failed_load;
+    // ModelSource::fingerprints of the folder `model` was loaded from: a
+    // poll reloads the version when it changes (a file replaced in place).
+    std::string fingerprint;
   };
   struct ModelRecord {
     bool loaded = true;        // false: explicitly unloaded or never loaded

@@ -32,6 +32,8 @@ Status Status::WithContext(std::string_view context) const {
 int HttpStatusFor(Code code, HttpRefusal refusal) {
   if (refusal == HttpRefusal::kMethodNotAllowed) return 405;
   if (refusal == HttpRefusal::kBodyTooLarge) return 413;
+  if (refusal == HttpRefusal::kUnauthorized) return 401;
+  if (refusal == HttpRefusal::kForbidden) return 403;
   switch (code) {
     case Code::kOk: return 200;
     case Code::kInvalidArgument: return 400;

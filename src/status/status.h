@@ -62,15 +62,18 @@ inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move
 inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 inline Status DeadlineExceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
 // The one place where error codes meet the outside world's numbers
 // (after Triton's StatusCodeToTritonCode): HTTP status and gRPC status code
 // (grpc::StatusCode's numbers) for `serve`, process exit code for the
 // commands.
-// `refusal` names the two HTTP-only outcomes no Code stands for: a method
-// the endpoint does not take (405) and a body past the limit (413).
-enum class HttpRefusal { kNone, kMethodNotAllowed, kBodyTooLarge };
+// `refusal` names the HTTP-only outcomes no Code stands for: a method the
+// endpoint does not take (405), a body past the limit (413), a request
+// without the bearer token it needs (401) and one from a Host or Origin the
+// server does not serve (403).
+enum class HttpRefusal { kNone, kMethodNotAllowed, kBodyTooLarge, kUnauthorized, kForbidden };
 int HttpStatusFor(Code code, HttpRefusal refusal = HttpRefusal::kNone);
 int GrpcCodeFor(Code code);
 int ExitCodeFor(Code code);

@@ -93,6 +93,11 @@ class PosixFileSystem final : public FileSystem {
     if (::realpath(path.c_str(), buf) == nullptr) return path;
     return buf;
   }
+  Expected<int64_t> ModifiedNanos(const std::string& path) const override {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return NotFound("cannot stat " + path + ": " + std::strerror(errno));
+    return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  }
   Expected<uint64_t> FileSize(const std::string& path) const override {
     std::error_code ec;
     auto n = fs::file_size(path, ec);
@@ -106,6 +111,23 @@ class PosixFileSystem final : public FileSystem {
 const FileSystem& RealFileSystem() {
   static const PosixFileSystem fs;
   return fs;
+}
+
+Status CheckRegularFile(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    return Status(err == ENOENT || err == ENOTDIR ? Code::kNotFound : Code::kUnavailable,
+                  std::string(what) + " " + path + ": " + std::strerror(err));
+  }
+  if (S_ISREG(st.st_mode)) return Status::Ok();
+  const char* kind = S_ISDIR(st.st_mode)    ? "a folder"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                  : "not a regular file";
+  return FailedPrecondition(std::string(what) + " " + path + " is " + kind +
+                            ", not a regular file; give the path of an .onnx file");
 }
 
 std::string JoinPath(const std::string& a, const std::string& b) {

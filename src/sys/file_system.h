@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "status/expected.h"
@@ -42,10 +43,22 @@ class FileSystem {
   // The canonical path with links resolved; the input when it cannot resolve.
   virtual std::string RealPath(const std::string& path) const = 0;
   virtual Expected<uint64_t> FileSize(const std::string& path) const = 0;
+  // The file's last modification time (ns since the epoch). Fakes that do
+  // not model time keep this default, Unimplemented.
+  virtual Expected<int64_t> ModifiedNanos(const std::string& path) const {
+    return Status(Code::kUnimplemented, "no modification times for " + path);
+  }
 };
 
 // The process-wide file system of the real machine. Never null.
 const FileSystem& RealFileSystem();
+
+// OK when `path` names a regular file (links followed). NotFound when
+// nothing is there; FailedPrecondition for a folder, FIFO, socket or device,
+// which would block or fail when read as a file (a FIFO given as --model
+// would wait forever for a writer). `what` names the file in the message
+// ("model"). Uses stat only: never opens the path.
+Status CheckRegularFile(const std::string& path, std::string_view what);
 
 // Joins two path parts with one '/'.
 std::string JoinPath(const std::string& a, const std::string& b);

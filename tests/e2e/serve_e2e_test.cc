@@ -379,5 +379,79 @@ TEST(ServeE2eTest, ExplicitModeLoadsAndUnloadsOnRequest) {
   EXPECT_EQ(p.WaitExit(30s), 0) << p.output();
 }
 
+// Issue 11, drain: N requests queued (a 60 s queue delay keeps them there),
+// then SIGTERM (and, with `second_signal`, a second one). Returns each
+// request's status and body.
+struct DrainRun {
+  std::vector<unsigned> status;
+  std::vector<std::string> bodies;
+  int exit_code = -1;
+  std::chrono::steady_clock::duration exit_after{};
+  std::string output;
+};
+
+DrainRun DrainWithQueuedRequests(const std::vector<std::string>& flags, bool second_signal) {
+  TempRepository repo;
+  repo.WriteFile("add_sub/config.pbtxt", AddSubConfig(60'000'000));
+  ServeProcess p(ServeArgs(repo.repo(), flags));
+  DrainRun run;
+  EXPECT_TRUE(p.started());
+  if (!p.WaitForPorts(60s)) return run;
+  constexpr int kN = 4;
+  run.status.assign(kN, 0);
+  run.bodies.assign(kN, "");
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kN; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        TestHttpClient c(p.http_port);
+        auto r = c.Post("/v2/models/add_sub/infer", AddSubRequest(Row(i), Row(i)));
+        run.status[i] = r.status;
+        run.bodies[i] = r.body;
+      } catch (const std::exception& e) {
+        run.bodies[i] = e.what();
+      }
+    });
+  }
+  const auto deadline = Clock::now() + 10s;
+  while (Clock::now() < deadline && PendingRequests(p.metrics_port) < kN) {
+    std::this_thread::sleep_for(10ms);  // polling with a deadline, not synchronisation
+  }
+  const auto signalled = Clock::now();
+  p.Signal(SIGTERM);
+  if (second_signal) {
+    // The first signal is being handled once the server logs it.
+    const auto logged = Clock::now() + 10s;
+    while (Clock::now() < logged && p.output().find("SIGTERM: draining") == std::string::npos) {
+      std::this_thread::sleep_for(10ms);  // polling with a deadline
+    }
+    p.Signal(SIGTERM);
+  }
+  run.exit_code = p.WaitExit(30s);
+  run.exit_after = Clock::now() - signalled;
+  for (auto& t : threads) t.join();
+  run.output = p.output();
+  return run;
+}
+
+TEST(ServeE2eTest, DrainTimeoutAnswersQueuedRequests503AndExitsNearTheTimeout) {
+  DrainRun run = DrainWithQueuedRequests({"--drain-timeout-ms", "300"}, /*second_signal=*/false);
+  ASSERT_EQ(run.status.size(), 4u) << run.output;
+  for (size_t i = 0; i < run.status.size(); ++i) {
+    EXPECT_EQ(run.status[i], 503u) << run.bodies[i];
+    EXPECT_NE(run.bodies[i].find("drain timeout"), std::string::npos) << run.bodies[i];
+  }
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // The queued work was dropped, not run after the drain (the 60 s queue delay).
+  EXPECT_LT(run.exit_after, 20s);
+}
+
+TEST(ServeE2eTest, ASecondSignalDuringTheDrainExitsAtOnce) {
+  DrainRun run = DrainWithQueuedRequests({"--drain-timeout-ms", "120000"}, /*second_signal=*/true);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("second signal"), std::string::npos) << run.output;
+  EXPECT_LT(run.exit_after, 20s);  // the drain would have waited 120 s
+}
+
 }  // namespace
 }  // namespace ortgpu::e2e

@@ -7,11 +7,13 @@
 // Infer can be held: with HoldInfers(true) requests are parked until
 // ReleaseAll() (or the destructor) completes them, so tests drive drain and
 // timeouts deterministically, without sleeps. WaitForParked(n) blocks until n
-// requests are parked. Thread-safe.
+// requests are parked. BlockInferCalls(true) instead blocks the thread that
+// calls Infer, to show which thread that is. Thread-safe.
 #pragma once
 
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +83,14 @@ class FakeModelServer : public ModelServer {
     }
     {
       std::unique_lock lock(mu_);
+      if (throw_bad_alloc_) throw std::bad_alloc();
+      if (block_) {
+        // Holds the calling thread itself (BlockInferCalls).
+        ++blocked_;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return !block_; });
+        --blocked_;
+      }
       last_request_ = request;
       if (hold_) {
         parked_.emplace_back(std::move(request), std::move(done));
@@ -89,6 +99,24 @@ class FakeModelServer : public ModelServer {
       }
     }
     done(Echo(std::move(request)));
+  }
+
+  // Every following Infer throws std::bad_alloc (a request too large to hold).
+  void ThrowBadAllocOnInfer(bool on) {
+    std::lock_guard lock(mu_);
+    throw_bad_alloc_ = on;
+  }
+
+  // With `block` every following Infer blocks the thread that calls it
+  // until BlockInferCalls(false); WaitForBlocked(n) waits until n do.
+  void BlockInferCalls(bool block) {
+    std::lock_guard lock(mu_);
+    block_ = block;
+    cv_.notify_all();
+  }
+  void WaitForBlocked(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return blocked_ >= n; });
   }
 
   // Parks every following Infer until ReleaseAll().
@@ -109,6 +137,14 @@ class FakeModelServer : public ModelServer {
       hold_ = false;
     }
     for (auto& [request, done] : parked) done(Echo(std::move(request)));
+  }
+  // Per parked request: whether the front end cancelled it
+  // (InferRequest::cancelled).
+  std::vector<bool> ParkedCancelled() const {
+    std::lock_guard lock(mu_);
+    std::vector<bool> out;
+    for (const auto& [request, done] : parked_) out.push_back(request.is_cancelled());
+    return out;
   }
   InferRequest last_request() const {
     std::lock_guard lock(mu_);
@@ -141,6 +177,9 @@ class FakeModelServer : public ModelServer {
   std::condition_variable cv_;
   bool ready_ = true;
   bool hold_ = false;
+  bool block_ = false;
+  bool throw_bad_alloc_ = false;
+  int blocked_ = 0;
   std::vector<std::pair<InferRequest, InferCallback>> parked_;
   InferRequest last_request_;
 };

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <future>
 #include <thread>
 
@@ -142,6 +143,19 @@ TEST(ServerTest, RequestStopFromAnotherThreadEndsWaitForStop) {
   std::thread stopper([&] { (*server)->RequestStop(); });
   EXPECT_EQ((*server)->WaitForStop(), 0);
   stopper.join();
+}
+
+// `ortgpu serve` waits a second time, for a second signal during the drain:
+// the second wait must see that signal, not return at once (issue 11).
+TEST(ServerTest, WaitForStopSeesASecondSignal) {
+  ServeOptions o = ExampleOptions();
+  o.handle_signals = true;
+  auto server = Server::Start(o, FakeGpuDeps());
+  ASSERT_TRUE(server.ok());
+  std::raise(SIGTERM);  // queued by the signal set until a wait takes it
+  EXPECT_EQ((*server)->WaitForStop(), SIGTERM);
+  std::raise(SIGTERM);
+  EXPECT_EQ((*server)->WaitForStop(), SIGTERM);
 }
 
 TEST(SchedulerMetricsTest, CountsRequestsBatchesAndPending) {

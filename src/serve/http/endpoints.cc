@@ -260,7 +260,10 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                                    : protocol::DecodeInferRequest(request.body.view(), json_length, route.model,
                                                                   route.version, request.body.owner());
   request.body = {};
-  if (decoded) decoded->deadline_ns = request.deadline_ns;
+  if (decoded) {
+    decoded->deadline_ns = request.deadline_ns;
+    decoded->cancelled = std::move(request.cancelled);
+  }
   SharedMemoryRegistry* shm = request.settings != nullptr ? &request.settings->system_shm : nullptr;
   if (decoded && !decoded->shared_memory_inputs.empty()) {
     Status st = shm != nullptr ? ReadSharedMemoryInputs(*decoded, *shm)

@@ -6,6 +6,7 @@
 // the ModelServer, whose methods are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -88,6 +89,8 @@ struct EndpointRequest {
   int64_t deadline_ns = 0;
   // The logging and trace settings (HttpOptions::settings); null: 501.
   RuntimeSettings* settings = nullptr;
+  // Infer only: InferRequest::cancelled, owned by the connection.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
 };
 
 // The error reply for `status`: {"error": message} (protocol::ClientText

@@ -3,7 +3,10 @@
 #include "serve/http/listener.h"
 #include "sys/clock.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -39,7 +42,17 @@ using tcp = asio::ip::tcp;
 
 class HttpSession;
 
+// DispatchEndpoint, with what it may throw (std::bad_alloc decoding or
+// encoding an absurd request) answered instead of ending the thread: 503
+// for memory, 500 otherwise. Any thread.
+void DispatchGuarded(HttpServer::State& state, EndpointRequest request, ReplyCallback reply);
+
 constexpr size_t kReadChunk = 16 * 1024;
+// All-JSON infer bodies above this are decoded on State::decode.
+constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
+// A connection's read buffer above this is shrunk between requests, so a
+// large chunked body or header does not keep its memory with the connection.
+constexpr size_t kRetainedReadBuffer = 256 * 1024;
 
 struct HttpServer::State {
   State(ModelServer& s, HttpOptions o) : server(s), options(std::move(o)), acceptor(asio::make_strand(ioc)) {}
@@ -49,7 +62,11 @@ struct HttpServer::State {
   asio::io_context ioc;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   tcp::acceptor acceptor;  // used only on its strand
+  asio::steady_timer accept_pause{acceptor.get_executor()};  // used only on the acceptor's strand
+  AcceptBackoff accept_backoff;                                // used only on the acceptor's strand
+  int64_t max_connections = 0;                                 // set once at Start
   asio::thread_pool blocking{2};
+  asio::thread_pool decode{2};  // decodes large JSON infer bodies off the network threads
   std::vector<std::thread> threads;
   uint16_t port = 0;
   std::shared_ptr<spdlog::logger> access_logger;
@@ -98,7 +115,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ~HttpSession() {
     EndRequest();
     std::lock_guard lock(state_->mu);
-    state_->sessions.erase(this);
+    if (state_->sessions.erase(this) > 0 && state_->options.connection_events.open) {
+      state_->options.connection_events.open(state_->sessions.size());
+    }
   }
 
   void Start() {
@@ -106,8 +125,33 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       std::lock_guard lock(state_->mu);
       if (state_->stopped) return;
       state_->sessions.emplace(this, weak_from_this());
+      if (state_->options.connection_events.open) state_->options.connection_events.open(state_->sessions.size());
     }
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+
+  // Drain started: a request still being read is dropped with its
+  // connection (HttpServer::BeginDrain).
+  void OnDrain() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->request_started_ || self->awaiting_reply_ != 0 || self->response_) return;
+      beast::error_code ec;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->stream_.close();
+      self->timer_.cancel();
+    });
+  }
+
+  // The drain timeout passed: the request waiting for its reply gets
+  // `status` now and is cancelled in the scheduler (HttpServer::AnswerPending).
+  void AnswerNow(Status status) {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), status = std::move(status)] {
+      if (!self->ClaimReply(self->awaiting_reply_)) return;
+      if (self->cancel_) self->cancel_->store(true);
+      self->timer_.cancel();
+      self->close_after_ = true;
+      self->Write(ErrorReply(status));
+    });
   }
 
   // Closes the socket and cancels the timer; pending operations complete
@@ -126,6 +170,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (state_->stopping) return;
     body_parser_.reset();
     body_ = {};
+    if (buffer_.capacity() > kRetainedReadBuffer && buffer_.size() < kReadChunk) {
+      buffer_.shrink_to_fit();
+      buffer_.reserve(kReadChunk);
+    }
     header_parser_.emplace();
     header_parser_->body_limit(state_->options.max_body_bytes);
     header_parser_->header_limit(64 * 1024);
@@ -233,7 +281,28 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                      : static_cast<const http::request_header<>&>(header_parser_->get());
     auto route = protocol::MatchRoute(req.target());
     if (!route) return Write(ErrorReply(route.status()));
-    if (!route->AllowsMethod(req.method_string())) {
+    if (auto denied = CheckAccess(state_->options.access,
+                                  {req[http::field::host], req[http::field::origin], req[http::field::authorization],
+                                   req.method() == http::verb::options},
+                                  route->endpoint)) {
+      return Write(ErrorReply(InvalidArgument(denied->message), denied->refusal));
+    }
+    // An allowed cross-origin browser request: its reply carries CORS
+    // headers, and its preflight is answered here.
+    if (const std::string_view origin = req[http::field::origin];
+        !origin.empty() && !IsSameOrigin(origin, req[http::field::host])) {
+      cors_origin_ = std::string(origin);
+      if (req.method() == http::verb::options) {
+        preflight_ = true;
+        HttpReply r;
+        r.status = 204;
+        r.content_type.clear();
+        return Write(std::move(r));
+      }
+    }
+    // HEAD is GET without the body (RFC 9110 9.3.2): same status and headers.
+    head_ = req.method() == http::verb::head && route->AllowsMethod("GET");
+    if (!route->AllowsMethod(req.method_string()) && !head_) {
       HttpReply r = ErrorReply(InvalidArgument(fmt::format("{} takes {}, not {}", protocol::EndpointName(route->endpoint),
                                                            route->method, std::string(req.method_string()))),
                                HttpRefusal::kMethodNotAllowed);
@@ -251,6 +320,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     er.max_body_bytes = state_->options.max_body_bytes;
     er.draining = state_->draining;
     er.settings = state_->options.settings;
+    cancel_.reset();
+    if (er.route.endpoint == protocol::Endpoint::kInfer) {
+      cancel_ = std::make_shared<std::atomic<bool>>(false);
+      er.cancelled = cancel_;
+    }
     header_parser_.reset();
     body_parser_.reset();
     bool is_infer = er.route.endpoint == protocol::Endpoint::kInfer;
@@ -268,8 +342,36 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
             self->state_->options.request_timeout.count()))));
       });
     }
-    DispatchEndpoint(state_->server, std::move(er), state_->blocking,
-                     [self = shared_from_this(), seq](HttpReply reply) { self->Deliver(std::move(reply), seq); });
+    if (is_infer) WatchForClose(seq);
+    ReplyCallback reply = [self = shared_from_this(), seq](HttpReply r) { self->Deliver(std::move(r), seq); };
+    if (is_infer && !er.inference_header_length && er.body.size() > kDecodeElsewhereBytes) {
+      // A large all-JSON body takes tens of ms per MiB to decode: on the
+      // decode pool, so that the network threads keep answering health
+      // checks and small requests meanwhile.
+      asio::post(state_->decode, [state = state_, er = std::move(er), reply = std::move(reply)]() mutable {
+        DispatchGuarded(*state, std::move(er), std::move(reply));
+      });
+      return;
+    }
+    DispatchGuarded(*state_, std::move(er), std::move(reply));
+  }
+
+  // While request `seq` waits for its reply nothing reads the socket; a
+  // wait for readability tells a client that went away (EOF, reset) from
+  // one that pipelined its next request (bytes to read). The first cancels
+  // the request (InferRequest::cancelled), so it is dropped if still queued.
+  void WatchForClose(uint64_t seq) {
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), seq](beast::error_code ec) {
+      if (self->awaiting_reply_ != seq || !self->cancel_) return;  // answered already
+      if (!ec) {
+        char byte;
+        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;  // pipelined
+      } else if (ec == asio::error::operation_aborted) {
+        return;
+      }
+      self->cancel_->store(true);
+    });
   }
 
   // Any thread: hands the reply to the strand unless the server stopped.
@@ -323,11 +425,28 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     if (!allow_.empty()) res.set(http::field::allow, allow_);
     if (!reply.content_encoding.empty()) res.set(http::field::content_encoding, reply.content_encoding);
+    if (reply.status == 401) res.set(http::field::www_authenticate, "Bearer");
+    if (!cors_origin_.empty()) {
+      res.set(http::field::access_control_allow_origin, cors_origin_);
+      res.set(http::field::vary, "Origin");
+      if (preflight_) {
+        res.set(http::field::access_control_allow_methods, "GET, HEAD, POST");
+        res.set(http::field::access_control_allow_headers,
+                "Content-Type, Inference-Header-Content-Length, Authorization");
+        res.set(http::field::access_control_max_age, "600");
+      }
+    }
     if (state_->draining) close_after_ = true;
     res.keep_alive(keep_alive_ && !close_after_);
     res.body().head = std::move(reply.body);
     res.body().tail = std::move(reply.body_tail);
     res.prepare_payload();
+    if (head_) {
+      // The length the GET would have, and no body.
+      const uint64_t length = SegmentsBody::size(res.body());
+      res.body() = {};
+      res.content_length(length);
+    }
     stream_.expires_after(state_->options.write_timeout);
     http::async_write(stream_, *response_,
                       [self = shared_from_this()](beast::error_code ec, size_t bytes) { self->OnWrite(ec, bytes); });
@@ -366,6 +485,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     ++seq_;
     allow_.clear();
     model_.clear();
+    head_ = false;
+    preflight_ = false;
+    cors_origin_.clear();
     started_ = std::chrono::steady_clock::now();
     body_read_ = {};
     request_bytes_ = 0;
@@ -422,6 +544,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool keep_alive_ = true;
   bool close_after_ = false;
   bool request_started_ = false;
+  bool head_ = false;  // the request is a HEAD: its reply is written without a body
+  bool preflight_ = false;   // an allowed CORS preflight (OPTIONS) is answered
+  std::string cors_origin_;  // an allowed cross-origin request's Origin; "" for others
+  // The infer request awaiting its reply can be cancelled through this
+  // (InferRequest::cancelled); null for other requests.
+  std::shared_ptr<std::atomic<bool>> cancel_;
   // Each request gets the next number when its header is read (BeginRequest).
   // A reply from the ModelServer or the request timer carries the number of
   // the request it answers and is written only while awaiting_reply_ holds
@@ -438,15 +566,48 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
 namespace {
 
+void Refused(State& state, std::string_view reason) {
+  if (state.options.connection_events.refused) state.options.connection_events.refused(reason);
+}
+
+size_t OpenConnections(State& state) {
+  std::lock_guard lock(state.mu);
+  return state.sessions.size();
+}
+
+// Runs on the acceptor's strand. See connection_limits.h for the policy.
 void Accept(std::shared_ptr<State> state) {
   state->acceptor.async_accept(asio::make_strand(state->ioc), [state](beast::error_code ec, tcp::socket socket) {
     if (state->stopping || state->draining || !state->acceptor.is_open()) return;
     if (!ec) {
-      std::make_shared<HttpSession>(state, std::move(socket))->Start();
+      state->accept_backoff.Reset();
+      if (static_cast<int64_t>(OpenConnections(*state)) >= state->max_connections) {
+        beast::error_code ignored;
+        socket.close(ignored);  // the client sees the connection closed at once
+        Refused(*state, "max_connections");
+      } else {
+        std::make_shared<HttpSession>(state, std::move(socket))->Start();
+      }
     } else if (ec == asio::error::operation_aborted) {
       return;
+    } else if (IsResourceExhaustion(ec)) {
+      // Out of descriptors (or memory): retrying at once would spin. Pause,
+      // while the connections already open keep being served.
+      Refused(*state, "accept_failed");
+      const auto pause = state->accept_backoff.Next();
+      if (state->accept_backoff.failures() == 1) {
+        spdlog::warn("cannot accept HTTP connections: {}; retrying with a pause of up to 1 s (raise ulimit -n or "
+                     "lower --max-connections, now {})",
+                     ec.message(), state->max_connections);
+      }
+      state->accept_pause.expires_after(pause);
+      state->accept_pause.async_wait([state](beast::error_code wait_ec) {
+        if (!wait_ec) Accept(state);
+      });
+      return;
     }
-    // Other accept errors (EMFILE, ECONNABORTED) are transient: keep going.
+    // Other accept errors (ECONNABORTED: the client left first) are the
+    // client's: take the next connection.
     Accept(state);
   });
 }
@@ -457,7 +618,7 @@ void Accept(std::shared_ptr<State> state) {
 // that long (HttpOptions::busy_poll). The window is shared on purpose: a
 // thread that blocked in epoll would hold Asio's reactor, and the threads
 // still polling would then see no socket event until that one woke up.
-void RunNetworkThread(State& s) {
+void RunNetworkLoop(State& s) {
   const int64_t window = std::chrono::duration_cast<std::chrono::nanoseconds>(s.options.busy_poll).count();
   if (window <= 0) {
     s.ioc.run();
@@ -475,7 +636,54 @@ void RunNetworkThread(State& s) {
   }
 }
 
+// A handler that throws would end ioc.run() and, from a std::thread,
+// the process: it is logged and the thread runs on. The connection the
+// handler served is dropped with it (its handlers released their hold).
+void RunNetworkThread(State& s) {
+  while (true) {
+    try {
+      RunNetworkLoop(s);
+      return;
+    } catch (const std::exception& e) {
+      spdlog::error("an HTTP handler threw ({}); its connection is dropped, the server keeps serving", e.what());
+    } catch (...) {
+      spdlog::error("an HTTP handler threw an unknown exception; its connection is dropped, the server keeps serving");
+    }
+  }
+}
+
+// The sessions alive now.
+std::vector<std::shared_ptr<HttpSession>> Sessions(State& state) {
+  std::vector<std::shared_ptr<HttpSession>> out;
+  std::lock_guard lock(state.mu);
+  for (auto& [ptr, weak] : state.sessions) {
+    if (auto s = weak.lock()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
+
+void DispatchGuarded(State& state, EndpointRequest request, ReplyCallback reply) {
+  // The callback is kept aside: one that DispatchEndpoint consumed before it
+  // threw has not been called, and the request still needs its answer.
+  struct Pending {
+    ReplyCallback reply;
+    std::atomic<bool> answered{false};
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->reply = std::move(reply);
+  auto once = [pending](HttpReply r) {
+    if (!pending->answered.exchange(true)) pending->reply(std::move(r));
+  };
+  try {
+    DispatchEndpoint(state.server, std::move(request), state.blocking, once);
+  } catch (const std::bad_alloc&) {
+    once(ErrorReply(ResourceExhausted("the server ran out of memory handling this request; send a smaller one")));
+  } catch (const std::exception& e) {
+    once(ErrorReply(Internal(fmt::format("unexpected error handling the request: {}", e.what()))));
+  }
+}
 
 Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text) {
   if (text == "none") return AccessLogFormat::kNone;
@@ -488,6 +696,8 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::Start(ModelServer& server, Htt
   int threads = options.threads > 0 ? options.threads
                                     : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   auto state = std::make_shared<State>(server, std::move(options));
+  state->max_connections =
+      state->options.max_connections > 0 ? state->options.max_connections : DefaultMaxConnections();
   state->access_logger = state->options.access_logger ? state->options.access_logger : spdlog::default_logger();
   ORTGPU_ASSIGN_OR_RETURN(state->port,
                           OpenListener(state->acceptor, {state->options.host, state->options.port, "HTTP",
@@ -516,7 +726,13 @@ void HttpServer::BeginDrain() {
   asio::post(state_->acceptor.get_executor(), [s = state_] {
     beast::error_code ec;
     s->acceptor.close(ec);
+    s->accept_pause.cancel();
   });
+  for (auto& session : Sessions(*state_)) session->OnDrain();
+}
+
+void HttpServer::AnswerPending(const Status& status) {
+  for (auto& session : Sessions(*state_)) session->AnswerNow(status);
 }
 
 bool HttpServer::WaitIdle(std::chrono::milliseconds timeout) {
@@ -545,6 +761,7 @@ void HttpServer::Stop() {
   for (std::thread& t : state_->threads) t.join();
   state_->threads.clear();
   state_->blocking.join();
+  state_->decode.join();
 }
 
 }  // namespace ortgpu::serve

@@ -26,6 +26,8 @@
 
 #include <spdlog/logger.h>
 
+#include "serve/http/connection_limits.h"
+#include "serve/http/request_access.h"
 #include "serve/model_server.h"
 #include "serve/runtime_settings.h"
 #include "status/expected.h"
@@ -58,6 +60,15 @@ struct HttpOptions {
   // block at once. Costs a core per network thread while the server is
   // active: pair it with few --http-threads.
   std::chrono::microseconds busy_poll{0};
+  // Connections open at once; one more is accepted and closed at once (and
+  // counted in connection_events.refused). 0: DefaultMaxConnections(), the
+  // file-descriptor limit less a reserve (connection_limits.h).
+  int64_t max_connections = 0;
+  ConnectionEvents connection_events;
+  // Host and Origin checks and the repository-control token
+  // (request_access.h); the default accepts IP addresses and localhost as
+  // Host and no cross-origin browser request.
+  AccessOptions access;
   AccessLogFormat access_log = AccessLogFormat::kNone;
   // Where access log lines go (info level); null: spdlog's default logger.
   std::shared_ptr<spdlog::logger> access_logger;
@@ -80,8 +91,17 @@ class HttpServer {
   uint16_t port() const;
 
   // Stops accepting connections; requests that arrive from now on get 503
-  // and their connection is closed after the response. Idempotent.
+  // and their connection is closed after the response. A connection still
+  // reading the body of a request is closed at once (the request was not
+  // taken on yet, and a client trickling its body must not hold the
+  // shutdown). Idempotent.
   void BeginDrain();
+  // Answers every request still waiting for its reply with `status` (the
+  // drain timeout passed: 503), closes its connection after the reply, and
+  // cancels it (InferRequest::cancelled), so a request still queued in the
+  // scheduler is dropped instead of run. Requests already executing finish
+  // and their result is dropped. REQUIRES: BeginDrain() was called.
+  void AnswerPending(const Status& status);
   // Waits until no request is in flight (read but not yet answered) or
   // `timeout` passes; true when idle.
   bool WaitIdle(std::chrono::milliseconds timeout);

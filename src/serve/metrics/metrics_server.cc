@@ -52,7 +52,14 @@ class ScrapeConnection : public std::enable_shared_from_this<ScrapeConnection> {
     response_.set(http::field::server, "ortgpu");
     std::string_view path = request_.target();
     path = path.substr(0, path.find('?'));
-    if (path != "/metrics") {
+    const auto denied = CheckAccess(state_.options.access,
+                                    {request_[http::field::host], request_[http::field::origin], "", false},
+                                    protocol::Endpoint::kHealthLive);
+    if (denied) {
+      response_.result(static_cast<unsigned>(HttpStatusFor(Code::kInvalidArgument, denied->refusal)));
+      response_.set(http::field::content_type, "text/plain");
+      response_.body() = denied->message + "\n";
+    } else if (path != "/metrics") {
       response_.result(static_cast<unsigned>(HttpStatusFor(Code::kNotFound)));
       response_.set(http::field::content_type, "text/plain");
       response_.body() = "metrics are served at /metrics\n";
@@ -65,6 +72,12 @@ class ScrapeConnection : public std::enable_shared_from_this<ScrapeConnection> {
       response_.body() = state_.metrics.Serialize();
     }
     response_.prepare_payload();
+    if (request_.method() == http::verb::head) {
+      // The length the GET would have, and no body (RFC 9110 9.3.2).
+      const size_t length = response_.body().size();
+      response_.body().clear();
+      response_.content_length(length);
+    }
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code ec, size_t) {
       beast::error_code ignored;
       self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "serve/http/request_access.h"
 #include "serve/metrics/metrics.h"
 #include "status/expected.h"
 
@@ -21,6 +22,9 @@ struct MetricsServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8002;  // 0: any free port
   std::chrono::milliseconds read_timeout{10'000};  // a scrape request must arrive within this
+  // The Host and Origin checks of the HTTP endpoint (request_access.h), so a
+  // web page cannot read the metrics either; the token does not apply.
+  AccessOptions access;
 };
 
 class MetricsServer {

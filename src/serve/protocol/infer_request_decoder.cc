@@ -30,19 +30,52 @@ std::string_view Describe(element_type t) {
   return "an unknown value";
 }
 
-// simdjson says only *that* the JSON is malformed; on that (rare) path we
-// ask nlohmann for the byte position and a readable reason.
+// Bodies up to this size get a byte position in their "not valid JSON"
+// error; larger ones only simdjson's reason, so a malformed 57 MiB body is
+// never scanned twice.
+constexpr size_t kLocateErrorBytes = size_t{1} << 20;
+
+// JSON parts up to this size leave the thread's parser buffers allocated
+// for the next request; larger ones release them (see DecodeInferRequest).
+constexpr size_t kRetainedParserBytes = size_t{4} << 20;
+
+// A SAX handler that builds nothing and keeps the first error: finding
+// where the JSON breaks costs no memory beyond the nesting depth (the DOM
+// nlohmann would build took 30x the body).
+struct ErrorLocator {
+  size_t byte = 0;
+  std::string what;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(nlohmann::json::number_integer_t) { return true; }
+  bool number_unsigned(nlohmann::json::number_unsigned_t) { return true; }
+  bool number_float(nlohmann::json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(nlohmann::json::binary_t&) { return true; }
+  bool start_object(std::size_t) { return true; }
+  bool key(std::string&) { return true; }
+  bool end_object() { return true; }
+  bool start_array(std::size_t) { return true; }
+  bool end_array() { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::json::exception& e) {
+    byte = position;
+    what = e.what();
+    return false;
+  }
+};
+
+// simdjson says only *that* the JSON is malformed; on that path a small
+// body is scanned again (no DOM) for the byte position and a readable reason.
 Status MalformedJson(std::string_view json, simdjson::error_code error) {
-  try {
-    auto parsed = nlohmann::json::parse(json.begin(), json.end());
-    (void)parsed;
-  } catch (const nlohmann::json::parse_error& e) {
-    return InvalidArgument(fmt::format(
-        "request body is not valid JSON (at byte {}): {}; send a JSON object as described by the "
-        "KServe v2 protocol (bare NaN/Infinity are not JSON: send them as the strings \"NaN\", "
-        "\"Infinity\", \"-Infinity\")",
-        e.byte, e.what()));
-  } catch (const std::exception&) {
+  if (json.size() <= kLocateErrorBytes) {
+    ErrorLocator locator;
+    if (!nlohmann::json::sax_parse(json.begin(), json.end(), &locator) && !locator.what.empty()) {
+      return InvalidArgument(fmt::format(
+          "request body is not valid JSON (at byte {}): {}; send a JSON object as described by the "
+          "KServe v2 protocol (bare NaN/Infinity are not JSON: send them as the strings \"NaN\", "
+          "\"Infinity\", \"-Infinity\")",
+          locator.byte, locator.what));
+    }
   }
   return InvalidArgument(fmt::format("request body is not valid JSON: {}", simdjson::error_message(error)));
 }
@@ -205,20 +238,42 @@ class LeafWriter {
   std::string_view input_;
 };
 
-// Visits the leaves of a (possibly nested) data array in row-major order.
+// Visits the leaves of a data array in row-major order. KServe allows the
+// flat form ([1,2,3,4]) and the nested form following the shape
+// ([[1,2],[3,4]] for [2,2]); in the nested form every array at depth d must
+// hold exactly shape[d] items and leaves sit at depth rank, so ragged data
+// ([[1,2,3],[4]] for [1,4]) is refused even when its leaf count fits.
 // Depth is bounded by simdjson's max depth (1024), so recursion is safe.
-Status Flatten(element e, LeafWriter& writer, int64_t& count, int64_t limit, std::string_view input) {
+struct DataLayout {
+  const std::vector<int64_t>& shape;
+  bool nested = false;
+  std::string_view input;
+};
+
+Status Flatten(element e, size_t depth, const DataLayout& layout, LeafWriter& writer, int64_t& count, int64_t limit) {
+  const size_t leaf_depth = layout.nested ? layout.shape.size() : 1;
   if (e.type() == element_type::ARRAY) {
     simdjson::dom::array arr;
     if (e.get_array().get(arr)) return Internal("array expected");
+    if (depth >= leaf_depth || (layout.nested && static_cast<int64_t>(arr.size()) != layout.shape[depth])) {
+      return InvalidArgument(fmt::format(
+          "input '{}': 'data' is ragged or nested differently from its shape [{}] (an array at depth {} holds {} "
+          "items); send it flat, or nested exactly as the shape",
+          layout.input, ShapeToString(layout.shape), depth, arr.size()));
+    }
     for (element child : arr) {
-      ORTGPU_RETURN_IF_ERROR(Flatten(child, writer, count, limit, input));
+      ORTGPU_RETURN_IF_ERROR(Flatten(child, depth + 1, layout, writer, count, limit));
     }
     return Status::Ok();
   }
+  if (depth != leaf_depth) {
+    return InvalidArgument(fmt::format(
+        "input '{}': 'data' mixes values and arrays at depth {}; send it flat, or nested exactly as the shape [{}]",
+        layout.input, depth, ShapeToString(layout.shape)));
+  }
   if (count >= limit) {
     return InvalidArgument(fmt::format("input '{}': 'data' has more than the {} elements its shape calls for",
-                                       input, limit));
+                                       layout.input, limit));
   }
   ORTGPU_RETURN_IF_ERROR(writer.Append(e, count));
   ++count;
@@ -389,7 +444,14 @@ Expected<Tensor> DecodeInput(element in, size_t position, BinarySection& binary,
   }
   LeafWriter writer(t, t.name);
   int64_t seen = 0;
-  ORTGPU_RETURN_IF_ERROR(Flatten(data, writer, seen, *count, t.name));
+  simdjson::dom::array top;
+  if (data.get_array().get(top)) return Internal("array expected");
+  DataLayout layout{t.shape, false, t.name};
+  for (element first : top) {
+    layout.nested = first.type() == element_type::ARRAY;
+    break;
+  }
+  ORTGPU_RETURN_IF_ERROR(Flatten(data, 0, layout, writer, seen, *count));
   if (seen != *count) {
     return InvalidArgument(fmt::format("{}: 'data' has {} elements but shape [{}] needs {}", where, seen,
                                        ShapeToString(t.shape), *count));
@@ -457,9 +519,17 @@ Expected<InferRequest> DecodeInferRequest(std::string_view body, std::optional<s
   std::string_view json = body.substr(0, json_size);
   BinarySection binary{body.substr(json_size), 0, std::move(body_owner)};
 
-  // One parser per thread: its buffers grow to the largest request seen and
-  // are reused, which is most of simdjson's speed on repeated requests.
+  // One parser per thread: its buffers are reused, which is most of
+  // simdjson's speed on repeated requests. They grow with the JSON (about
+  // 8-16 bytes per value), so after a JSON part above kRetainedParserBytes
+  // they are given back instead of staying with the thread for good.
   thread_local simdjson::dom::parser parser;
+  struct ReleaseLargeBuffers {
+    size_t json_size;
+    ~ReleaseLargeBuffers() {
+      if (json_size > kRetainedParserBytes) parser = simdjson::dom::parser();
+    }
+  } release{json.size()};
   element doc;
   if (auto error = parser.parse(json.data(), json.size()).get(doc)) {
     return MalformedJson(json, error);

@@ -12,6 +12,7 @@
 
 #include "doctor/placement.h"
 #include "ort/ort_status.h"
+#include "serve/repository/contained_path.h"
 #include "serve/repository/rejection_runner.h"
 #include "serve/repository/warmup_inputs.h"
 #include "serve/scheduler/batching.h"
@@ -317,7 +318,8 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
       Tensor t = Tensor::Zeros(name, FromConfigType(in.data_type()), shape);
       if (in.has_random_data() && t.dtype != DataType::kString) FillRandom(t, seed++);
       if (in.has_input_data_file()) {
-        const std::string path = JoinPath(JoinPath(model_dir, "warmup"), in.input_data_file());
+        ORTGPU_ASSIGN_OR_RETURN(const std::string path, ResolveInside(JoinPath(model_dir, "warmup"),
+                                                                      in.input_data_file(), "input_data_file"));
         auto bytes = RealFileSystem().ReadFile(path);
         if (!bytes.ok()) return bytes.status().WithContext("model_warmup '" + w.name() + "' input '" + name + "'");
         const size_t per_row = t.data.size() / static_cast<size_t>(mbs > 0 ? shape[0] : 1);
@@ -342,11 +344,17 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   model->version = version;
   model->config = config;
   if (model->config.name().empty()) model->config.set_name(source.name);
-  const std::string path = source.ModelPath(version, config.default_model_filename());
+  std::string path = source.ModelPath(version, config.default_model_filename());
+  if (source.single_file.empty() && !config.default_model_filename().empty()) {
+    ORTGPU_ASSIGN_OR_RETURN(path, ResolveInside(JoinPath(source.dir, std::to_string(version)),
+                                                config.default_model_filename(), "default_model_filename"));
+  }
   if (!RealFileSystem().Exists(path)) {
     return NotFound("version " + std::to_string(version) + " of model '" + source.name + "' has no model file " + path +
                     "; put the ONNX file there (named model.onnx unless default_model_filename says otherwise)");
   }
+  // A FIFO or device would block the load (and the server's start) forever.
+  ORTGPU_RETURN_IF_ERROR(CheckRegularFile(path, "model file"));
   ORTGPU_ASSIGN_OR_RETURN(SessionOptions base, BaseSessionOptions(model->config));
   const std::string graph_request = CudaGraphRequest(config);
   const bool require_gpu = options.require_gpu || ParameterIsTrue(ConfigParameters(config)["require_gpu"]);

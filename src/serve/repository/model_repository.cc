@@ -17,6 +17,26 @@ std::string Stem(const std::string& path) {
   return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
 }
 
+// "name size mtime;" for every file under `dir`, `depth` levels deep, in
+// name order. A file that cannot be read contributes its name only.
+std::string FolderFingerprint(const FileSystem& fs, const std::string& dir, int depth) {
+  auto entries = fs.ListDirectory(dir);
+  if (!entries.ok()) return "?";
+  std::string out;
+  for (const auto& e : *entries) {
+    const std::string path = JoinPath(dir, e.name);
+    if (e.is_directory) {
+      if (depth > 1) out += e.name + "/{" + FolderFingerprint(fs, path, depth - 1) + "}";
+      continue;
+    }
+    out += e.name;
+    if (auto size = fs.FileSize(path); size.ok()) out += " " + std::to_string(*size);
+    if (auto mtime = fs.ModifiedNanos(path); mtime.ok()) out += " " + std::to_string(*mtime);
+    out += ";";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ModelSource::ModelPath(int64_t version, const std::string& filename) const {
@@ -69,7 +89,7 @@ Expected<ModelSource> ModelRepository::ReadModel(const std::string& name) const 
     return src;
   }
   src.dir = JoinPath(root_, name);
-  if (name.empty() || name.find('/') != std::string::npos || !fs_->IsDirectory(src.dir)) {
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos || !fs_->IsDirectory(src.dir)) {
     return NotFound("model '" + name + "' is not in repository " + root_ + " (no folder " + src.dir + ")");
   }
   src.config_path = JoinPath(src.dir, "config.pbtxt");
@@ -82,6 +102,7 @@ Expected<ModelSource> ModelRepository::ReadModel(const std::string& name) const 
     if (e.is_directory && IsVersionName(e.name)) src.versions.push_back(std::stoll(e.name));
   }
   std::sort(src.versions.begin(), src.versions.end());
+  for (int64_t v : src.versions) src.fingerprints[v] = FolderFingerprint(*fs_, JoinPath(src.dir, std::to_string(v)), 2);
   return src;
 }
 

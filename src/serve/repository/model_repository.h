@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct ModelSource {
   // Where a version's model file lies; for a single file always that file.
   std::string ModelPath(int64_t version, const std::string& filename) const;
   std::string single_file;    // non-empty for --model PATH
+  // Per version: the names, sizes and modification times of every file in
+  // its folder (two levels deep), so a poll notices a model file replaced
+  // in place. Equal strings: nothing changed.
+  std::map<int64_t, std::string> fingerprints;
 };
 
 class ModelRepository {
@@ -44,7 +49,8 @@ class ModelRepository {
   // Model names (sub-folders of the root), sorted. NotFound when the root
   // does not exist.
   Expected<std::vector<std::string>> ListModels() const;
-  // Reads one model's folder. NotFound for an unknown model.
+  // Reads one model's folder. NotFound for an unknown model, and for a name
+  // that starts with '.' (hidden folders such as .staging are never models).
   Expected<ModelSource> ReadModel(const std::string& name) const;
 
   const std::string& root() const { return root_; }

@@ -176,7 +176,7 @@ std::vector<DynamicBatcher::Pending> DynamicBatcher::TakeExpired() {
   const int64_t now = clock_.NowNanos();
   for (auto it = queue_.begin(); it != queue_.end();) {
     const int64_t deadline = it->item.request.deadline_ns;
-    if (deadline > 0 && now >= deadline) {
+    if ((deadline > 0 && now >= deadline) || it->item.request.is_cancelled()) {
       expired.push_back(std::move(*it));
       it = queue_.erase(it);
     } else {
@@ -191,6 +191,14 @@ void DynamicBatcher::AnswerExpired(std::vector<Pending> expired) {
   const int64_t now_ms = WallMillis();
   for (Pending& p : expired) {
     const int64_t waited_ms = (now - p.enqueue_ns) / 1'000'000;
+    if (p.item.request.is_cancelled()) {
+      Answer(p,
+             Cancelled("request for model '" + options_.model_name + "' was cancelled after " +
+                       std::to_string(waited_ms) + " ms in the queue (its client left, or the server drained) and was "
+                       "not run"),
+             now - p.enqueue_ns, now - p.enqueue_ns, {}, now_ms);
+      continue;
+    }
     Status st = DeadlineExceeded("request for model '" + options_.model_name + "' version " +
                                  options_.model_version + " waited " + std::to_string(waited_ms) +
                                  " ms in the queue and passed its deadline, so it was not run; the model is "

@@ -21,36 +21,9 @@ using testing::InferSync;
 using testing::Request;
 using testing::ScaleModel;
 using testing::TempRepository;
-
-ServerOptions CpuOptions(const TempRepository& repo, ModelControlMode mode = ModelControlMode::kNone) {
-  ServerOptions o;
-  o.repository = repo.root();
-  o.model_control = mode;
-  o.poll_interval_ms = 3'600'000;  // tests call Rescan() themselves
-  o.loader.default_instance_kind = InstanceKind::kCpu;
-  return o;
-}
-
-std::unique_ptr<ServerCore> Start(ServerOptions o, ServerDeps deps = {}) {
-  auto core = ServerCore::Create(std::move(o), std::move(deps));
-  EXPECT_TRUE(core.ok()) << core.status().ToString();
-  return core.ok() ? std::move(core).value() : nullptr;
-}
-
-const ModelVersionStatus* Find(const std::vector<ModelVersionStatus>& index, const std::string& name) {
-  for (const auto& s : index) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
-
-const ModelVersionStatus* Find(const std::vector<ModelVersionStatus>& index, const std::string& name,
-                               const std::string& version) {
-  for (const auto& s : index) {
-    if (s.name == name && s.version == version) return &s;
-  }
-  return nullptr;
-}
+using testing::CpuOptions;
+using testing::Find;
+using testing::Start;
 
 // One thread stops at Enter() until the test calls Release(); the test
 // learns it got there with WaitEntered(). Used once.

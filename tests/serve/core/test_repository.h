@@ -1,5 +1,6 @@
 // Helpers for server core tests: a temporary Triton-layout repository filled
-// with tiny ONNX models built in memory, and a blocking Infer call.
+// with tiny ONNX models built in memory, a CPU core over it, a repository
+// index lookup and a blocking Infer call.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include "onnx/model_builder.h"
 #include "serve/model_server.h"
+#include "serve/server_core.h"
 
 namespace ortgpu::serve::testing {
 
@@ -77,6 +79,38 @@ inline InferRequest Request(const std::string& model, std::vector<Tensor> inputs
   r.model_version = version;
   r.inputs = std::move(inputs);
   return r;
+}
+
+// Options for a core over `repo` with CPU instances; the tests call
+// Rescan() themselves (the poll interval is an hour).
+inline ServerOptions CpuOptions(const TempRepository& repo, ModelControlMode mode = ModelControlMode::kNone) {
+  ServerOptions o;
+  o.repository = repo.root();
+  o.model_control = mode;
+  o.poll_interval_ms = 3'600'000;  // tests call Rescan() themselves
+  o.loader.default_instance_kind = InstanceKind::kCpu;
+  return o;
+}
+
+inline std::unique_ptr<ServerCore> Start(ServerOptions o, ServerDeps deps = {}) {
+  auto core = ServerCore::Create(std::move(o), std::move(deps));
+  EXPECT_TRUE(core.ok()) << core.status().ToString();
+  return core.ok() ? std::move(core).value() : nullptr;
+}
+
+inline const ModelVersionStatus* Find(const std::vector<ModelVersionStatus>& index, const std::string& name) {
+  for (const auto& s : index) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+inline const ModelVersionStatus* Find(const std::vector<ModelVersionStatus>& index, const std::string& name,
+                               const std::string& version) {
+  for (const auto& s : index) {
+    if (s.name == name && s.version == version) return &s;
+  }
+  return nullptr;
 }
 
 inline Expected<InferResponse> InferSync(ModelServer& server, InferRequest request) {

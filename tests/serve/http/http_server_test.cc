@@ -86,7 +86,7 @@ class HttpServerTest : public ::testing::Test {
     return R"({"id":")" + id + R"(","inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[[1.5,2.5]]}]})";
   }
   static std::string InferHeader(size_t content_length, const std::string& extra_headers = "") {
-    return "POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\n" + extra_headers +
+    return "POST /v2/models/echo/infer HTTP/1.1\r\nHost: localhost\r\n" + extra_headers +
            "Content-Length: " + std::to_string(content_length) + "\r\n\r\n";
   }
 
@@ -253,10 +253,10 @@ TEST_F(HttpServerTest, PipelinedRequestsAnsweredInOrder) {
   for (int i = 0; i < 3; ++i) {
     std::string body = R"({"id":")" + std::to_string(i) +
                        R"(","inputs":[{"name":"x","datatype":"INT8","shape":[1],"data":[1]}]})";
-    raw += "POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+    raw += "POST /v2/models/echo/infer HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + std::to_string(body.size()) +
            "\r\n\r\n" + body;
   }
-  raw += "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+  raw += "GET /v2/health/live HTTP/1.1\r\nHost: localhost\r\n\r\n";
   c.WriteRaw(raw);
   for (int i = 0; i < 3; ++i) {
     HttpResult r = c.Read();
@@ -280,12 +280,12 @@ TEST_F(HttpServerTest, LargeBinaryBodyInPiecesArrivesIntactWithPipelinedNext) {
   std::string tensor(kBytes, '\0');
   for (size_t i = 0; i < kBytes; ++i) tensor[i] = static_cast<char>((i * 131 + 7) & 0xff);
   const std::string body = json + tensor;
-  const std::string header = "POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: " +
+  const std::string header = "POST /v2/models/echo/infer HTTP/1.1\r\nHost: localhost\r\nInference-Header-Content-Length: " +
                              std::to_string(json.size()) + "\r\nContent-Length: " + std::to_string(body.size()) +
                              "\r\n\r\n";
   c.WriteRaw(header + body.substr(0, 100));          // header and the start of the JSON together
   c.WriteRaw(body.substr(100, kBytes / 2));            // the middle
-  c.WriteRaw(body.substr(100 + kBytes / 2) + "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n");
+  c.WriteRaw(body.substr(100 + kBytes / 2) + "GET /v2/health/live HTTP/1.1\r\nHost: localhost\r\n\r\n");
   HttpResult r = c.Read();
   ASSERT_EQ(r.status, 200u) << r.body.substr(0, 300);
   const size_t jl = std::stoul(r.header("Inference-Header-Content-Length"));
@@ -298,7 +298,7 @@ TEST_F(HttpServerTest, ChunkedBodyIsRead) {
   StartServer();
   TestHttpClient c(port());
   const std::string first = kEchoBody.substr(0, 10), rest = kEchoBody.substr(10);
-  c.WriteRaw(fmt::format("POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+  c.WriteRaw(fmt::format("POST /v2/models/echo/infer HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
                          "{:x}\r\n{}\r\n{:x}\r\n{}\r\n0\r\n\r\n",
                          first.size(), first, rest.size(), rest));
   HttpResult r = c.Read();
@@ -346,7 +346,7 @@ TEST_F(HttpServerTest, OversizeBodyIs413AndCloses) {
 TEST_F(HttpServerTest, ExpectContinueIsHonoured) {
   StartServer();
   TestHttpClient c(port());
-  c.WriteRaw("POST /v2/models/echo/infer HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+  c.WriteRaw("POST /v2/models/echo/infer HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: " +
              std::to_string(kEchoBody.size()) + "\r\n\r\n");
   EXPECT_EQ(c.Read().status, 100u);
   c.WriteRaw(kEchoBody);

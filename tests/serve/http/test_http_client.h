@@ -86,6 +86,16 @@ class TestHttpClient {
     return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
   }
 
+  // True when the server ends the connection within 10 s, whether or not
+  // it sent a reply first (what it sent is read and dropped).
+  bool ServerEnds() {
+    stream_.expires_after(std::chrono::seconds(10));
+    char chunk[4096];
+    beast::error_code ec;
+    while (!ec) stream_.read_some(boost::asio::buffer(chunk), ec);
+    return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
+  }
+
   void ShutdownSend() { stream_.socket().shutdown(tcp::socket::shutdown_send); }
 
  private:

@@ -1,0 +1,141 @@
+// End-to-end tests of how `ortgpu doctor` and `ortgpu bench` treat bad and
+// careless inputs (issue 11, "Crashes in doctor and bench" and "Tool
+// inputs"): the real binary as a child process, on the CPU, with the example
+// models. Each asserts what a user sees: the exit code (1: a run failed,
+// 2: bad usage; never 134 from an abort) and a message that names the cause.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "e2e/serve_process.h"
+
+namespace ortgpu::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+const std::string kAddSub = std::string(ORTGPU_SOURCE_DIR) + "/examples/model_repository/add_sub/1/model.onnx";
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;
+};
+
+Outcome RunOrtgpu(const std::vector<std::string>& args) {
+  ServeProcess p(args);
+  EXPECT_TRUE(p.started());
+  Outcome o;
+  o.exit_code = p.WaitExit(120s);
+  o.output = p.output();
+  return o;
+}
+
+// A temporary folder, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::path(::testing::TempDir()) /
+            ("ortgpu-tools-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name, std::ios::binary) << text;
+    return (path_ / name).string();
+  }
+  std::string Path(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(ToolInputsTest, BenchShapeOfTwoToTheFortyElementsIsRefusedBeforeAllocating) {
+  Outcome o = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--no-check", "--shape", "INPUT0:1099511627776x4"});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("above the limit of 4 GiB"));
+}
+
+TEST(ToolInputsTest, DoctorShapeOfTwoToTheFortyElementsIsReportedNotAborted) {
+  Outcome o = RunOrtgpu({"doctor", "--model", kAddSub, "--shape", "INPUT0:1099511627776x4"});
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("above the limit of 4 GiB"));
+}
+
+TEST(ToolInputsTest, BenchShapeNamingNoInputOrDimensionIsAnError) {
+  Outcome o = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--no-check", "--shape", "nosuch:3"});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("'nosuch'"));
+  EXPECT_THAT(o.output, HasSubstr("INPUT0"));
+}
+
+TEST(ToolInputsTest, BenchZeroBatchDimensionIsAnError) {
+  Outcome o = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--no-check", "--shape", "INPUT0:0x4"});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("at least 1"));
+}
+
+TEST(ToolInputsTest, BenchDurationBeyondAWeekIsBadUsage) {
+  Outcome o = RunOrtgpu({"bench", kAddSub, "--duration", "1e308"});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("--duration"));
+}
+
+TEST(ToolInputsTest, FifoAsModelIsRefusedInsteadOfBlocking) {
+  TempDir dir;
+  const std::string fifo = dir.Path("model.onnx");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Outcome bench = RunOrtgpu({"bench", fifo, "--iterations", "1"});
+  EXPECT_EQ(bench.exit_code, 1) << bench.output;
+  EXPECT_THAT(bench.output, HasSubstr("FIFO"));
+  Outcome doctor = RunOrtgpu({"doctor", "--model", fifo});
+  EXPECT_EQ(doctor.exit_code, 1) << doctor.output;
+  EXPECT_THAT(doctor.output, HasSubstr("FIFO"));
+}
+
+TEST(ToolInputsTest, BadModelFilesExitOneInDoctorAndBenchAlike) {
+  TempDir dir;
+  const std::string garbage = dir.File("garbage.onnx", "this is not an ONNX model");
+  const std::string missing = dir.Path("missing.onnx");
+  for (const std::string& model : {garbage, missing}) {
+    Outcome bench = RunOrtgpu({"bench", model, "--iterations", "1"});
+    Outcome doctor = RunOrtgpu({"doctor", "--model", model});
+    EXPECT_EQ(bench.exit_code, 1) << model << ": " << bench.output;
+    EXPECT_EQ(doctor.exit_code, 1) << model << ": " << doctor.output;
+  }
+}
+
+// Threads refused under an address-space limit surface in bench as
+// std::system_error or std::bad_alloc: a message and exit 1, never an abort
+// (exit 134) from an exception that escaped or a joinable thread destroyed.
+TEST(ToolInputsTest, BenchThatCannotCreateItsThreadsExitsOneWithAMessage) {
+  const std::string cmd = std::string("ulimit -v 4000000; exec '") + ORTGPU_BINARY + "' bench '" + kAddSub +
+                          "' --iterations 1 --warmup 0 --no-check --no-progress --concurrency 3000 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
+  const int status = ::pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << ": " << output;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  EXPECT_THAT(output, HasSubstr("ortgpu bench:"));
+}
+
+}  // namespace
+}  // namespace ortgpu::e2e
