@@ -99,6 +99,7 @@ std::unique_ptr<serve::Server> Serve(const std::string& repository, bool strict 
   o.http.port = 0;
   o.http.threads = 1;
   o.metrics_port = -1;
+  o.grpc_port = -1;  // HTTP only: parallel tests never share a gRPC port
   o.handle_signals = false;
   auto server = serve::Server::Start(o);
   EXPECT_TRUE(server.ok()) << server.status().ToString();
