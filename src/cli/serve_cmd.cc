@@ -267,8 +267,9 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
                   "other cross-origin requests get 403")
       ->allow_extra_args(false);
   cmd->add_option("--auth-token-file", flags->auth_token_file,
-                  "File whose first line is a token that POST /v2/repository/... (index, load, unload) must send as "
-                  "'Authorization: Bearer TOKEN' (401 otherwise)");
+                  "File whose first line is a token that the repository endpoints (index, load, unload), /v2/logging, "
+                  "the trace settings and shared-memory register/unregister must send as "
+                  "'Authorization: Bearer TOKEN' over HTTP (401 otherwise)");
   cmd->add_option("--access-log", flags->access_log, "One line per request on stderr: none, plain or json")
       ->check(CLI::IsMember({"none", "plain", "json"}))
       ->default_val("none");

@@ -12,38 +12,31 @@ namespace {
 
 Ort::Env& Env() { return *static_cast<Ort::Env*>(Runtime::Get().env_handle()); }
 
-// cudaMemcpy from the CUDA runtime the CUDA EP already loaded. ORT's own
-// Env::CopyTensors only knows data transfers of EPs registered as plugin
-// libraries, not the classic CUDA EP ortgpu appends, so it is the fallback.
+// A symbol of the CUDA runtime the CUDA EP already loaded (or can load), or
+// null. ORT's own Env::CopyTensors only knows data transfers of EPs
+// registered as plugin libraries, not the classic CUDA EP ortgpu appends,
+// so it is CopyBytes' fallback.
+void* CudartSymbol(const char* name) {
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+    void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+    if (h == nullptr) h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (h != nullptr) {
+      if (void* sym = dlsym(h, name)) return sym;
+    }
+  }
+  return nullptr;
+}
+
 using CudaMemcpyFn = int (*)(void* dst, const void* src, size_t count, int kind);
+using CudaSyncFn = int (*)();
 
 CudaMemcpyFn FindCudaMemcpy() {
-  static CudaMemcpyFn fn = [] {
-    for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
-      void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-      if (h == nullptr) h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-      if (h != nullptr) {
-        if (void* sym = dlsym(h, "cudaMemcpy")) return reinterpret_cast<CudaMemcpyFn>(sym);
-      }
-    }
-    return static_cast<CudaMemcpyFn>(nullptr);
-  }();
+  static CudaMemcpyFn fn = reinterpret_cast<CudaMemcpyFn>(CudartSymbol("cudaMemcpy"));
   return fn;
 }
 
-
-using CudaSyncFn = int (*)();
-
 CudaSyncFn FindCudaDeviceSynchronize() {
-  static CudaSyncFn fn = [] {
-    for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
-      void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-      if (h != nullptr) {
-        if (void* sym = dlsym(h, "cudaDeviceSynchronize")) return reinterpret_cast<CudaSyncFn>(sym);
-      }
-    }
-    return static_cast<CudaSyncFn>(nullptr);
-  }();
+  static CudaSyncFn fn = reinterpret_cast<CudaSyncFn>(CudartSymbol("cudaDeviceSynchronize"));
   return fn;
 }
 
@@ -53,7 +46,10 @@ Status SynchronizeDevice() {
   CudaSyncFn fn = FindCudaDeviceSynchronize();
   if (fn == nullptr) return Unavailable("cudaDeviceSynchronize is not available: libcudart is not loaded");
   const int rc = fn();
-  if (rc != 0) return Internal("cudaDeviceSynchronize failed with CUDA error " + std::to_string(rc));
+  if (rc != 0) {
+    return Internal("waiting for the GPU after a CUDA graph replay failed with CUDA error " + std::to_string(rc) +
+                    "; the device may have faulted: run `ortgpu doctor`, or remove enable_cuda_graph from config.pbtxt");
+  }
   return Status::Ok();
 }
 

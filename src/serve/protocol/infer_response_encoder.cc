@@ -194,7 +194,7 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
       if (t.dtype != DataType::kString && (t.data.borrowed() || !encoded.tail.empty())) {
         // A view of the tensor's buffer (shared, not copied); once the tail
         // has begun, every later section joins it to keep the order.
-        encoded.tail.push_back(t.data.borrowed() ? t.data.Slice(0, t.data.size()) : t.data);
+        encoded.tail.push_back(t.data);  // a borrowed TensorBytes copies as a view
       } else if (!encoded.tail.empty()) {
         std::string bytes;
         AppendBinary(bytes, t);

@@ -363,7 +363,23 @@ TEST_F(HttpHardeningTest, CrossOriginBrowserRequestIs403UnlessAllowed) {
   EXPECT_THAT(preflight.header("Access-Control-Allow-Headers"), HasSubstr("Inference-Header-Content-Length"));
 }
 
-TEST_F(HttpHardeningTest, AuthTokenGuardsRepositoryControlOnly) {
+// The run-time settings and shared-memory registration change what the
+// server does and maps, so they take the token too; reading them too.
+TEST_F(HttpHardeningTest, AuthTokenGuardsLoggingTraceAndSharedMemoryRegistration) {
+  HttpOptions o;
+  o.access.auth_token = "s3cret";
+  StartServer(o);
+  EXPECT_EQ(TestHttpClient(port()).Post("/v2/logging", R"({"log_info":false})").status, 401u);
+  EXPECT_EQ(TestHttpClient(port()).Get("/v2/trace/setting").status, 401u);
+  EXPECT_EQ(TestHttpClient(port()).Post("/v2/systemsharedmemory/region/r/register",
+                                        R"({"key":"/k","offset":0,"byte_size":16})")
+                .status,
+            401u);
+  EXPECT_NE(TestHttpClient(port()).Send(http::verb::get, "/v2/logging", "", {{"Authorization", "Bearer s3cret"}}).status,
+            401u);
+}
+
+TEST_F(HttpHardeningTest, AuthTokenGuardsRepositoryControlButNotInference) {
   HttpOptions o;
   o.access.auth_token = "s3cret";
   StartServer(o);
