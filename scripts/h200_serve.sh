@@ -64,7 +64,7 @@ for s in d.get("steps", []):
 PY
   echo "--- $name: wrk -t4 -c$conns -d${DURATION}s (binary requests of $(stat -c %s "$body") bytes)"
   # The server's busiest threads 3 s into the wrk run (TOP=1).
-  [ "${TOP:-0}" = 1 ] && (sleep 3; top -H -b -n 1 -p "$pid" | head -22 > "$out/top_$name.txt") &
+  [ "${TOP:-0}" = 1 ] && (sleep 3; { top -b -n 1 | head -14; top -H -b -n 1 -p "$pid" | head -22; } > "$out/top_$name.txt") &
   BODY_FILE=$body JSON_LEN=$len wrk -t4 -c"$conns" -d"${DURATION}s" --latency -s $LUA "http://127.0.0.1:8000/v2/models/$model/infer" |
     grep -E "Latency|50%|99%|Requests/sec|Non-2xx|Socket"
   echo "--- batch_stats after the load"; stats "$model" | python3 -c 'import json,sys; m=json.load(sys.stdin)["model_stats"][0]; print([(b["batch_size"], b["compute_infer"]["count"], round(b["compute_input"]["ns"]/max(1,b["compute_input"]["count"])/1e6,2), round(b["compute_infer"]["ns"]/max(1,b["compute_infer"]["count"])/1e6,2)) for b in m["batch_stats"]])'
@@ -117,10 +117,21 @@ input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
 output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
 optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "enable_cuda_graph" value: "1" } }] } }'
     # A variant ending in -graph is the same config with enable_cuda_graph=1;
-    # mem-N only loads N instances ([16]) and records GPU memory.
+    # mem-N only loads N instances ([16]) and records GPU memory; null-VARIANT
+    # is VARIANT with the ResNet-shaped model that does nothing
+    # (scripts/make_null_model.py): the data path's ceiling.
+    [ -f $models/null.onnx ] || python3 scripts/make_null_model.py $models/null.onnx
     for variant in ${RESNET_VARIANTS:-b16-32-1inst b16-32-2inst b16-3inst b32-2inst nobatching}; do
-      config_base=$base
+      config_base=$base model_file=$R null=0 turns='' turn_tag=''
+      # -turns / -noturns: config parameter gpu_turns on / off (default auto).
+      if [[ $variant == *-noturns ]]; then turns=off; variant=${variant%-noturns}; turn_tag=-noturns;
+      elif [[ $variant == *-turns ]]; then turns=on; variant=${variant%-turns}; turn_tag=-turns; fi
+      if [[ $variant == null-* ]]; then model_file=$models/null.onnx null=1; variant=${variant#null-}; fi
       if [[ $variant == *-graph ]]; then config_base=$graph_base; variant=${variant%-graph}; tag=$variant-graph; else tag=$variant; fi
+      [ $null = 1 ] && tag=null-$tag
+      tag=$tag$turn_tag
+      [ -n "$turns" ] && config_base="$config_base
+parameters { key: \"gpu_turns\" value { string_value: \"$turns\" } }"
       if [[ $variant == mem-* ]]; then
         n=${variant#mem-}
         repo=$(serve_repo resnet50 "$R" "$config_base
@@ -158,14 +169,14 @@ dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000
 dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }' ;;
         nobatching) extra='instance_group [{ count: 1 kind: KIND_GPU }]' ;;
       esac
-      repo=$(serve_repo resnet50 "$R" "$config_base
+      repo=$(serve_repo resnet50 "$model_file" "$config_base
 $extra")
-      echo "=== ResNet-50 $tag"; grep -E "instance|dynamic|graph" $repo/resnet50/config.pbtxt
+      echo "=== ResNet-50 $tag"; grep -E "instance|dynamic|graph|gpu_turns" $repo/resnet50/config.pbtxt
       start_server $repo "$out/serve_resnet_$tag.log" || continue
       grep -E "resnet50|WARMUP|warn" "$out/serve_resnet_$tag.log" | head -6
       # The same 48 random images (sent at once, so batched) through every
       # variant: their outputs must agree (scripts/infer_digest.py).
-      python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_$tag.json" &&
+      [ $null = 0 ] && python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_$tag.json" &&
         for d in "$out"/digest_*.json; do [ "$d" = "$out/digest_$tag.json" ] || { echo -n "outputs against $(basename "$d"): "; python3 scripts/infer_digest.py --compare "$d" "$out/digest_$tag.json"; }; done
       nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed 's/^/GPU memory after load: /'
       if [ "$digest_only" = 1 ]; then stop_server; continue; fi
@@ -176,7 +187,7 @@ $extra")
         BODY_FILE=/tmp/resnet_b1.bin JSON_LEN=$len wrk -t4 -c64 -d15s --latency -s $LUA http://127.0.0.1:8000/v2/models/resnet50/infer | grep -E "99%|Requests/sec"
       fi
       load "resnet_$tag" resnet50 /tmp/resnet_b1.bin "$len" ${RESNET_CONCURRENCY:-64}
-      python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_after_$tag.json" &&
+      [ $null = 0 ] && python3 scripts/infer_digest.py http://127.0.0.1:8000 resnet50 input 1x3x224x224 output 48 > "$out/digest_after_$tag.json" &&
         { echo -n "outputs after the load against before: "; python3 scripts/infer_digest.py --compare "$out/digest_$tag.json" "$out/digest_after_$tag.json"; }
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
       stop_server
@@ -190,9 +201,11 @@ if [[ " $parts " == *" bert "* ]]; then
       --shape input_ids:32x128 --shape attention_mask:32x128 --shape token_type_ids:32x128 --int-range input_ids:0:30000 \
       --duration 4 --no-check --no-progress | tail -4
     len=$(python3 scripts/make_binary_request.py /tmp/bert_b1.bin input_ids:INT64:1x128 attention_mask:INT64:1x128 token_type_ids:INT64:1x128)
-    # BERT_VARIANTS: plain (the issue's config) and graph (enable_cuda_graph=1).
+    # BERT_VARIANTS: plain (the issue's config), graph (enable_cuda_graph=1)
+    # and turns (gpu_turns on).
     for variant in ${BERT_VARIANTS:-plain}; do
       graph_opt=''
+      [ "$variant" = turns ] && graph_opt='parameters { key: "gpu_turns" value { string_value: "on" } }'
       [ "$variant" = graph ] && graph_opt='optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "enable_cuda_graph" value: "1" } }] } }'
       repo=$(serve_repo bert "$B" "max_batch_size: 32
 input [{ name: \"input_ids\" data_type: TYPE_INT64 dims: [128] }, { name: \"attention_mask\" data_type: TYPE_INT64 dims: [128] }, { name: \"token_type_ids\" data_type: TYPE_INT64 dims: [128] }]

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <map>
 
 #include "ort/ort_status.h"
 #include "ort/runtime.h"
@@ -35,6 +36,45 @@ CudaMemcpyFn FindCudaMemcpy() {
   return fn;
 }
 
+// The copy path of CopyBytes: cudaMemcpyAsync on a non-blocking stream of
+// the calling thread's own, then a wait for that stream. A plain cudaMemcpy
+// runs on the legacy default stream, which waits for every other blocking
+// stream of the device, ORT's among them: one worker's copy of the next
+// batch would wait for another worker's batch to finish instead of
+// overlapping it.
+struct StreamCopy {
+  int (*get_device)(int*) = nullptr;
+  int (*create)(void**, unsigned) = nullptr;
+  int (*copy_async)(void*, const void*, size_t, int, void*) = nullptr;
+  int (*sync)(void*) = nullptr;
+  bool ok() const { return get_device && create && copy_async && sync; }
+};
+
+const StreamCopy& FindStreamCopy() {
+  static const StreamCopy fns = [] {
+    StreamCopy f;
+    f.get_device = reinterpret_cast<int (*)(int*)>(CudartSymbol("cudaGetDevice"));
+    f.create = reinterpret_cast<int (*)(void**, unsigned)>(CudartSymbol("cudaStreamCreateWithFlags"));
+    f.copy_async = reinterpret_cast<int (*)(void*, const void*, size_t, int, void*)>(CudartSymbol("cudaMemcpyAsync"));
+    f.sync = reinterpret_cast<int (*)(void*)>(CudartSymbol("cudaStreamSynchronize"));
+    return f;
+  }();
+  return fns;
+}
+
+// The calling thread's copy stream on its current device, made on first use
+// and kept for the thread's life (a few per worker thread); null when it
+// cannot be made.
+void* ThreadCopyStream(const StreamCopy& fns) {
+  constexpr unsigned kCudaStreamNonBlocking = 0x01;
+  thread_local std::map<int, void*> streams;
+  int device = 0;
+  if (fns.get_device(&device) != 0) return nullptr;
+  auto [it, made] = streams.emplace(device, nullptr);
+  if (made && fns.create(&it->second, kCudaStreamNonBlocking) != 0) it->second = nullptr;
+  return it->second;
+}
+
 CudaSyncFn FindCudaDeviceSynchronize() {
   static CudaSyncFn fn = reinterpret_cast<CudaSyncFn>(CudartSymbol("cudaDeviceSynchronize"));
   return fn;
@@ -63,6 +103,16 @@ std::shared_mutex& CudaCaptureMutex() {
 Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value) {
   if (bytes == 0) return Status::Ok();
   std::shared_lock capture(CudaCaptureMutex());
+  if (const StreamCopy& fns = FindStreamCopy(); fns.ok()) {
+    if (void* stream = ThreadCopyStream(fns)) {
+      int rc = fns.copy_async(dst, src, bytes, kind, stream);
+      if (rc == 0) rc = fns.sync(stream);
+      if (rc != 0) {
+        return Internal("cudaMemcpyAsync of " + std::to_string(bytes) + " bytes failed with CUDA error " + std::to_string(rc));
+      }
+      return Status::Ok();
+    }
+  }
   if (CudaMemcpyFn memcpy_fn = FindCudaMemcpy()) {
     const int rc = memcpy_fn(dst, src, bytes, kind);
     if (rc != 0) return Internal("cudaMemcpy of " + std::to_string(bytes) + " bytes failed with CUDA error " + std::to_string(rc));

@@ -286,6 +286,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
         sessions += "; " + std::to_string((*loaded)->workers_per_instance) + " workers per instance";
       }
       if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every padded batch size and worker";
+      if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }

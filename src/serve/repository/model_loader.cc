@@ -16,6 +16,7 @@
 #include "serve/repository/rejection_runner.h"
 #include "serve/repository/warmup_inputs.h"
 #include "serve/scheduler/batching.h"
+#include "serve/scheduler/gpu_turn.h"
 
 #include "sys/file_system.h"
 
@@ -375,6 +376,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   BatchPolicy policy;
   WarmupSizes shapes;
   int64_t warmup_ns = 0;
+  // One GpuTurn per GPU the model's instances run on (config parameter
+  // gpu_turns, GpuTurnMode).
+  ORTGPU_ASSIGN_OR_RETURN(const GpuTurnMode turn_mode, ParseGpuTurnMode(ConfigParameters(config)["gpu_turns"]));
+  std::map<int, std::shared_ptr<GpuTurn>> turns;
   for (size_t i = 0; i < instances.size(); ++i) {
     SessionOptions so = base;
     if (instances[i].kind == InstanceKind::kGpu) {
@@ -507,6 +512,13 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       sharing_runners.push_back(std::move(explained));
     }
     sharing.clear();
+    if (instances[i].kind == InstanceKind::kGpu && turn_mode != GpuTurnMode::kOff && (graphs || turn_mode == GpuTurnMode::kOn)) {
+      std::shared_ptr<GpuTurn>& turn = turns[instances[i].gpu];
+      if (turn == nullptr) turn = std::make_shared<GpuTurn>();
+      session_runner_ptr->SetGpuTurn(turn, turn_mode == GpuTurnMode::kOn);
+      for (SessionRunner* extra : sharing_ptrs) extra->SetGpuTurn(turn, turn_mode == GpuTurnMode::kOn);
+      if (i == 0) model->gpu_turns = true;
+    }
     if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
     const int64_t warm_start = deps.clock->NowNanos();
     // The config's model_warmup runs as given, and is the user's to fix when

@@ -135,6 +135,9 @@ struct LoadedModel {
   // graph per size and worker; each worker then has sessions of its own,
   // since a session that replays graphs is not safe to run concurrently).
   bool cuda_graphs = false;
+  // The GPU instances' batch runs take turns on their GPU (GpuTurn; config
+  // parameter gpu_turns: auto = with CUDA graphs).
+  bool gpu_turns = false;
   // Set when the config asks for CUDA graphs that cannot be honoured (no
   // GPU instance, or batches that are not padded to fixed sizes).
   std::string cuda_graph_warning;

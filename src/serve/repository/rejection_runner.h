@@ -26,6 +26,7 @@ class RejectionExplainingRunner : public InstanceRunner {
   RejectionExplainingRunner(std::unique_ptr<InstanceRunner> inner, std::vector<TensorMetadata> declared);
 
   Status PrepareOnWorker() override { return inner_->PrepareOnWorker(); }
+  GpuTurn* gpu_turn() const override { return inner_->gpu_turn(); }
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                          int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,

@@ -40,8 +40,10 @@ BatchPlan PlanBatch(const BatchPolicy& policy, const std::vector<int64_t>& candi
       rows_within_largest = rows;
     }
   }
-  // Rule 1: a preferred size is reached.
-  if (at_preferred > 0) return {at_preferred, rows_at_preferred, 0};
+  const bool gpu_busy = mode == PlanMode::kGpuBusy;
+  // Rule 1: a preferred size is reached (while the GPU is busy, only the
+  // largest one, in rule 2).
+  if (at_preferred > 0 && !gpu_busy) return {at_preferred, rows_at_preferred, 0};
   // Rule 2: the batch cannot grow into a preferred size any more.
   const bool next_does_not_fit = gathered < candidate_rows.size();
   if (rows > largest_preferred) {
@@ -50,6 +52,7 @@ BatchPlan PlanBatch(const BatchPolicy& policy, const std::vector<int64_t>& candi
                               : BatchPlan{1, candidate_rows.front(), 0};
   }
   if (rows >= largest_preferred || next_does_not_fit) return {gathered, rows, 0};
+  if (gpu_busy) return {0, 0, now_ns + kGpuBusyRecheckNs};
   // Rule 3: the oldest request has waited long enough.
   const int64_t wait_until = oldest_enqueue_ns + policy.max_queue_delay_ns;
   if (mode == PlanMode::kDraining || policy.max_queue_delay_ns <= 0 || now_ns >= wait_until) {

@@ -24,6 +24,13 @@
 //   4. Otherwise wait until the oldest request's delay ends (or a request
 //      arrives).
 //
+// While the model's GPU is busy (PlanMode::kGpuBusy: another batch holds
+// its GpuTurn) a batch taken now would only wait for the GPU, so it keeps
+// growing instead: only rule 2 runs it (the largest preferred size is
+// reached, or nothing more fits), and the delay of rule 3 is extended until
+// the GPU is free. Under load this keeps every batch full; with the GPU
+// idle nothing changes.
+//
 // One difference from Triton, chosen for shape stability: once the delay has
 // passed Triton runs every gathered request even when a prefix of them is a
 // preferred size; ortgpu keeps rule 1 first, so an overloaded model (whose
@@ -67,7 +74,8 @@ struct BatchPlan {
   // Their rows (before padding).
   int64_t rows = 0;
   // With requests == 0: the clock time (ns) at which the oldest request's
-  // delay ends and the decision must be taken again.
+  // delay ends (kGpuBusy: the next re-check) and the decision must be taken
+  // again.
   int64_t wait_until_ns = 0;
 };
 
@@ -75,7 +83,11 @@ struct BatchPlan {
 enum class PlanMode {
   kServing,   // normal operation: the queue delay applies
   kDraining,  // stopping: run what is queued without waiting
+  kGpuBusy,   // the model's GPU runs another batch: grow this one (see above)
 };
+// How long a batch held back by kGpuBusy waits before the plan is made again
+// at the latest (the batcher is woken sooner when the GPU is released).
+inline constexpr int64_t kGpuBusyRecheckNs = 1'000'000;
 
 // `candidate_rows[i]`: rows of the i-th queued request that can join the
 // oldest one, in queue order (candidate_rows[0] is the oldest request's).

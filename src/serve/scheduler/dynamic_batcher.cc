@@ -77,6 +77,17 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_p
       stats_(stats),
       observer_(observer),
       runners_(std::move(runners)) {
+  // A batch held back while its GPU was busy (PlanMode::kGpuBusy) is planned
+  // again when the GPU is released. Taking mu_ orders the notification after
+  // a worker's check of the turn, so the wake-up is never lost.
+  for (auto& r : runners_) {
+    if (GpuTurn* turn = r->gpu_turn()) {
+      turn->SetReleaseListener([this] {
+        { std::lock_guard<std::mutex> lock(mu_); }
+        cv_.notify_all();
+      });
+    }
+  }
   for (auto& r : runners_) workers_.emplace_back([this, runner = r.get()] { WorkerLoop(runner); });
 }
 
@@ -91,6 +102,9 @@ void DynamicBatcher::Stop() {
   cv_.notify_all();
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
+  }
+  for (auto& r : runners_) {
+    if (GpuTurn* turn = r->gpu_turn()) turn->SetReleaseListener(nullptr);
   }
 }
 
@@ -144,7 +158,7 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
   return Status::Ok();
 }
 
-BatchPlan DynamicBatcher::Plan(std::vector<size_t>& joinable) const {
+BatchPlan DynamicBatcher::Plan(std::vector<size_t>& joinable, const GpuTurn* turn) const {
   joinable.clear();
   std::vector<int64_t> rows;
   const Pending& front = queue_.front();
@@ -158,8 +172,10 @@ BatchPlan DynamicBatcher::Plan(std::vector<size_t>& joinable) const {
     // One request past max_batch_size is all PlanBatch needs to see.
     if (!policy_.dynamic_batching || policy_.max_batch_size <= 0 || sum > policy_.max_batch_size) break;
   }
-  return PlanBatch(policy_, rows, front.enqueue_ns, clock_.NowNanos(),
-                   stopping_ ? PlanMode::kDraining : PlanMode::kServing);
+  const PlanMode mode = stopping_                      ? PlanMode::kDraining
+                        : turn != nullptr && turn->busy() ? PlanMode::kGpuBusy
+                                                          : PlanMode::kServing;
+  return PlanBatch(policy_, rows, front.enqueue_ns, clock_.NowNanos(), mode);
 }
 
 int64_t DynamicBatcher::EarliestDeadline() const {
@@ -245,10 +261,11 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
     // Planned afresh every time round: while this worker waited another may
     // have taken the front it woke for, and the new front is owed its own
     // full delay.
-    const BatchPlan plan = Plan(joinable);
+    const BatchPlan plan = Plan(joinable, runner->gpu_turn());
     if (plan.requests == 0) {
-      // Woken by a new request, by Stop, or when the delay (or the earliest
-      // request deadline, so that request is answered on time) passes.
+      // Woken by a new request, by Stop, by the GPU's release (kGpuBusy), or
+      // when the delay (or the earliest request deadline, so that request is
+      // answered on time) passes.
       int64_t wake = plan.wait_until_ns;
       const int64_t deadline = EarliestDeadline();
       if (deadline > 0) wake = std::min(wake, deadline);

@@ -4,7 +4,8 @@
 // is free takes its next batch from the queue itself.
 //
 // With dynamic batching a free worker decides with PlanBatch
-// (batch_policy.h, Triton's preferred batch size rule): it runs at once the
+// (batch_policy.h, Triton's preferred batch size rule; while its GPU's turn
+// is held by another batch, the batch keeps growing): it runs at once the
 // largest prefix of the requests that can join the oldest one (same
 // BatchKey) whose rows are a preferred batch size; otherwise it waits until
 // the oldest request has waited max_queue_delay, and then runs what it can
@@ -120,8 +121,9 @@ class DynamicBatcher {
 
   void WorkerLoop(InstanceRunner* runner);
   // The plan for the front request and those that can join it, with their
-  // queue positions in `joinable`. REQUIRES: mu_ held, queue_ non-empty.
-  BatchPlan Plan(std::vector<size_t>& joinable) const;
+  // queue positions in `joinable`; kGpuBusy while `turn` (the planning
+  // runner's, nullable) is held. REQUIRES: mu_ held, queue_ non-empty.
+  BatchPlan Plan(std::vector<size_t>& joinable, const GpuTurn* turn) const;
   // The earliest deadline_ns of a queued request, 0 when none has one.
   // REQUIRES: mu_ held.
   int64_t EarliestDeadline() const;

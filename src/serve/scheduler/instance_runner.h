@@ -17,6 +17,7 @@
 #include "ort/input_staging.h"
 #include "ort/io_binding.h"
 #include "ort/session.h"
+#include "serve/scheduler/gpu_turn.h"
 #include "status/expected.h"
 #include "sys/clock.h"
 
@@ -31,6 +32,10 @@ class InstanceRunner {
   // on the loader's thread would be captured again, under traffic, on the
   // worker's. An error keeps the model from becoming READY.
   virtual Status PrepareOnWorker() { return Status::Ok(); }
+  // The turn this runner's batches take on their GPU (GpuTurn), or null
+  // when they take none. The batcher holds back a batch that could still
+  // grow while the turn is busy.
+  virtual GpuTurn* gpu_turn() const { return nullptr; }
   // Runs one (possibly batched) request; returns every output, named.
   virtual Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
   // Runs the inputs of `requests` joined along dimension 0, followed by
@@ -116,6 +121,16 @@ class SessionRunner : public InstanceRunner {
   // sizes); none by default.
   void SetWorkerWarmup(std::function<Status(InstanceRunner&)> warmup) { worker_warmup_ = std::move(warmup); }
   Status PrepareOnWorker() override { return worker_warmup_ ? worker_warmup_(*this) : Status::Ok(); }
+  // The turn this runner's batch runs take on the GPU (GpuTurn), shared
+  // with the model's other runners on that GPU; none: batches run whenever
+  // they are ready. With `whole_runs` every staged batch run takes it (ORT's
+  // copies to and from the device inside the turn); otherwise only CUDA-graph
+  // replays do, whose inputs are copied before and outputs after the turn.
+  void SetGpuTurn(std::shared_ptr<GpuTurn> turn, bool whole_runs) {
+    turn_ = std::move(turn);
+    turn_whole_runs_ = whole_runs;
+  }
+  GpuTurn* gpu_turn() const override { return turn_.get(); }
 
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   // Joins the requests' rows straight into the instance's staging buffers
@@ -150,8 +165,9 @@ class SessionRunner : public InstanceRunner {
 
   // Runs the staged batch of `rows` rows on its CUDA-graph session, through
   // the BoundRunner bench measures (--io cuda-graph): the staged inputs
-  // copied into fixed device buffers, the graph replayed, the outputs asked
-  // for copied back. The first batch of a size creates the runner.
+  // copied into fixed device buffers, the graph replayed (in the GPU's turn,
+  // when there is one), the outputs asked for copied back. The first batch
+  // of a size creates the runner.
   Expected<std::vector<Tensor>> RunGraph(const Session& session, int64_t rows,
                                          const std::vector<std::vector<int64_t>>& shapes,
                                          const std::vector<std::string>& outputs);
@@ -163,6 +179,8 @@ class SessionRunner : public InstanceRunner {
   std::map<int64_t, std::unique_ptr<BoundRunner>> graphs_;  // by batch rows (cuda_graphs only)
   std::function<Status(InstanceRunner&)> worker_warmup_;
   std::vector<RowCopy> copies_;  // the current batch's joining, reused
+  std::shared_ptr<GpuTurn> turn_;
+  bool turn_whole_runs_ = false;
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).

@@ -185,6 +185,34 @@ TEST(ModelLoaderTest, GpuInstancesPadAndGetOneSessionPerBatchSize) {
   EXPECT_EQ(sessions, 1);
 }
 
+// GPU instances take turns on their GPU with CUDA graphs (gpu_turns auto),
+// or always when the config says on; a value it does not know fails the load.
+TEST(ModelLoaderTest, GpuTurnsFollowTheConfigParameter) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  FakeClock clock;
+  int sessions = 0;
+  const std::string base = R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 2 kind: KIND_GPU } ]
+  )pb";
+  repo.WriteConfig("m", base);
+  auto m = LoadAsGpu(repo, "m", sessions, clock);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_FALSE((*m)->gpu_turns);  // auto, and no CUDA graphs
+
+  repo.WriteConfig("m", base + R"pb(parameters { key: "gpu_turns" value { string_value: "on" } })pb");
+  m = LoadAsGpu(repo, "m", sessions, clock);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE((*m)->gpu_turns);
+
+  repo.WriteConfig("m", base + R"pb(parameters { key: "gpu_turns" value { string_value: "often" } })pb");
+  m = LoadAsGpu(repo, "m", sessions, clock);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("gpu_turns is 'often'"), std::string::npos) << m.status().ToString();
+}
+
 TEST(ModelLoaderTest, CpuInstancesDoNotPadUnlessAsked) {
   TempRepository repo;
   repo.AddModel("m", 1, ScaleModel(2));

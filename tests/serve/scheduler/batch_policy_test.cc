@@ -88,6 +88,24 @@ TEST(BatchPolicyTest, NoDelayOrDrainingRunsWhatIsThere) {
   EXPECT_EQ(PlanBatch(Resnet(), {3, 2}, kT0, kT0, PlanMode::kDraining).rows, 5);
 }
 
+// While the GPU runs another batch, a batch taken now would only wait for
+// it: it grows to the largest preferred size instead, past its delay.
+TEST(BatchPolicyTest, WhileTheGpuIsBusyABatchGrowsToTheLargestPreferredSize) {
+  const int64_t late = kT0 + 5 * kDelay;  // long past the oldest request's delay
+  BatchPlan plan = PlanBatch(Resnet(), std::vector<int64_t>(16, 1), kT0, late, PlanMode::kGpuBusy);
+  EXPECT_EQ(plan.requests, 0u);  // 16 is preferred, but 32 may still come
+  EXPECT_EQ(plan.wait_until_ns, late + kGpuBusyRecheckNs);
+  plan = PlanBatch(Resnet(), std::vector<int64_t>(20, 1), kT0, late, PlanMode::kGpuBusy);
+  EXPECT_EQ(plan.requests, 0u);
+  plan = PlanBatch(Resnet(), std::vector<int64_t>(40, 1), kT0, kT0, PlanMode::kGpuBusy);
+  EXPECT_EQ(plan.rows, 32);  // full: it runs, and waits for the GPU
+  // Nothing more fits (a 20-row request behind 16 rows): the 16 run.
+  plan = PlanBatch(Resnet(), {8, 8, 20}, kT0, kT0, PlanMode::kGpuBusy);
+  EXPECT_EQ(plan.rows, 16);
+  // With the GPU free again the usual rules apply.
+  EXPECT_EQ(PlanBatch(Resnet(), std::vector<int64_t>(20, 1), kT0, late, PlanMode::kServing).rows, 16);
+}
+
 TEST(BatchPolicyTest, WithoutDynamicBatchingEachRequestRunsAlone) {
   BatchPolicy p = Resnet();
   p.dynamic_batching = false;

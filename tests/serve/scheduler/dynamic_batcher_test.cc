@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <functional>
 #include <future>
+#include <optional>
 #include <mutex>
 #include <new>
 #include <stdexcept>
@@ -45,6 +46,7 @@ class DoublingRunner : public InstanceRunner {
     for (int64_t i = 0; i < y.element_count(); ++i) y.data_as<float>()[i] *= 2;
     return std::vector<Tensor>{y};
   }
+  GpuTurn* gpu_turn() const override { return turn; }
   void Open() {
     std::lock_guard<std::mutex> lock(mu);
     open = true;
@@ -61,6 +63,7 @@ class DoublingRunner : public InstanceRunner {
   std::vector<int64_t> batches;
   Status fail_with;
   std::function<void()> throw_next;  // run (and cleared) by the next Run, after the gate
+  GpuTurn* turn = nullptr;           // what gpu_turn() reports (the test holds it)
 };
 
 // Dynamic batching with these sizes and delay.
@@ -76,6 +79,7 @@ BatchPolicy Batching(int max_batch_size, std::vector<int> preferred, int64_t del
 struct HarnessOptions {
   bool gate_closed = false;
   int instances = 1;
+  GpuTurn* turn = nullptr;  // every runner's gpu_turn()
 };
 
 // A batcher over DoublingRunners on a FakeClock: time moves only when the
@@ -87,6 +91,7 @@ struct Harness {
     for (int i = 0; i < ho.instances; ++i) {
       auto r = std::make_unique<DoublingRunner>();
       r->open = !ho.gate_closed;
+      r->turn = ho.turn;
       all_runners.push_back(r.get());
       runners.push_back(std::move(r));
     }
@@ -223,6 +228,34 @@ TEST(DynamicBatcherTest, AfterTheDelayTheLargestPreferredSizeThatFitsRunsFirst) 
   }
   EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4, 2, 1}));
   EXPECT_EQ(h.stats.BatchSizes(), (std::map<int64_t, uint64_t>{{1, 1}, {2, 1}, {4, 1}}));
+}
+
+// While another batch holds the GPU, a batch that could still grow waits,
+// past its delay, and goes the moment the GPU is released; a full one goes
+// at once (to wait for the GPU with its inputs ready).
+TEST(DynamicBatcherTest, WhileTheGpuIsBusyABatchGrowsAndGoesWhenTheGpuIsReleased) {
+  BatcherOptions o;
+  o.batching = Batching(8, {2, 4}, 1'000'000);
+  GpuTurn turn;
+  Harness h(o, HarnessOptions{.turn = &turn});
+  std::optional<GpuTurn::Held> held(turn.Take());  // another batch runs
+  auto a = h.Send(Rows("x", {1, 2, 3, 4}, 2));     // 2 rows: preferred, yet held back
+  h.clock.AwaitWaits(1);
+  h.clock.Advance(5'000'000);  // past its delay: still held back
+  h.clock.AwaitWaits(2);
+  EXPECT_TRUE(h.runner->batches.empty());
+  auto b = h.Send(Rows("x", {5, 6, 7, 8}, 2));  // 4 rows: the largest preferred size goes now
+  ASSERT_TRUE(a.get().ok());
+  ASSERT_TRUE(b.get().ok());
+  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4}));
+
+  auto c = h.Send(Rows("x", {1, 2, 3, 4}, 2));
+  h.clock.AwaitWaits(3);
+  h.clock.Advance(5'000'000);
+  h.clock.AwaitWaits(4);
+  held.reset();  // the GPU is free: the release wakes the worker (the fake clock stands still)
+  ASSERT_TRUE(c.get().ok());
+  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4, 2}));
 }
 
 TEST(DynamicBatcherTest, PaddingRunsOnlyPreferredSizesAndGivesBackExactlyEachRequestsRows) {

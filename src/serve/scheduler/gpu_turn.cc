@@ -1,0 +1,54 @@
+#include "serve/scheduler/gpu_turn.h"
+
+#include <string>
+
+namespace ortgpu::serve {
+
+GpuTurn::Held GpuTurn::Take() {
+  std::unique_lock lock(mu_);
+  const uint64_t ticket = next_ticket_++;
+  cv_.wait(lock, [&] { return serving_ == ticket; });
+  return Held(this);
+}
+
+void GpuTurn::Release() {
+  std::function<void()> listener;
+  {
+    std::lock_guard lock(mu_);
+    ++serving_;
+    listener = listener_;
+  }
+  cv_.notify_all();
+  if (listener) listener();
+}
+
+bool GpuTurn::busy() const {
+  std::lock_guard lock(mu_);
+  return next_ticket_ > serving_;
+}
+
+void GpuTurn::SetReleaseListener(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  listener_ = std::move(listener);
+}
+
+uint64_t GpuTurn::granted() const {
+  std::lock_guard lock(mu_);
+  return serving_;
+}
+
+uint64_t GpuTurn::asked() const {
+  std::lock_guard lock(mu_);
+  return next_ticket_;
+}
+
+Expected<GpuTurnMode> ParseGpuTurnMode(std::string_view text) {
+  if (text.empty() || text == "auto") return GpuTurnMode::kAuto;
+  if (text == "on" || text == "1" || text == "true") return GpuTurnMode::kOn;
+  if (text == "off" || text == "0" || text == "false") return GpuTurnMode::kOff;
+  return InvalidArgument("parameter gpu_turns is '" + std::string(text) +
+                         "'; valid: auto (turns for CUDA-graph runs), on (every batch run on the GPU takes a turn), off "
+                         "(batches share the GPU)");
+}
+
+}  // namespace ortgpu::serve
