@@ -37,15 +37,19 @@ def run(argv, timeout=60):
     return p.returncode, p.stdout.decode(errors="replace")
 
 
-def serve_defaults(binary):
-    """The defaults `ortgpu serve --help` prints, flag -> value text ("8000")."""
+def serve_flags(binary):
+    """The flags of `ortgpu serve --help`: flag -> its default as text ("8000"),
+    "" for a flag without one. Read from the binary, so a test follows the
+    server rather than a copy of its defaults."""
     code, text = run([binary, "serve", "--help"])
     if code != 0:
         fail(f"`{binary} serve --help` exited {code}:\n{text}")
-    defaults = {}
-    for m in re.finditer(r"(--[a-z-]+)\s+[A-Z:]+(?:\s+\S+)?\s+\[([^\]]*)\]", text):
-        defaults.setdefault(m.group(1), m.group(2))
-    return defaults
+    flags = {}
+    for m in re.finditer(r"^\s*(--[a-z][a-z-]*)(?:\s+[A-Z](?:[^=\s]| (?=\S))*=(\S+))?", text, re.M):
+        flags.setdefault(m.group(1), m.group(2) or "")
+    if "--http-port" not in flags:
+        fail(f"`ortgpu serve --help` lists no --http-port:\n{text}")
+    return flags
 
 
 class ServeChild:
