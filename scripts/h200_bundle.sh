@@ -11,7 +11,8 @@
 # big to travel: a bundle packed without lib/libonnxruntime_providers_cuda.so
 # gets the sm_90 copy of .gpu-carry/ort-cuda-sm90.so.xz (../shared/gpu/make-carry).
 # ResNet-50 comes from .gpu-carry/export_models.py into /tmp/models, as in
-# scripts/h200_serve.sh. Exit 0 when every step passed; OUT/summary.txt says which did.
+# scripts/h200_serve.sh. perf_budget.txt is the per-GPU figure docs/DEPLOY.md
+# sizes replicas with. Exit 0 when every step passed; OUT/summary.txt says which did.
 set -u
 out=${1:?usage: h200_bundle.sh OUT [BUNDLE]}
 bundle=${2:-$(ls -d /tmp/ortgpu-bundle/ortgpu-*-linux-x86_64 2>/dev/null | head -1)}
@@ -70,6 +71,11 @@ if [ $ready -eq 0 ]; then
   "${ortgpu[@]}" perf --url http://127.0.0.1:8000 --model resnet50 --concurrency 16 --threads 2 \
     --measurement-interval 3000 --max-trials 4 --no-progress --json >"$out/perf.json" 2>"$out/perf.err"
   step "ortgpu perf --concurrency 16 (from the bundle)" $?
+  # The sizing figure of docs/DEPLOY.md: requests/s of one GPU within a 50 ms p99.
+  "${ortgpu[@]}" perf --url http://127.0.0.1:8000 --model resnet50 --latency-budget-ms 50 --concurrency 8 \
+    --max-concurrency 256 --threads 4 --measurement-interval 3000 --max-trials 4 --no-progress \
+    >"$out/perf_budget.txt" 2>&1
+  step "ortgpu perf --latency-budget-ms 50 (the per-GPU sizing figure)" $?
   python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:8002/metrics").read().decode())' >"$out/metrics.txt" 2>&1
   grep -qE '^nv_inference_queue_duration_us\{model="resnet50"' "$out/metrics.txt" &&
     grep -qE '^nv_inference_request_success\{model="resnet50"' "$out/metrics.txt"
