@@ -86,10 +86,12 @@ class ServeChild:
     def get(self, path, port=None):
         return self.request("GET", path, port=port)
 
-    def request(self, method, path, body=None, port=None):
-        """(status, body text) of one HTTP exchange on 127.0.0.1."""
+    def request(self, method, path, body=None, port=None, host=None):
+        """(status, body text) of one HTTP exchange on 127.0.0.1; HOST: the Host header's name."""
         url = f"http://127.0.0.1:{port or self.http_port}{path}"
         req = urllib.request.Request(url, data=body, method=method)
+        if host:
+            req.add_header("Host", f"{host}:{port or self.http_port}")
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 return r.status, r.read().decode()

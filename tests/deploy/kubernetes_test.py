@@ -12,8 +12,10 @@ the server itself.
   probes, Service, ServiceMonitor and the KServe runtime use the ports those
   args (or serve's defaults) give; the termination grace period outlasts
   the drain; the init container runs `ortgpu doctor --require gpu --json`;
-- the metric names the prometheus-adapter rules and the HPA use appear in the
-  /metrics of a live `ortgpu serve` that answered an inference.
+- against a live `ortgpu serve`: the probes' paths answer 200, the
+  Deployment's --allow-host names pass the Host check (another gets 403), and
+  the metric names the prometheus-adapter rules and the HPA use appear in its
+  /metrics after an inference.
 Skipped (exit 77) only when kubectl or the schemas cannot be had here.
 """
 import json
@@ -159,10 +161,12 @@ def check_deployment(target, objs, flags, doctor_help):
     for m in hpa["spec"]["metrics"]:
         check(m["type"] == "Pods" and m["pods"]["metric"]["name"] in exposed,
               f"{target}: the HPA's metric {m} is none the adapter rules expose ({exposed})")
+    # With two replicas or more, a drain must leave one serving (one replica: nothing to keep).
     pdb = by_kind["PodDisruptionBudget"][0]["spec"]
-    check(pdb.get("maxUnavailable", 0) < hpa["spec"]["minReplicas"] or hpa["spec"]["minReplicas"] == 1 and "maxUnavailable" in pdb,
-          f"{target}: the PodDisruptionBudget {pdb} would let a drain take every replica")
-    return rules
+    least = hpa["spec"]["minReplicas"]
+    check(least < 2 or pdb.get("maxUnavailable", least) < least,
+          f"{target}: the PodDisruptionBudget {pdb} would let a drain take all {least} replicas")
+    return rules, values["--allow-host"]
 
 
 def check_kserve(objs, flags):
@@ -200,14 +204,23 @@ def probe_paths(objects):
     return paths
 
 
-def check_live(binary, source, rules, paths):
-    """The probes' paths answer 200 on a live server with its models ready, and
-    the series the adapter rules read are in its /metrics."""
+def check_live(binary, source, rules, paths, allow_hosts):
+    """The probes' paths answer 200 on a live server with its models ready; with
+    the Deployment's --allow-host names (namespace "default"), those names get
+    through the Host check and another does not; the series the adapter rules
+    read are in its /metrics."""
+    hosts = [h.replace("$(POD_NAMESPACE)", "default") for h in allow_hosts]
     names = set()
     for r in rules:
         names |= set(re.findall(r"\bnv_[a-z_]+", r["seriesQuery"] + r["metricsQuery"]))
     with ServeChild([binary, "serve", "--model-repository", os.path.join(source, "examples", "model_repository"),
-                     "--http-port", "0", "--metrics-port", "0", "--grpc-port", "-1"]) as s:
+                     "--http-port", "0", "--metrics-port", "0", "--grpc-port", "-1"]
+                    + [a for h in hosts for a in ("--allow-host", h)]) as s:
+        for host in hosts:
+            status, text = s.request("GET", "/v2/health/ready", host=host)
+            check(status == 200, f"Host {host} (an --allow-host of the Deployment) gets {status} {text[:200]}")
+        status, _ = s.request("GET", "/v2/health/ready", host="not-allowed.example.com")
+        check(status == 403, f"Host not-allowed.example.com gets {status}, not 403: the Host check is off")
         for path in sorted(paths):
             status, text = s.get(path)
             check(status == 200, f"a probe asks {path}, which a ready server answers {status} {text[:200]}")
@@ -230,11 +243,11 @@ def main():
     _, doctor_help = run([binary, "doctor", "--help"])
     objects = render(source)
     validate_schemas(source, objects)
-    rules = None
+    rules = allow_hosts = None
     for target in ("base", "overlays/dev", "overlays/production"):
-        rules = check_deployment(target, objects[target], flags, doctor_help)
+        rules, allow_hosts = check_deployment(target, objects[target], flags, doctor_help)
     check_kserve(objects["kserve"], flags)
-    check_live(binary, source, rules, probe_paths(objects))
+    check_live(binary, source, rules, probe_paths(objects), allow_hosts)
     if problems:
         fail("\n".join(problems))
     print(f"{sum(map(len, objects.values()))} objects in {len(RENDERED)} renderings agree with their schemas and ortgpu serve")
