@@ -4,17 +4,34 @@
 # (no LD_LIBRARY_PATH, no PATH), must pass `ortgpu doctor --require gpu` and
 # serve ResNet-50 on the GPU. Everything is logged under OUT.
 #
-#   scripts/h200_bundle.sh OUT [BUNDLE]
+#   scripts/h200_bundle.sh --carry          # here, after make package and ../shared/gpu/make-carry
+#   scripts/h200_bundle.sh OUT [BUNDLE]     # there, with .gpu-carry sent along
 #
+# --carry packs build/ortgpu-*-linux-x86_64 less its CUDA EP (230 MB, too big
+# to travel) as .gpu-carry/ortgpu-bundle.tar.xz (about 20 MB) and drops what
+# this run does not need from .gpu-carry (ort-host.so.1.xz, bundle.tar.xz);
+# .gpu-carry/ort-cuda-sm90.so.xz (38 MB) stands in for the EP there.
 # BUNDLE: the unpacked bundle folder (bin/, lib/); default the one folder
-# /tmp/ortgpu-bundle/ortgpu-*-linux-x86_64. The full CUDA EP (230 MB) is too
-# big to travel: a bundle packed without lib/libonnxruntime_providers_cuda.so
-# gets the sm_90 copy of .gpu-carry/ort-cuda-sm90.so.xz (../shared/gpu/make-carry).
+# /tmp/ortgpu-bundle/ortgpu-*-linux-x86_64, unpacked from
+# .gpu-carry/ortgpu-bundle.tar.xz when it is not there. A bundle without
+# lib/libonnxruntime_providers_cuda.so gets the sm_90 copy of
+# .gpu-carry/ort-cuda-sm90.so.xz.
 # ResNet-50 comes from .gpu-carry/export_models.py into /tmp/models, as in
 # scripts/h200_serve.sh. perf_budget.txt is the per-GPU figure docs/DEPLOY.md
 # sizes replicas with. Exit 0 when every step passed; OUT/summary.txt says which did.
 set -u
-out=${1:?usage: h200_bundle.sh OUT [BUNDLE]}
+if [ "${1:-}" = "--carry" ]; then
+  set -e
+  staged=$(ls -d build/ortgpu-*-linux-x86_64 | head -1)
+  [ -f .gpu-carry/ort-cuda-sm90.so.xz ] || { echo "run ../shared/gpu/make-carry first (it makes .gpu-carry/ort-cuda-sm90.so.xz)"; exit 1; }
+  tar -C build -cJf .gpu-carry/ortgpu-bundle.tar.xz --exclude=libonnxruntime_providers_cuda.so "$(basename "$staged")"
+  rm -f .gpu-carry/ort-host.so.1.xz .gpu-carry/bundle.tar.xz
+  du -sh .gpu-carry; exit 0
+fi
+out=${1:?usage: h200_bundle.sh OUT [BUNDLE] | h200_bundle.sh --carry}
+if [ -z "${2:-}" ] && ! ls -d /tmp/ortgpu-bundle/ortgpu-*-linux-x86_64 >/dev/null 2>&1 && [ -f .gpu-carry/ortgpu-bundle.tar.xz ]; then
+  mkdir -p /tmp/ortgpu-bundle && tar -xJf .gpu-carry/ortgpu-bundle.tar.xz -C /tmp/ortgpu-bundle
+fi
 bundle=${2:-$(ls -d /tmp/ortgpu-bundle/ortgpu-*-linux-x86_64 2>/dev/null | head -1)}
 mkdir -p "$out"
 summary=$out/summary.txt; : >"$summary"
