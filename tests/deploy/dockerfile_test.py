@@ -80,12 +80,14 @@ def main():
                     fail(f"build stage COPY {s}: no such path in the repository")
     run = " ".join(t for i, t in build if i == "RUN")
     m = re.search(r"tar -xzf (\S+) -C (\S+) --strip-components=1", run)
-    if not m or "make package" not in run:
-        fail("the build stage does not `make package` and unpack the bundle with tar -xzf ... --strip-components=1")
+    made = re.search(r"make package BUILD=(\S+)", run)
+    if not m or not made:
+        fail("the build stage does not `make package BUILD=DIR` and unpack the bundle with tar -xzf ... --strip-components=1")
     pattern, unpacked = m.group(1), m.group(2)
-    built = os.path.relpath(tarball, os.path.join(source, "build"))
-    if not re.fullmatch(pattern.replace("build/", "").replace(".", r"\.").replace("*", ".*"), built):
-        fail(f"the build stage unpacks {pattern}, but make package writes build/{built}")
+    glob = os.path.basename(pattern).replace(".", r"\.").replace("*", ".*")
+    if os.path.dirname(pattern) != made.group(1) or not re.fullmatch(glob, os.path.basename(tarball)):
+        fail(f"the build stage unpacks {pattern}, but make package BUILD={made.group(1)} writes "
+             f"{made.group(1)}/{os.path.basename(tarball)}")
     with tarfile.open(tarball) as t:
         bundle_files = {"/".join(n.split("/")[1:]) for n in t.getnames()}
     copies = [shlex.split(t) for i, t in runtime if i == "COPY"]
