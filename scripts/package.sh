@@ -49,12 +49,14 @@ is_system() {
   esac
   return 1
 }
-# The Debian package that installed PATH ("" when none did).
+# The Debian package that installed PATH ("" when none did). dpkg knows a file
+# by the path its package ships, which usrmerge may have moved (/lib -> /usr/lib).
 package_of() {
-  local p=$1 real
+  local p=$1 real q pkg
   real=$(readlink -f "$p")
-  for q in "$p" "$real" "/usr${p#/usr}" "/usr$real" "${real#/usr}"; do
-    dpkg-query -S "$q" 2>/dev/null | head -1 | cut -d: -f1 && return 0
+  for q in "$p" "$real" "/usr${p#/usr}" "/usr${real#/usr}" "${p#/usr}" "${real#/usr}"; do
+    pkg=$(dpkg-query -S "$q" 2>/dev/null | grep -v '^diversion' | head -1 | cut -d: -f1)
+    [ -n "$pkg" ] && { echo "$pkg"; return 0; }
   done
   return 0
 }

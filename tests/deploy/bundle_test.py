@@ -53,6 +53,9 @@ def check_layout(bundle):
         fail(f"bin/ortgpu's RUNPATH is {dynamic(os.path.join(bundle, 'bin/ortgpu'), 'RUNPATH')}, not $ORIGIN/../lib")
     libs = set(os.listdir(os.path.join(bundle, "lib")))
     for lib in sorted(libs):
+        # RUNPATH is not inherited: each library must find its own NEEDED entries in lib/.
+        if not lib.startswith("libonnxruntime") and dynamic(os.path.join(bundle, "lib", lib), "RUNPATH") != ["$ORIGIN"]:
+            fail(f"lib/{lib} has RUNPATH {dynamic(os.path.join(bundle, 'lib', lib), 'RUNPATH')}, not $ORIGIN")
         for needed in dynamic(os.path.join(bundle, "lib", lib), "NEEDED"):
             if needed not in libs and not needed.startswith(SYSTEM + CUDA):
                 fail(f"lib/{lib} needs {needed}, which is neither bundled nor a system or CUDA library")
