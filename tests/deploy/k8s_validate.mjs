@@ -27,8 +27,7 @@ function modelFile(apiVersion, kind) {
   if (apiVersion === "monitoring.coreos.com/v1") {
     return path.join(modules, "@kubernetes-models/prometheus-operator", apiVersion, `${kind}.js`);
   }
-  const dir = apiVersion.includes("/") ? apiVersion : apiVersion;  // core: "v1" -> v1/
-  return path.join(models, dir, `${kind}.js`);
+  return path.join(models, apiVersion, `${kind}.js`);  // core "v1" -> v1/, "apps/v1" -> apps/v1/
 }
 
 const problems = [];
@@ -82,7 +81,7 @@ if (typed.length) {
   try {
     const lines = [];
     typed.forEach(([label, iface, file, value], i) => {
-      lines.push(`import type { ${iface} as T${i} } from ${JSON.stringify(file.replace(/\.js$/, ".js"))};`);
+      lines.push(`import type { ${iface} as T${i} } from ${JSON.stringify(file)};`);
       lines.push(`// ${label.replace(/\n/g, " ")}`);
       lines.push(`export const o${i}: T${i} = ${JSON.stringify(value, null, 1)};`);
     });
