@@ -38,8 +38,8 @@ if ! mmdebstrap --quiet --mode=root --variant="$VARIANT" \
 fi
 rm -f "$stage.log"
 chmod 755 "$stage"
-rm -rf "$root"
-mv "$stage" "$root"
+touch "$stage/.complete"
+# Another run may have made it meanwhile: then its tree stays and this one goes.
+mv -T "$stage" "$root" 2>/dev/null || rm -rf "$stage"
 trap - EXIT
-touch "$root/.complete"
 echo "$root"

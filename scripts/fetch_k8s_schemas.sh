@@ -21,6 +21,8 @@ trap 'rm -rf "$stage"' EXIT
 cp "$src/package.json" "$src/package-lock.json" "$stage/"
 (cd "$stage" && npm ci --ignore-scripts --no-audit --no-fund --silent) >&2 ||
   { say "npm ci failed (is the npm registry reachable? npm config get registry)"; exit 1; }
-rm -rf "$dir"; mv "$stage" "$dir"; trap - EXIT
-touch "$dir/.complete"
+touch "$stage/.complete"
+# Another run may have installed it meanwhile: then its folder stays.
+mv -T "$stage" "$dir" 2>/dev/null || rm -rf "$stage"
+trap - EXIT
 echo "$dir/node_modules"
