@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fetches ONNX Runtime 1.29.0 from the npm registry, checks each package against
 # the integrity hash pinned below, and lays it out as an official release would:
-#   $ORTGPU_CACHE/ort-1.29.0/{include,lib}
-# lib/ holds libonnxruntime.so.1 (CUDA-capable host build) and the CUDA 13 /
+#   $ORTGPU_CACHE/ort-1.29.0/{include,lib,LICENSE}
+# LICENSE is ONNX Runtime's licence; lib/ holds libonnxruntime.so.1 (CUDA-capable host build) and the CUDA 13 /
 # cuDNN 9 execution provider libraries. Prints the folder on stdout.
 #
 #   scripts/fetch_ort.sh            # download once, reuse the cache after
@@ -26,7 +26,7 @@ PKGS=(
   "com.github.asus4.onnxruntime@0.4.9|sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
 )
 root="$cache/ort-$ORT_VERSION"
-LAYOUT="layout 2"  # bump when the set of extracted files changes
+LAYOUT="layout 3"  # bump when the set of extracted files changes
 if [ -f "$root/.complete" ] && grep -qx "$LAYOUT" "$root/.complete"; then echo "$root"; exit 0; fi
 command -v npm >/dev/null || { say "npm is needed to fetch ONNX Runtime; run: apt-get install -y npm (or set ORT_ROOT)"; exit 1; }
 # spec|integrity -> verified tarball path (downloaded once, then cached)
@@ -40,6 +40,9 @@ mv "$stage/package/bin/napi-v6/linux/x64/libonnxruntime.so.1" "$stage/lib/"
 tar --no-same-owner -xzf "$gpu" -C "$stage" package/Plugins/Linux/x64/libonnxruntime_providers_cuda.so \
   package/Plugins/Linux/x64/libonnxruntime_providers_shared.so package/Plugins/Linux/x64/libonnxruntime_providers_tensorrt.so
 mv "$stage"/package/Plugins/Linux/x64/*.so "$stage/lib/"
+# ONNX Runtime's MIT licence (Microsoft's), shipped in the bundle's LICENSES/.
+tar --no-same-owner -xzf "$gpu" -C "$stage" package/LICENSE
+mv "$stage/package/LICENSE" "$stage/LICENSE"
 hdir='package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers'
 tar --no-same-owner -xzf "$hdr" -C "$stage" --wildcards "$hdir/*.h"
 mv "$stage/$hdir"/*.h "$stage/include/"

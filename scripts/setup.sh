@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ortgpu builds with (only those missing) and
-# fetches ONNX Runtime 1.29.0 and Chart.js 4.5.1 into the cache
-# (scripts/fetch_ort.sh, scripts/fetch_chartjs.sh).
+# fetches ONNX Runtime 1.29.0, Chart.js 4.5.1 and the Kubernetes API schemas
+# the deployment tests use into the cache (scripts/fetch_ort.sh,
+# scripts/fetch_chartjs.sh, scripts/fetch_k8s_schemas.sh).
 # Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,9 @@ PACKAGES=(
   nlohmann-json3-dev libsimdjson-dev
   libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-onnx python3-numpy libonnx-testdata
+  python3 python3-onnx python3-numpy python3-yaml libonnx-testdata
   clang libclang-rt-14-dev chromium
+  patchelf mmdebstrap
 )
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 missing=()
@@ -27,3 +29,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 scripts/fetch_ort.sh >/dev/null
 scripts/fetch_chartjs.sh >/dev/null
+scripts/fetch_k8s_schemas.sh >/dev/null
