@@ -8,6 +8,7 @@
 
 #include "doctor/checks_compat.h"
 #include "doctor/checks_driver.h"
+#include "doctor/checks_health.h"
 #include "doctor/checks_libraries.h"
 #include "doctor/checks_runtime.h"
 #include "gpu/compatibility.h"
@@ -48,6 +49,90 @@ EpFile ReadEpFile(const FileSystem& fs, const std::string& path) {
   return ep;
 }
 
+// "GPU-5f1c..." and "MIG-5f1c..." name the same instance: CUDA prints a MIG
+// instance's UUID with the GPU- prefix.
+std::string UuidBody(const std::string& uuid) {
+  const size_t dash = uuid.find('-');
+  return dash == std::string::npos ? uuid : uuid.substr(dash + 1);
+}
+
+// Layer 2b's ground: the --device GPU in NVML, its health read before this
+// process makes a CUDA context (so every process listed is another one),
+// then the copy test. Under MIG the CUDA device is an instance; its GPU is
+// the NVML device listing that instance.
+HealthObservation ObserveHealth(const DoctorOptions& options, DoctorSeams& seams, const DriverFacts& driver,
+                                const HostSummary& host) {
+  HealthObservation obs;
+  obs.cuda_index = options.observe.device_id;
+  obs.cuda_visible_devices = host.cuda_visible_devices;
+  obs.in_container = host.in_container();
+  obs.own_pid = seams.pid != 0 ? seams.pid : static_cast<uint32_t>(::getpid());
+  const gpu::DriverInfo& info = driver.info;
+  if (!info.nvml_usable()) {
+    obs.skip_reason = "NVML unavailable (driver.nvml): " + info.nvml_status.message();
+    return obs;
+  }
+  const gpu::GpuDevice* cuda = nullptr;
+  for (const auto& d : info.devices) {
+    if (d.index == obs.cuda_index) cuda = &d;
+  }
+  const gpu::GpuDevice* target = cuda != nullptr && cuda->nvml_index >= 0 ? cuda : nullptr;
+  std::optional<gpu::NvmlHealth> health;
+  if (target == nullptr) {
+    for (const auto& d : info.devices) {
+      if (d.nvml_index < 0 || !d.mig_enabled || cuda == nullptr) continue;
+      auto h = seams.nvml->Health(static_cast<unsigned>(d.nvml_index));
+      if (!h.ok() || !h->mig_instances) continue;
+      for (const auto& m : *h->mig_instances) {
+        if (UuidBody(m.uuid) == UuidBody(cuda->uuid)) {
+          target = &d;
+          health = std::move(h).value();
+          break;
+        }
+      }
+      if (target != nullptr) break;
+    }
+  }
+  if (target == nullptr) {
+    int nvml_devices = 0;
+    for (const auto& d : info.devices) nvml_devices += d.nvml_index >= 0;
+    for (const auto& d : info.devices) {
+      if (nvml_devices == 1 && d.nvml_index >= 0) target = &d;
+    }
+  }
+  if (target == nullptr) {
+    obs.skip_reason = "CUDA device " + std::to_string(obs.cuda_index) + " matches no GPU NVML lists";
+    return obs;
+  }
+  obs.nvml_index = target->nvml_index;
+  obs.name = target->name;
+  obs.cuda_uuid = cuda != nullptr ? cuda->uuid : "";
+  obs.memory_total = target->memory_total;
+  obs.mig_enabled = target->mig_enabled;
+  if (!health) {
+    auto h = seams.nvml->Health(static_cast<unsigned>(target->nvml_index));
+    if (!h.ok()) {
+      obs.skip_reason = h.status().message();
+      return obs;
+    }
+    health = std::move(h).value();
+  }
+  obs.health = std::move(*health);
+  if (!options.copy_test) {
+    obs.copy_skip_reason = "the copy test was turned off";
+  } else if (!driver.gpu_usable || cuda == nullptr) {
+    obs.copy_skip_reason = "no usable CUDA device " + std::to_string(obs.cuda_index) + " (driver layer)";
+  } else {
+    auto copies = seams.driver->MeasureCopyBandwidth(obs.cuda_index, options.copy);
+    if (copies.ok()) {
+      obs.copies = *copies;
+    } else {
+      obs.copy_skip_reason = copies.status().message();
+    }
+  }
+  return obs;
+}
+
 }  // namespace
 
 Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
@@ -56,6 +141,8 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   HostSummary host = CheckHost(HostCheckInputs{*seams.fs, *seams.env, seams.host}, report);
   // 2. Driver and GPUs.
   DriverFacts driver = CheckDriver(*seams.driver, *seams.nvml, host, report);
+  // 2b. Health: observed now, judged after the end-to-end run sampled the clocks.
+  HealthObservation health = ObserveHealth(options, seams, driver, host);
 
   // 3. CUDA libraries.
   std::string ep_path = seams.ep_library_path;
@@ -103,7 +190,11 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   }
   CheckCompatibility(compat, report);
 
-  if (!options.run_onnxruntime) return report;
+  if (!options.run_onnxruntime) {
+    health.load_skip_reason = "the end-to-end run was not requested";
+    CheckHealth(health, report);
+    return report;
+  }
 
   // 5-6. Execution provider and end to end on the built-in model.
   ObserveOptions observe = options.observe;
@@ -114,6 +205,14 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
       auto used = nvml->ProcessMemoryUsed(device, static_cast<uint32_t>(::getpid()));
       if (!used.ok()) return std::nullopt;
       return *used;
+    };
+  }
+  std::vector<gpu::NvmlClockSample> load_samples;
+  if (health.skip_reason.empty() && !observe.sample_under_load) {
+    gpu::Nvml* nvml = seams.nvml;
+    const unsigned index = static_cast<unsigned>(health.nvml_index);
+    observe.sample_under_load = [nvml, index, &load_samples] {
+      if (auto s = nvml->SampleClocks(index); s.ok()) load_samples.push_back(std::move(s).value());
     };
   }
   std::string ground;
@@ -127,6 +226,12 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   if (!ground.empty()) rt.end_to_end.skip_reason = ground;
   const bool cuda_ok = EvaluateProvider(rt.provider, report);
   EvaluateEndToEnd(rt.end_to_end, report);
+  health.load_samples = std::move(load_samples);
+  if (health.load_samples.empty()) {
+    health.load_skip_reason = !rt.end_to_end.skip_reason.empty() ? rt.end_to_end.skip_reason
+                                                                 : "no sample was taken during the CUDA runs";
+  }
+  CheckHealth(health, report);
 
   // 7. The user's models.
   int index = 1;

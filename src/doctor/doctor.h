@@ -33,6 +33,11 @@ struct DoctorOptions {
   // this off).
   bool run_onnxruntime = true;
   ObserveOptions observe;
+  // Layer 2b's host-device copy test (checks_health.h): 64 MiB x 3 per
+  // direction and memory kind, ~50-100 ms with the context creation. Off:
+  // health.copy is a skip.
+  bool copy_test = true;
+  gpu::CopyTestOptions copy;
 };
 
 struct DoctorSeams {
@@ -47,6 +52,8 @@ struct DoctorSeams {
   std::vector<gpu::PreloadResult> preload;
   // libonnxruntime_providers_cuda.so; "" to look next to libonnxruntime.
   std::string ep_library_path;
+  // This process as NVML lists it (0: getpid()).
+  uint32_t pid = 0;
 };
 
 Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams);

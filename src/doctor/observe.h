@@ -33,6 +33,15 @@ struct ObserveOptions {
   std::string temp_dir = "/tmp";
   // Reads this process's GPU memory use (NVML); may be empty.
   std::function<std::optional<uint64_t>()> gpu_memory;
+  // Called from one extra thread every `sample_period_ms` (and once at once)
+  // while the built-in model's timed CUDA runs run, to read what limits the
+  // GPU's clocks under load (checks_health.h); may be empty.
+  std::function<void()> sample_under_load;
+  int sample_period_ms = 5;
+  // With a sampler, the runs go on (untimed) until this much time passed
+  // since the timed runs began, so the clocks ramp up and several samples
+  // are taken.
+  double load_window_ms = 150;
 };
 
 struct RuntimeObservation {

@@ -5,8 +5,8 @@
 namespace ortgpu::doctor {
 namespace {
 
-constexpr Layer kLayers[] = {Layer::kHost,     Layer::kDriver,   Layer::kLibraries, Layer::kCompatibility,
-                             Layer::kProvider, Layer::kEndToEnd, Layer::kModel};
+constexpr Layer kLayers[] = {Layer::kHost,     Layer::kDriver,   Layer::kHealth, Layer::kLibraries,
+                             Layer::kCompatibility, Layer::kProvider, Layer::kEndToEnd, Layer::kModel};
 
 const char* LayerTitle(Layer l) {
   switch (l) {
@@ -17,6 +17,7 @@ const char* LayerTitle(Layer l) {
     case Layer::kProvider: return "5 Execution provider";
     case Layer::kEndToEnd: return "6 End to end";
     case Layer::kModel: return "7 Models";
+    case Layer::kHealth: return "2b GPU health and host-device path";
   }
   return "";
 }
