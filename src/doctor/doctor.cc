@@ -8,6 +8,7 @@
 
 #include "doctor/checks_compat.h"
 #include "doctor/checks_driver.h"
+#include "doctor/checks_environment.h"
 #include "doctor/checks_health.h"
 #include "doctor/checks_libraries.h"
 #include "doctor/checks_runtime.h"
@@ -189,6 +190,18 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
     }
   }
   CheckCompatibility(compat, report);
+
+  // Environment traps (host.* and libraries.*), on the facts of layers 1-4.
+  EnvironmentCheckInputs env{*seams.env, *seams.fs};
+  env.in_container = host.in_container();
+  env.driver_loaded = driver.info.cuda_load_status.ok();
+  env.device_ccs = driver.device_ccs;
+  env.ep_cubin_archs = ep.cubin;
+  env.ep_ptx_archs = ep.ptx;
+  env.cudart_version = lib_facts.cudart_version;
+  env.ep_cuda_major = compat.ep_cuda_major;
+  env.libraries = libs.libraries;
+  CheckEnvironment(env, report);
 
   if (!options.run_onnxruntime) {
     health.load_skip_reason = "the end-to-end run was not requested";
