@@ -12,6 +12,7 @@
 #include "doctor/checks_health.h"
 #include "doctor/checks_libraries.h"
 #include "doctor/checks_runtime.h"
+#include "doctor/checks_tensorrt.h"
 #include "gpu/compatibility.h"
 #include "gpu/elf_reader.h"
 #include "gpu/fatbin.h"
@@ -48,6 +49,36 @@ EpFile ReadEpFile(const FileSystem& fs, const std::string& path) {
   }
   ep.elf = std::move(elf).value();
   return ep;
+}
+
+// The TensorRT EP next to the CUDA one: its NEEDED TensorRT libraries and
+// where the loader would find them (no loading: TensorRT is large).
+TensorRtObservation ObserveTensorRtLibraries(const FileSystem& fs, const gpu::LibrarySearch& search,
+                                             const std::string& cuda_ep_path) {
+  TensorRtObservation obs;
+  obs.ep_library = JoinPath(DirName(cuda_ep_path), "libonnxruntime_providers_tensorrt.so");
+  obs.ep_present = fs.Exists(obs.ep_library);
+  if (!obs.ep_present) return obs;
+  auto elf = gpu::ElfReader::Open(fs, obs.ep_library);
+  if (!elf.ok()) {
+    obs.ep_error = elf.status().message();
+    return obs;
+  }
+  for (const auto& soname : TensorRtSonames(elf->needed())) {
+    TensorRtLibrary lib;
+    lib.soname = soname;
+    const gpu::LibrarySearchResult found = search.Find(soname);
+    if (found.loader_pick) {
+      lib.path = found.loader_pick->path;
+      lib.version = gpu::VersionFromFileName(found.loader_pick->real_path);
+    }
+    for (const auto& c : found.other_copies) {
+      const std::string v = gpu::VersionFromFileName(c.real_path);
+      lib.other_copies.push_back(c.path + (v.empty() ? "" : " (" + v + ")"));
+    }
+    obs.libraries.push_back(std::move(lib));
+  }
+  return obs;
 }
 
 // "GPU-5f1c..." and "MIG-5f1c..." name the same instance: CUDA prints a MIG
@@ -238,6 +269,21 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   rt.provider.skip_reason = ground;
   if (!ground.empty()) rt.end_to_end.skip_reason = ground;
   const bool cuda_ok = EvaluateProvider(rt.provider, report);
+  TensorRtObservation trt = ObserveTensorRtLibraries(*seams.fs, *seams.search, ep_path);
+  bool trt_libraries = trt.ep_present && trt.ep_error.empty();
+  for (const auto& l : trt.libraries) trt_libraries = trt_libraries && !l.path.empty();
+  if (!cuda_ok) {
+    trt.session_skip_reason = "the CUDA execution provider does not work (provider.cuda_session)";
+  } else if (!trt_libraries) {
+    trt.session_skip_reason = "the TensorRT EP or its libraries are missing (provider.tensorrt)";
+  } else {
+    const TensorRtRun run = ObserveTensorRtSession(observe);
+    trt.session_attempted = true;
+    trt.session_error = run.error;
+    trt.session_ms = run.session_ms;
+    trt.run_ms = run.run_ms;
+  }
+  EvaluateTensorRt(trt, report);
   EvaluateEndToEnd(rt.end_to_end, report);
   health.load_samples = std::move(load_samples);
   if (health.load_samples.empty()) {

@@ -244,6 +244,32 @@ RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& o) {
   return r;
 }
 
+TensorRtRun ObserveTensorRtSession(const ObserveOptions& o) {
+  TensorRtRun out;
+  const std::string model = onnx::BuiltinCheckModel();
+  SessionOptions so;
+  so.provider = Provider::kTensorRt;
+  const double start = NowMs();
+  auto s = Session::LoadFromBytes(model, so, "built-in check model (TensorRT)");
+  out.session_ms = NowMs() - start;
+  if (!s.ok()) {
+    out.error = s.status().message();
+    return out;
+  }
+  ObserveOptions builtin;
+  builtin.shapes = {{"image", {o.builtin_batch, 3, 64, 64}}};
+  auto inputs = MakeInputs(**s, builtin, nullptr, nullptr);
+  if (!inputs.ok()) {
+    out.error = inputs.status().message();
+    return out;
+  }
+  const double run_start = NowMs();
+  auto r = (*s)->Run(*inputs);
+  out.run_ms = NowMs() - run_start;
+  if (!r.ok()) out.error = r.status().message();
+  return out;
+}
+
 ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveOptions& o) {
   ModelObservation m;
   m.path = path;

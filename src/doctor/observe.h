@@ -53,6 +53,15 @@ struct RuntimeObservation {
 // a usable GPU; when false no CUDA session is attempted.
 RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& options);
 
+// A TensorRT session on the built-in model: its creation time (the engine
+// build) and one run. `error` is "" when both worked.
+struct TensorRtRun {
+  std::string error;
+  double session_ms = 0;
+  double run_ms = 0;
+};
+TensorRtRun ObserveTensorRtSession(const ObserveOptions& options);
+
 // Layer 7 on a user's model. `cuda`: try the GPU too.
 ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveOptions& options);
 
