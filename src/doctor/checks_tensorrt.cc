@@ -58,7 +58,7 @@ void EvaluateTensorRt(const TensorRtObservation& obs, Report& report) {
   }
   lib.seen = obs.ep_library + " needs: " + (seen.empty() ? "no TensorRT library" : seen);
   if (!missing.empty()) {
-    lib.verdict = Verdict::kWarn;
+    lib.verdict = Verdict::kSkip;  // TensorRT is optional: not usable here, not a fault
     lib.title = missing.front() + " not found: the TensorRT EP cannot load";
     const int major = SonameMajor(missing.front());
     lib.why = fmt::format("the EP was built for TensorRT {}; without its libraries a TensorRT session fails and "

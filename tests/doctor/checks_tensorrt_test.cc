@@ -40,7 +40,8 @@ TEST(CheckTensorRt, MissingLibnvinferNamesTheMajorTheEpWasBuiltFor) {
   EvaluateTensorRt(o, r);
   const Finding* f = r.Find("provider.tensorrt");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->verdict, Verdict::kWarn);
+  EXPECT_EQ(f->verdict, Verdict::kSkip);
+  EXPECT_FALSE(f->gpu);
   EXPECT_EQ(f->title, "libnvinfer.so.10 not found: the TensorRT EP cannot load");
   EXPECT_THAT(f->why, HasSubstr("built for TensorRT 10"));
   EXPECT_THAT(f->fix, HasSubstr("tensorrt-cu13==10.*"));
