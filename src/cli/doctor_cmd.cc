@@ -115,7 +115,8 @@ void AddDoctorCommand(CLI::App& app, CommandResult& result) {
   auto flags = std::make_shared<DoctorFlags>();
   CLI::App* cmd = app.add_subcommand(
       "doctor",
-      "Diagnose, layer by layer, whether ONNX Runtime really runs on the GPU here: host, driver and GPUs, CUDA "
+      "Diagnose, layer by layer, whether ONNX Runtime really runs on the GPU here: host, driver and GPUs, GPU health "
+      "and the host-device path, CUDA "
       "libraries, version compatibility, the CUDA execution provider, an end-to-end run, and your models. "
       "Exit 0 when nothing failed, 1 when something did, 2 on bad usage.");
   cmd->add_option("--require", flags->require,

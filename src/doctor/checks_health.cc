@@ -235,13 +235,6 @@ void CheckPcie(const HealthObservation& obs, Report& report) {
   report.Add(std::move(f));
 }
 
-// "GPU-5f1c..." / "MIG-5f1c..." -> "5f1c...": CUDA formats a MIG instance's
-// UUID with the GPU- prefix, NVML with MIG-.
-std::string UuidBody(const std::string& uuid) {
-  const size_t dash = uuid.find('-');
-  return dash == std::string::npos ? uuid : uuid.substr(dash + 1);
-}
-
 void CheckMig(const HealthObservation& obs, Report& report) {
   const auto& h = obs.health;
   if (!obs.mig_enabled) {
@@ -259,7 +252,7 @@ void CheckMig(const HealthObservation& obs, Report& report) {
   const gpu::NvmlMigInstance* mine = nullptr;
   for (const auto& m : *h.mig_instances) {
     f.seen += (f.seen.empty() ? "" : ", ") + m.uuid + " (" + gpu::FormatBytes(m.memory_total) + ")";
-    if (!obs.cuda_uuid.empty() && UuidBody(m.uuid) == UuidBody(obs.cuda_uuid)) mine = &m;
+    if (gpu::SameDeviceUuid(m.uuid, obs.cuda_uuid)) mine = &m;
   }
   f.seen = fmt::format("{} MIG instance(s): {}", h.mig_instances->size(), f.seen.empty() ? "none" : f.seen);
   if (obs.cuda_visible_devices) f.seen += "; CUDA_VISIBLE_DEVICES=\"" + cvd + "\"";

@@ -63,8 +63,9 @@ void EvaluateTensorRt(const TensorRtObservation& obs, Report& report) {
     const int major = SonameMajor(missing.front());
     lib.why = fmt::format("the EP was built for TensorRT {}; without its libraries a TensorRT session fails and "
                           "ORT falls back to CUDA or the CPU", major);
-    lib.fix = fmt::format("pip install tensorrt-cu13=={}.* (then its tensorrt_libs folder on LD_LIBRARY_PATH), or "
-                          "install TensorRT {} and run ldconfig", major, major);
+    const std::string wheel = obs.cuda_major > 0 ? "tensorrt-cu" + std::to_string(obs.cuda_major) : "tensorrt";
+    lib.fix = fmt::format("pip install {}=={}.* (then its tensorrt_libs folder on LD_LIBRARY_PATH), or "
+                          "install TensorRT {} and run ldconfig", wheel, major, major);
     for (const auto& l : obs.libraries) {
       if (l.path.empty() && !l.other_copies.empty()) {
         lib.fix = "a copy exists outside the loader's path: export LD_LIBRARY_PATH=" +

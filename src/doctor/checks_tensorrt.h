@@ -28,6 +28,7 @@ struct TensorRtObservation {
   bool ep_present = false;
   std::string ep_error;         // its ELF could not be read
   std::vector<TensorRtLibrary> libraries;
+  int cuda_major = 0;           // from its NEEDED libcudart.so.N; 0 when absent
   // The session on the built-in model: not attempted (with the reason), or
   // its result.
   bool session_attempted = false;

@@ -64,6 +64,9 @@ TensorRtObservation ObserveTensorRtLibraries(const FileSystem& fs, const gpu::Li
     obs.ep_error = elf.status().message();
     return obs;
   }
+  for (const auto& n : elf->needed()) {
+    if (n.rfind("libcudart.so.", 0) == 0) obs.cuda_major = std::atoi(n.c_str() + 13);
+  }
   for (const auto& soname : TensorRtSonames(elf->needed())) {
     TensorRtLibrary lib;
     lib.soname = soname;
@@ -79,13 +82,6 @@ TensorRtObservation ObserveTensorRtLibraries(const FileSystem& fs, const gpu::Li
     obs.libraries.push_back(std::move(lib));
   }
   return obs;
-}
-
-// "GPU-5f1c..." and "MIG-5f1c..." name the same instance: CUDA prints a MIG
-// instance's UUID with the GPU- prefix.
-std::string UuidBody(const std::string& uuid) {
-  const size_t dash = uuid.find('-');
-  return dash == std::string::npos ? uuid : uuid.substr(dash + 1);
 }
 
 // Layer 2b's ground: the --device GPU in NVML, its health read before this
@@ -116,7 +112,7 @@ HealthObservation ObserveHealth(const DoctorOptions& options, DoctorSeams& seams
       auto h = seams.nvml->Health(static_cast<unsigned>(d.nvml_index));
       if (!h.ok() || !h->mig_instances) continue;
       for (const auto& m : *h->mig_instances) {
-        if (UuidBody(m.uuid) == UuidBody(cuda->uuid)) {
+        if (gpu::SameDeviceUuid(m.uuid, cuda->uuid)) {
           target = &d;
           health = std::move(h).value();
           break;

@@ -15,6 +15,7 @@ TensorRtObservation Installed() {
   TensorRtObservation o;
   o.ep_library = kEp;
   o.ep_present = true;
+  o.cuda_major = 13;
   o.libraries = {{"libnvinfer.so.10", "/usr/lib/x86_64-linux-gnu/libnvinfer.so.10", "10.9.0", {}},
                  {"libnvonnxparser.so.10", "/usr/lib/x86_64-linux-gnu/libnvonnxparser.so.10", "10.9.0", {}}};
   return o;
