@@ -103,10 +103,24 @@ TEST(CheckHealth, X4LinkInAnX16SlotWarnsWithTheBandwidthLost) {
   EXPECT_EQ(f.title, "PCIe link trained at x4 of x16");
   EXPECT_THAT(f.why, HasSubstr("25% of its host bandwidth (15.8 of 63.0 GB/s)"));
   EXPECT_THAT(f.fix, HasSubstr("x16 slot"));
+  // The copies reach what an x4 link gives: the link is the cause.
   const Finding& c = Get(r, "health.copy");
   EXPECT_EQ(c.verdict, Verdict::kWarn);
-  EXPECT_THAT(c.title, HasSubstr("13.6 GB/s, 22% of what the link gives"));
+  EXPECT_EQ(c.title, "pinned copies reach 13.6 GB/s, all the degraded PCIe link gives (15.8 of 63.0 GB/s)");
+  EXPECT_THAT(c.fix, HasSubstr("health.pcie"));
+}
+
+TEST(CheckHealth, SlowCopiesOnAFullLinkPointAtNumaAndTheIommu) {
+  HealthObservation o = HealthyH200();
+  o.copies->pinned_h2d = 20.0;
+  o.copies->pinned_d2h = 21.0;
+  Report r;
+  CheckHealth(o, r);
+  const Finding& c = Get(r, "health.copy");
+  EXPECT_EQ(c.verdict, Verdict::kWarn);
+  EXPECT_EQ(c.title, "pinned copies reach 21.0 GB/s, 33% of what the link gives");
   EXPECT_THAT(c.fix, HasSubstr("numactl"));
+  EXPECT_EQ(Get(r, "health.pcie").verdict, Verdict::kPass);
 }
 
 TEST(CheckHealth, Gen3SlotForAGen5GpuWarns) {
