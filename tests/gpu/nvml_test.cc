@@ -236,5 +236,38 @@ TEST(NvmlTest, ClockSampleReadsEventReasonsAndTheSmClock) {
   EXPECT_EQ(s->sm_clock_max_mhz, 1980u);
 }
 
+int FakeThrottleReasons(void*, unsigned long long* r) { *r = kClocksEventHwSlowdown; return 0; }
+int FakeRetiredPages(void*, int cause, unsigned* count, unsigned long long*) {
+  // NVML reports the count through INSUFFICIENT_SIZE when the buffer is too small.
+  *count = cause == 1 ? 2 : 0;
+  return *count > 0 ? kNvmlErrorInsufficientSize : 0;
+}
+int FakeRetiredPending(void*, int* pending) { *pending = 1; return 0; }
+
+TEST(NvmlTest, DriverBeforeR535ReportsThrottleReasonsUnderTheirOldName) {
+  FakeDynamicLoader loader;
+  auto lib = NvmlWithout();
+  lib.symbols["nvmlDeviceGetCurrentClocksThrottleReasons"] = FakeDynamicLoader::Fn2Ptr(FakeThrottleReasons);
+  loader.AddLibrary("libnvidia-ml.so.1", lib);
+  auto nvml = NewNvml({.loader = &loader});
+  ASSERT_TRUE(nvml->Load().ok());
+  EXPECT_EQ(nvml->SampleClocks(0)->event_reasons, kClocksEventHwSlowdown);
+}
+
+TEST(NvmlTest, RetiredPagesOfAPreAmpereGpuAreCounted) {
+  FakeDynamicLoader loader;
+  auto lib = NvmlWithout();
+  lib.symbols["nvmlDeviceGetRetiredPages"] = FakeDynamicLoader::Fn2Ptr(FakeRetiredPages);
+  lib.symbols["nvmlDeviceGetRetiredPagesPendingStatus"] = FakeDynamicLoader::Fn2Ptr(FakeRetiredPending);
+  loader.AddLibrary("libnvidia-ml.so.1", lib);
+  auto nvml = NewNvml({.loader = &loader});
+  ASSERT_TRUE(nvml->Load().ok());
+  const auto h = nvml->Health(0);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->retired_pages_dbe, 2u);
+  EXPECT_EQ(h->retired_pages_sbe, 0u);
+  EXPECT_EQ(h->retired_pages_pending, true);
+}
+
 }  // namespace
 }  // namespace ortgpu::gpu
