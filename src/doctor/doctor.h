@@ -1,6 +1,8 @@
 // RunDoctor: `ortgpu doctor` as a library call. Runs the seven layers in the
 // order real deployments fail, each on the ground the previous ones laid: a
-// layer whose ground failed reports `skip` with the reason.
+// layer whose ground failed reports `skip` with the reason. Layer 2b (GPU
+// health, the host-device copy test) is observed after the driver layer and
+// judged after the end-to-end run, whose CUDA runs it samples.
 //
 // Everything outside the process comes through DoctorSeams, so tests can
 // describe any machine with fakes; the CLI passes the real ones. Not

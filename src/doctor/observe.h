@@ -33,9 +33,10 @@ struct ObserveOptions {
   std::string temp_dir = "/tmp";
   // Reads this process's GPU memory use (NVML); may be empty.
   std::function<std::optional<uint64_t>()> gpu_memory;
-  // Called from one extra thread every `sample_period_ms` (and once at once)
-  // while the built-in model's timed CUDA runs run, to read what limits the
-  // GPU's clocks under load (checks_health.h); may be empty.
+  // Called from one extra thread while the built-in model's timed CUDA runs
+  // run (first when they start, then every `sample_period_ms`), to read what
+  // limits the GPU's clocks under load (checks_health.h); may be empty. Never
+  // called concurrently with itself or with `gpu_memory`.
   std::function<void()> sample_under_load;
   int sample_period_ms = 5;
   // With a sampler, the runs go on (untimed) until this much time passed
