@@ -51,6 +51,15 @@ EpFile ReadEpFile(const FileSystem& fs, const std::string& path) {
   return ep;
 }
 
+// The CUDA major an EP was built for, from the libcudart.so.N it NEEDs; 0
+// when it needs none.
+int CudaMajorOf(const std::vector<std::string>& needed) {
+  for (const auto& n : needed) {
+    if (n.rfind("libcudart.so.", 0) == 0) return std::atoi(n.c_str() + 13);
+  }
+  return 0;
+}
+
 // The TensorRT EP next to the CUDA one: its NEEDED TensorRT libraries and
 // where the loader would find them (no loading: TensorRT is large).
 TensorRtObservation ObserveTensorRtLibraries(const FileSystem& fs, const gpu::LibrarySearch& search,
@@ -64,9 +73,7 @@ TensorRtObservation ObserveTensorRtLibraries(const FileSystem& fs, const gpu::Li
     obs.ep_error = elf.status().message();
     return obs;
   }
-  for (const auto& n : elf->needed()) {
-    if (n.rfind("libcudart.so.", 0) == 0) obs.cuda_major = std::atoi(n.c_str() + 13);
-  }
+  obs.cuda_major = CudaMajorOf(elf->needed());
   for (const auto& soname : TensorRtSonames(elf->needed())) {
     TensorRtLibrary lib;
     lib.soname = soname;
@@ -205,9 +212,7 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   compat.ep_ptx_archs = ep.ptx;
   // The EP's own NEEDED list says which CUDA major it was built for
   // (libcudart.so.13); ORT's table gives the cuDNN major of that flavour.
-  for (const auto& n : ep.needed) {
-    if (n.rfind("libcudart.so.", 0) == 0) compat.ep_cuda_major = std::atoi(n.c_str() + 13);
-  }
+  compat.ep_cuda_major = CudaMajorOf(ep.needed);
   const gpu::EpBuildResult builds = gpu::EpBuildFor(ort_version);
   for (const auto& b : builds.builds) {
     if (compat.ep_cuda_major == 0) compat.ep_cuda_major = b.cuda_major;
