@@ -3,12 +3,16 @@
 # and docs/serve-h200.md. Run on the GPU test machine from the repository root,
 # after `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md):
 #
-#   scripts/h200_proof.sh OUTDIR [doctor] [bench] [overhead] [serve]   (default: all four)
+#   scripts/h200_proof.sh OUTDIR [doctor] [health] [bench] [overhead] [serve]   (default: all five)
+#
+# `health` is issue 13's run (docs/doctor-h200.md, "GPU health and the
+# host-device path"): doctor's layer 2b, the environment and TensorRT
+# checks, the wall time without --model, the --html page and the JSON.
 #
 # Each part writes a text log (and JSON/HTML where there is one) into OUTDIR.
 set -u
-out=${1:?usage: h200_proof.sh OUTDIR [doctor] [bench] [overhead] [serve]}; shift
-parts=${*:-doctor bench overhead serve}
+out=${1:?usage: h200_proof.sh OUTDIR [doctor] [health] [bench] [overhead] [serve]}; shift
+parts=${*:-doctor health bench overhead serve}
 mkdir -p "$out"
 models=/tmp/models
 export TIMEFORMAT='wall %R s'
@@ -52,6 +56,28 @@ if [[ " $parts " == *" doctor "* ]]; then
   LD_LIBRARY_PATH=$OWN_LD doctor_runs > "$out/doctor_own_lib_only.txt" 2>&1
   LD_LIBRARY_PATH=$OWN_LD ortgpu doctor --require gpu --json --model "$R" --model "$B" $BERT_SHAPES > "$out/doctor.json"
   { echo "\$ ortgpu doctor --require gpu --model $D"; LD_LIBRARY_PATH=$OWN_LD ortgpu doctor --require gpu --model "$D"; echo "exit code $?"; } > "$out/doctor_fallback.txt" 2>&1
+fi
+
+if [[ " $parts " == *" health "* ]]; then
+  export LD_LIBRARY_PATH=$OWN_LD
+  {
+    echo "\$ ortgpu --version"; ortgpu --version
+    for i in 1 2 3; do echo "\$ time ortgpu doctor --require gpu  (run $i, summary line)"; { time ortgpu doctor --require gpu | tail -1; } 2>&1; done
+    echo "\$ time ortgpu doctor --require gpu --no-copy-test  (summary line)"; { time ortgpu doctor --require gpu --no-copy-test | tail -1; } 2>&1
+    echo "\$ ortgpu doctor --require gpu --html $out/doctor.html"
+    ortgpu doctor --require gpu --color never --html "$out/doctor.html"; echo "exit code $?"
+    echo "\$ ortgpu doctor --require gpu --model $R --model $B $BERT_SHAPES --html $out/doctor_models.html"
+    ortgpu doctor --require gpu --color never --model "$R" --model "$B" $BERT_SHAPES --html "$out/doctor_models.html"; echo "exit code $?"
+    # The environment traps, one at a time (each must show its finding).
+    echo "\$ CUDA_MODULE_LOADING=EAGER NVIDIA_TF32_OVERRIDE=0 ortgpu doctor  (host.* lines)"
+    CUDA_MODULE_LOADING=EAGER NVIDIA_TF32_OVERRIDE=0 ortgpu doctor --color never | grep -A3 -e host.cuda_module_loading -e host.tf32
+    echo "\$ LD_PRELOAD=<the venv's libcudart.so.13> ortgpu doctor  (host.ld_preload)"
+    pre=$(ls /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13 2>/dev/null | head -1)
+    [ -n "$pre" ] && LD_PRELOAD=$pre ortgpu doctor --color never | grep -A4 host.ld_preload
+    # What NVIDIA's own tool says, to compare with layer 2b.
+    command -v nvidia-smi >/dev/null && { echo "\$ nvidia-smi -q -d PERFORMANCE,ECC,PAGE_RETIREMENT,ROW_REMAPPER,COMPUTE,CLOCK"; nvidia-smi -q -d PERFORMANCE,ECC,PAGE_RETIREMENT,ROW_REMAPPER,COMPUTE,CLOCK; nvidia-smi topo -m; }
+  } > "$out/doctor_health.txt" 2>&1
+  ortgpu doctor --require gpu --json --model "$R" > "$out/doctor_health.json"
 fi
 
 if [[ " $parts " == *" bench "* ]]; then

@@ -27,6 +27,8 @@ namespace {
 struct DoctorFlags {
   std::string require;
   bool json = false;
+  std::string html;
+  bool no_copy_test = false;
   std::vector<std::string> models;
   std::vector<std::string> shapes;
   std::vector<std::string> int_ranges;
@@ -42,6 +44,7 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   options.models = flags.models;
   options.observe.timed_runs = flags.runs;
   options.observe.device_id = flags.device;
+  options.copy_test = !flags.no_copy_test;
   // The spellings bench takes (bench/inputs.h), so one command line works in both.
   bench::InputSpec spec;
   Status st = Status::Ok();
@@ -85,10 +88,17 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   seams.preload = PreloadCudaLibrariesOnce();
 
   doctor::Report report = doctor::RunDoctor(options, seams);
+  const nlohmann::json header = {{"ortgpu_version", ORTGPU_VERSION},
+                                 {"ort_version", Runtime::Get().Version()},
+                                 {"models", flags.models}};
+  if (!flags.html.empty()) {
+    Status written = WriteOutputFile(flags.html, doctor::RenderHtml(report, options.require_gpu, header), "HTML report");
+    if (!written.ok()) {
+      std::fprintf(stderr, "ortgpu doctor: --html: %s\n", written.message().c_str());
+      return ExitCodeFor(written.code());
+    }
+  }
   if (flags.json) {
-    nlohmann::json header = {{"ortgpu_version", ORTGPU_VERSION},
-                             {"ort_version", Runtime::Get().Version()},
-                             {"models", flags.models}};
     std::printf("%s\n", doctor::RenderJson(report, options.require_gpu, header).dump(2).c_str());
   } else {
     doctor::RenderOptions ro;
@@ -105,13 +115,21 @@ void AddDoctorCommand(CLI::App& app, CommandResult& result) {
   auto flags = std::make_shared<DoctorFlags>();
   CLI::App* cmd = app.add_subcommand(
       "doctor",
-      "Diagnose, layer by layer, whether ONNX Runtime really runs on the GPU here: host, driver and GPUs, CUDA "
+      "Diagnose, layer by layer, whether ONNX Runtime really runs on the GPU here: host, driver and GPUs, GPU health "
+      "and the host-device path, CUDA "
       "libraries, version compatibility, the CUDA execution provider, an end-to-end run, and your models. "
       "Exit 0 when nothing failed, 1 when something did, 2 on bad usage.");
   cmd->add_option("--require", flags->require,
                   "'gpu': treat every GPU failure or skip as a failure (exit 1): a pre-deploy gate or init container")
       ->check(CLI::IsMember({"gpu"}));
   cmd->add_flag("--json", flags->json, "Print one JSON document (schema: docs/doctor-json.md)");
+  cmd->add_option("--html", flags->html,
+                  "Also write one self-contained HTML page to FILE (layers, findings, node placement per EP and "
+                  "host-device bandwidth as charts; opens offline) to attach to a ticket")
+      ->type_name("FILE");
+  cmd->add_flag("--no-copy-test", flags->no_copy_test,
+                "Skip the host-device copy test of the GPU health layer (64 MiB x 3 per direction and memory "
+                "kind, well under 0.5 s)");
   cmd->add_option("--model", flags->models, "An ONNX model to check end to end with its node placement (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--shape", flags->shapes,

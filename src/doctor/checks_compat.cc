@@ -69,6 +69,16 @@ EpTarget ResolveEpTarget(const CompatInputs& in, Report& report) {
                                     : "CUDA EP build unknown");
   f.gpu = false;
   f.seen = "ONNX Runtime " + in.ort_version + "; from " + t.from + ". " + table.message;
+  // Each row of the table cites its own source: the one of the build this
+  // EP is, and every row's in the JSON facts.
+  for (const auto& b : table.builds) {
+    const std::string key = "source.cuda" + std::to_string(b.cuda_major);
+    f.facts[key] = b.source;
+    if (b.cuda_major == t.cuda_major && f.facts.count("source") == 0) {
+      f.facts["source"] = b.source;
+      f.seen += " Source of the CUDA " + std::to_string(b.cuda_major) + " row: " + b.source + ".";
+    }
+  }
   f.facts["ep_cuda_major"] = std::to_string(t.cuda_major);
   f.facts["ep_cudnn_major"] = std::to_string(t.cudnn_major);
   report.Add(std::move(f));
@@ -152,6 +162,7 @@ void CheckDriverVsRuntime(const CompatInputs& in, Report& report) {
   f.seen = r.message;
   f.facts["required_driver"] = r.required;
   f.facts["source"] = r.source;
+  if (!r.source.empty()) f.seen += " (source: " + r.source + ")";
   if (r.verdict == gpu::CompatVerdict::kIncompatible) {
     f.why = "a CUDA runtime newer than the driver fails with cudaErrorInsufficientDriver";
     f.fix = "install NVIDIA driver " + r.required + " (sudo apt-get install nvidia-driver-580), "

@@ -212,6 +212,7 @@ void CheckDevice(const gpu::DriverInfo& info, const gpu::GpuDevice& d, const Hos
   a.seen = arch.message;
   a.facts["required_driver"] = arch.required;
   a.facts["source"] = arch.source;
+  if (!arch.source.empty()) a.seen += " (source: " + arch.source + ")";
   if (arch.verdict == gpu::CompatVerdict::kIncompatible) {
     a.verdict = Verdict::kFail;
     a.title = "driver " + info.driver_version + " is too old for " + d.name;

@@ -8,8 +8,11 @@
 
 #include "doctor/checks_compat.h"
 #include "doctor/checks_driver.h"
+#include "doctor/checks_environment.h"
+#include "doctor/checks_health.h"
 #include "doctor/checks_libraries.h"
 #include "doctor/checks_runtime.h"
+#include "doctor/checks_tensorrt.h"
 #include "gpu/compatibility.h"
 #include "gpu/elf_reader.h"
 #include "gpu/fatbin.h"
@@ -48,6 +51,123 @@ EpFile ReadEpFile(const FileSystem& fs, const std::string& path) {
   return ep;
 }
 
+// The CUDA major an EP was built for, from the libcudart.so.N it NEEDs; 0
+// when it needs none.
+int CudaMajorOf(const std::vector<std::string>& needed) {
+  for (const auto& n : needed) {
+    if (n.rfind("libcudart.so.", 0) == 0) return std::atoi(n.c_str() + 13);
+  }
+  return 0;
+}
+
+// The TensorRT EP next to the CUDA one: its NEEDED TensorRT libraries and
+// where the loader would find them (no loading: TensorRT is large).
+TensorRtObservation ObserveTensorRtLibraries(const FileSystem& fs, const gpu::LibrarySearch& search,
+                                             const std::string& cuda_ep_path) {
+  TensorRtObservation obs;
+  obs.ep_library = JoinPath(DirName(cuda_ep_path), "libonnxruntime_providers_tensorrt.so");
+  obs.ep_present = fs.Exists(obs.ep_library);
+  if (!obs.ep_present) return obs;
+  auto elf = gpu::ElfReader::Open(fs, obs.ep_library);
+  if (!elf.ok()) {
+    obs.ep_error = elf.status().message();
+    return obs;
+  }
+  obs.cuda_major = CudaMajorOf(elf->needed());
+  for (const auto& soname : TensorRtSonames(elf->needed())) {
+    TensorRtLibrary lib;
+    lib.soname = soname;
+    const gpu::LibrarySearchResult found = search.Find(soname);
+    if (found.loader_pick) {
+      lib.path = found.loader_pick->path;
+      lib.version = gpu::VersionFromFileName(found.loader_pick->real_path);
+    }
+    for (const auto& c : found.other_copies) {
+      const std::string v = gpu::VersionFromFileName(c.real_path);
+      lib.other_copies.push_back(c.path + (v.empty() ? "" : " (" + v + ")"));
+    }
+    obs.libraries.push_back(std::move(lib));
+  }
+  return obs;
+}
+
+// Layer 2b's ground: the --device GPU in NVML, its health read before this
+// process makes a CUDA context (so every process listed is another one),
+// then the copy test. Under MIG the CUDA device is an instance; its GPU is
+// the NVML device listing that instance.
+HealthObservation ObserveHealth(const DoctorOptions& options, DoctorSeams& seams, const DriverFacts& driver,
+                                const HostSummary& host) {
+  HealthObservation obs;
+  obs.cuda_index = options.observe.device_id;
+  obs.cuda_visible_devices = host.cuda_visible_devices;
+  obs.in_container = host.in_container();
+  obs.own_pid = seams.pid != 0 ? seams.pid : static_cast<uint32_t>(::getpid());
+  const gpu::DriverInfo& info = driver.info;
+  if (!info.nvml_usable()) {
+    obs.skip_reason = "NVML unavailable (driver.nvml): " + info.nvml_status.message();
+    return obs;
+  }
+  const gpu::GpuDevice* cuda = nullptr;
+  for (const auto& d : info.devices) {
+    if (d.index == obs.cuda_index) cuda = &d;
+  }
+  const gpu::GpuDevice* target = cuda != nullptr && cuda->nvml_index >= 0 ? cuda : nullptr;
+  std::optional<gpu::NvmlHealth> health;
+  if (target == nullptr) {
+    for (const auto& d : info.devices) {
+      if (d.nvml_index < 0 || !d.mig_enabled || cuda == nullptr) continue;
+      auto h = seams.nvml->Health(static_cast<unsigned>(d.nvml_index));
+      if (!h.ok() || !h->mig_instances) continue;
+      for (const auto& m : *h->mig_instances) {
+        if (gpu::SameDeviceUuid(m.uuid, cuda->uuid)) {
+          target = &d;
+          health = std::move(h).value();
+          break;
+        }
+      }
+      if (target != nullptr) break;
+    }
+  }
+  if (target == nullptr) {
+    int nvml_devices = 0;
+    for (const auto& d : info.devices) nvml_devices += d.nvml_index >= 0;
+    for (const auto& d : info.devices) {
+      if (nvml_devices == 1 && d.nvml_index >= 0) target = &d;
+    }
+  }
+  if (target == nullptr) {
+    obs.skip_reason = "CUDA device " + std::to_string(obs.cuda_index) + " matches no GPU NVML lists";
+    return obs;
+  }
+  obs.nvml_index = target->nvml_index;
+  obs.name = target->name;
+  obs.cuda_uuid = cuda != nullptr ? cuda->uuid : "";
+  obs.memory_total = target->memory_total;
+  obs.mig_enabled = target->mig_enabled;
+  if (!health) {
+    auto h = seams.nvml->Health(static_cast<unsigned>(target->nvml_index));
+    if (!h.ok()) {
+      obs.skip_reason = h.status().message();
+      return obs;
+    }
+    health = std::move(h).value();
+  }
+  obs.health = std::move(*health);
+  if (!options.copy_test) {
+    obs.copy_skip_reason = "the copy test was turned off";
+  } else if (!driver.gpu_usable || cuda == nullptr) {
+    obs.copy_skip_reason = "no usable CUDA device " + std::to_string(obs.cuda_index) + " (driver layer)";
+  } else {
+    auto copies = seams.driver->MeasureCopyBandwidth(obs.cuda_index, options.copy);
+    if (copies.ok()) {
+      obs.copies = *copies;
+    } else {
+      obs.copy_skip_reason = copies.status().message();
+    }
+  }
+  return obs;
+}
+
 }  // namespace
 
 Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
@@ -56,6 +176,8 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   HostSummary host = CheckHost(HostCheckInputs{*seams.fs, *seams.env, seams.host}, report);
   // 2. Driver and GPUs.
   DriverFacts driver = CheckDriver(*seams.driver, *seams.nvml, host, report);
+  // 2b. Health: observed now, judged after the end-to-end run sampled the clocks.
+  HealthObservation health = ObserveHealth(options, seams, driver, host);
 
   // 3. CUDA libraries.
   std::string ep_path = seams.ep_library_path;
@@ -90,9 +212,7 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   compat.ep_ptx_archs = ep.ptx;
   // The EP's own NEEDED list says which CUDA major it was built for
   // (libcudart.so.13); ORT's table gives the cuDNN major of that flavour.
-  for (const auto& n : ep.needed) {
-    if (n.rfind("libcudart.so.", 0) == 0) compat.ep_cuda_major = std::atoi(n.c_str() + 13);
-  }
+  compat.ep_cuda_major = CudaMajorOf(ep.needed);
   const gpu::EpBuildResult builds = gpu::EpBuildFor(ort_version);
   for (const auto& b : builds.builds) {
     if (compat.ep_cuda_major == 0) compat.ep_cuda_major = b.cuda_major;
@@ -103,7 +223,23 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   }
   CheckCompatibility(compat, report);
 
-  if (!options.run_onnxruntime) return report;
+  // Environment traps (host.* and libraries.*), on the facts of layers 1-4.
+  EnvironmentCheckInputs env{*seams.env, *seams.fs};
+  env.in_container = host.in_container();
+  env.driver_loaded = driver.info.cuda_load_status.ok();
+  env.device_ccs = driver.device_ccs;
+  env.ep_cubin_archs = ep.cubin;
+  env.ep_ptx_archs = ep.ptx;
+  env.cudart_version = lib_facts.cudart_version;
+  env.ep_cuda_major = compat.ep_cuda_major;
+  env.libraries = libs.libraries;
+  CheckEnvironment(env, report);
+
+  if (!options.run_onnxruntime) {
+    health.load_skip_reason = "the end-to-end run was not requested";
+    CheckHealth(health, report);
+    return report;
+  }
 
   // 5-6. Execution provider and end to end on the built-in model.
   ObserveOptions observe = options.observe;
@@ -116,6 +252,14 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
       return *used;
     };
   }
+  std::vector<gpu::NvmlClockSample> load_samples;
+  if (health.skip_reason.empty() && !observe.sample_under_load) {
+    gpu::Nvml* nvml = seams.nvml;
+    const unsigned index = static_cast<unsigned>(health.nvml_index);
+    observe.sample_under_load = [nvml, index, &load_samples] {
+      if (auto s = nvml->SampleClocks(index); s.ok()) load_samples.push_back(std::move(s).value());
+    };
+  }
   std::string ground;
   if (!driver.gpu_usable) {
     ground = "no usable GPU (driver layer)";
@@ -126,7 +270,28 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   rt.provider.skip_reason = ground;
   if (!ground.empty()) rt.end_to_end.skip_reason = ground;
   const bool cuda_ok = EvaluateProvider(rt.provider, report);
+  TensorRtObservation trt = ObserveTensorRtLibraries(*seams.fs, *seams.search, ep_path);
+  bool trt_libraries = trt.ep_present && trt.ep_error.empty();
+  for (const auto& l : trt.libraries) trt_libraries = trt_libraries && !l.path.empty();
+  if (!cuda_ok) {
+    trt.session_skip_reason = "the CUDA execution provider does not work (provider.cuda_session)";
+  } else if (!trt_libraries) {
+    trt.session_skip_reason = "the TensorRT EP or its libraries are missing (provider.tensorrt)";
+  } else {
+    const TensorRtRun run = ObserveTensorRtSession(observe);
+    trt.session_attempted = true;
+    trt.session_error = run.error;
+    trt.session_ms = run.session_ms;
+    trt.run_ms = run.run_ms;
+  }
+  EvaluateTensorRt(trt, report);
   EvaluateEndToEnd(rt.end_to_end, report);
+  health.load_samples = std::move(load_samples);
+  if (health.load_samples.empty()) {
+    health.load_skip_reason = !rt.end_to_end.skip_reason.empty() ? rt.end_to_end.skip_reason
+                                                                 : "no sample was taken during the CUDA runs";
+  }
+  CheckHealth(health, report);
 
   // 7. The user's models.
   int index = 1;

@@ -1,6 +1,8 @@
 // RunDoctor: `ortgpu doctor` as a library call. Runs the seven layers in the
 // order real deployments fail, each on the ground the previous ones laid: a
-// layer whose ground failed reports `skip` with the reason.
+// layer whose ground failed reports `skip` with the reason. Layer 2b (GPU
+// health, the host-device copy test) is observed after the driver layer and
+// judged after the end-to-end run, whose CUDA runs it samples.
 //
 // Everything outside the process comes through DoctorSeams, so tests can
 // describe any machine with fakes; the CLI passes the real ones. Not
@@ -33,6 +35,11 @@ struct DoctorOptions {
   // this off).
   bool run_onnxruntime = true;
   ObserveOptions observe;
+  // Layer 2b's host-device copy test (checks_health.h): 64 MiB x 3 per
+  // direction and memory kind, ~50-100 ms with the context creation. Off:
+  // health.copy is a skip.
+  bool copy_test = true;
+  gpu::CopyTestOptions copy;
 };
 
 struct DoctorSeams {
@@ -47,6 +54,8 @@ struct DoctorSeams {
   std::vector<gpu::PreloadResult> preload;
   // libonnxruntime_providers_cuda.so; "" to look next to libonnxruntime.
   std::string ep_library_path;
+  // This process as NVML lists it (0: getpid()).
+  uint32_t pid = 0;
 };
 
 Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams);

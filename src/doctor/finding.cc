@@ -22,6 +22,7 @@ std::string_view LayerName(Layer l) {
     case Layer::kProvider: return "provider";
     case Layer::kEndToEnd: return "end_to_end";
     case Layer::kModel: return "model";
+    case Layer::kHealth: return "health";
   }
   return "host";
 }

@@ -17,8 +17,10 @@ namespace ortgpu::doctor {
 enum class Verdict { kPass, kWarn, kFail, kSkip, kInfo };
 std::string_view VerdictName(Verdict v);  // "pass", "warn", "fail", "skip", "info"
 
-// The layers, in the order real deployments fail (issue #2).
-enum class Layer { kHost, kDriver, kLibraries, kCompatibility, kProvider, kEndToEnd, kModel };
+// The layers, in the order real deployments fail (issue #2). kHealth (the
+// GPU's state and the host-device path, issue #13) is rendered after the
+// driver layer it refines.
+enum class Layer { kHost, kDriver, kLibraries, kCompatibility, kProvider, kEndToEnd, kModel, kHealth };
 std::string_view LayerName(Layer l);  // "host", "driver", "libraries", ...
 
 struct Finding {

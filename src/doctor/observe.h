@@ -33,6 +33,16 @@ struct ObserveOptions {
   std::string temp_dir = "/tmp";
   // Reads this process's GPU memory use (NVML); may be empty.
   std::function<std::optional<uint64_t>()> gpu_memory;
+  // Called from one extra thread while the built-in model's timed CUDA runs
+  // run (first when they start, then every `sample_period_ms`), to read what
+  // limits the GPU's clocks under load (checks_health.h); may be empty. Never
+  // called concurrently with itself or with `gpu_memory`.
+  std::function<void()> sample_under_load;
+  int sample_period_ms = 5;
+  // With a sampler, the runs go on (untimed) until this much time passed
+  // since the timed runs began, so the clocks ramp up and several samples
+  // are taken.
+  double load_window_ms = 150;
 };
 
 struct RuntimeObservation {
@@ -43,6 +53,15 @@ struct RuntimeObservation {
 // Layers 5 and 6 on the built-in model. `gpu_expected`: earlier layers found
 // a usable GPU; when false no CUDA session is attempted.
 RuntimeObservation ObserveRuntime(bool gpu_expected, const ObserveOptions& options);
+
+// A TensorRT session on the built-in model: its creation time (the engine
+// build) and one run. `error` is "" when both worked.
+struct TensorRtRun {
+  std::string error;
+  double session_ms = 0;
+  double run_ms = 0;
+};
+TensorRtRun ObserveTensorRtSession(const ObserveOptions& options);
 
 // Layer 7 on a user's model. `cuda`: try the GPU too.
 ModelObservation ObserveModel(const std::string& path, bool cuda, const ObserveOptions& options);

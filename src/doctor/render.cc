@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 namespace ortgpu::doctor {
-namespace {
 
-constexpr Layer kLayers[] = {Layer::kHost,     Layer::kDriver,   Layer::kLibraries, Layer::kCompatibility,
-                             Layer::kProvider, Layer::kEndToEnd, Layer::kModel};
+const std::vector<Layer>& LayersInOrder() {
+  static const std::vector<Layer> kLayers = {Layer::kHost,      Layer::kDriver,        Layer::kHealth,
+                                             Layer::kLibraries, Layer::kCompatibility, Layer::kProvider,
+                                             Layer::kEndToEnd,  Layer::kModel};
+  return kLayers;
+}
 
-const char* LayerTitle(Layer l) {
+std::string_view LayerTitle(Layer l) {
   switch (l) {
     case Layer::kHost: return "1 Host";
     case Layer::kDriver: return "2 Driver and GPUs";
@@ -17,9 +20,12 @@ const char* LayerTitle(Layer l) {
     case Layer::kProvider: return "5 Execution provider";
     case Layer::kEndToEnd: return "6 End to end";
     case Layer::kModel: return "7 Models";
+    case Layer::kHealth: return "2b GPU health and host-device path";
   }
   return "";
 }
+
+namespace {
 
 std::string Badge(Verdict v, bool color) {
   std::string name(VerdictName(v));
@@ -89,7 +95,7 @@ std::string RenderText(const Report& report, const RenderOptions& o) {
   for (const auto& f : report.findings()) id_width = std::max(id_width, f.id.size());
   const size_t indent = 8;
   const size_t width = static_cast<size_t>(o.width);
-  for (Layer layer : kLayers) {
+  for (Layer layer : LayersInOrder()) {
     bool header = false;
     for (const auto& f : report.findings()) {
       if (f.layer != layer) continue;
@@ -122,7 +128,7 @@ nlohmann::json RenderJson(const Report& report, bool require_gpu, const nlohmann
                     {"info", report.Count(Verdict::kInfo)},
                     {"line", SummaryLine(report, require_gpu)}};
   nlohmann::json layers = nlohmann::json::object();
-  for (Layer l : kLayers) layers[std::string(LayerName(l))] = std::string(VerdictName(report.LayerVerdict(l)));
+  for (Layer l : LayersInOrder()) layers[std::string(LayerName(l))] = std::string(VerdictName(report.LayerVerdict(l)));
   doc["layers"] = layers;
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : report.findings()) {

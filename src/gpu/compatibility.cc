@@ -90,43 +90,62 @@ constexpr ArchFloorRow kArchFloors[] = {
     {11, 35, "CUDA 11.0 removed sm_30"},
 };
 
-// (a) ONNX Runtime -> the CUDA/cuDNN majors of its official CUDA EP builds,
-// from onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html
-// section 'Requirements' (the CUDA 12.x and CUDA 11.x tables), the 1.24+
-// GitHub release assets (onnxruntime-linux-x64-gpu_cuda13-<v>.tgz besides the
-// CUDA 12 archive) and, for 1.29, this project's EP (npm
-// com.github.asus4.onnxruntime.linux-x64-gpu 0.4.9: NEEDED libcudart.so.13,
-// loads libcudnn.so.9; /work/shared/gpu/README.md).
+// (a) ONNX Runtime -> the CUDA/cuDNN majors of its official CUDA EP builds.
+// Each row cites where it comes from: mostly a row of the 'Requirements'
+// tables (CUDA 12.x, CUDA 11.x) of ONNX Runtime's CUDA EP page; the CUDA 13
+// rows come from the packages themselves, since that page has no CUDA 13
+// table.
 struct OrtRow {
   const char* first;  // inclusive
   const char* last;   // inclusive; patch 999 = any patch
   int cuda_major;
   int cudnn_major;
   const char* package;
+  const char* source;
 };
-constexpr const char* kOrtSource =
-    "onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements";
+#define ORT_REQUIREMENTS "onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements, "
 constexpr OrtRow kOrtBuilds[] = {
     // Listed in order of preference within a version: the default build first.
-    {"1.29.0", "1.29.999", 13, 9, "npm onnxruntime CUDA EP used by ortgpu (CUDA 13 build)"},
-    {"1.29.0", "1.29.999", 12, 9, "onnxruntime-gpu (PyPI default, CUDA 12 build)"},
-    {"1.24.0", "1.28.999", 12, 9, "onnxruntime-gpu (PyPI default, CUDA 12 build)"},
-    {"1.24.0", "1.28.999", 13, 9, "onnxruntime-linux-x64-gpu_cuda13 release archive"},
-    {"1.19.0", "1.23.999", 12, 9, "onnxruntime-gpu (PyPI default since 1.19)"},
-    {"1.19.0", "1.20.999", 11, 8, "CUDA 11.8 build (not on PyPI)"},
-    {"1.18.1", "1.18.999", 11, 8, "onnxruntime-gpu (PyPI default, CUDA 11.8)"},
-    {"1.18.1", "1.18.999", 12, 9, "CUDA 12 build (cuDNN 9 required)"},
-    {"1.18.0", "1.18.0", 11, 8, "onnxruntime-gpu (PyPI default, CUDA 11.8)"},
-    {"1.18.0", "1.18.0", 12, 8, "CUDA 12 build"},
-    {"1.15.0", "1.17.999", 11, 8, "CUDA 11.8 build (default)"},
-    {"1.17.0", "1.17.999", 12, 8, "CUDA 12.2 build"},
-    {"1.13.0", "1.14.999", 11, 8, "CUDA 11.6 build"},
-    {"1.9.0", "1.12.999", 11, 8, "CUDA 11.4 build"},
-    {"1.7.0", "1.8.999", 11, 8, "CUDA 11.0.3 build"},
-    {"1.5.0", "1.6.999", 10, 8, "CUDA 10.2 build"},
-    {"1.2.0", "1.4.999", 10, 7, "CUDA 10.1 build"},
-    {"1.0.0", "1.1.999", 10, 7, "CUDA 10.0 build"},
+    {"1.29.0", "1.29.999", 13, 9, "npm onnxruntime CUDA EP used by ortgpu (CUDA 13 build)",
+     "npm com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9 (README: 'ONNX Runtime: 1.29.0'): its "
+     "Plugins/Linux/x64/libonnxruntime_providers_cuda.so has ELF NEEDED libcudart.so.13, libcublasLt.so.13, "
+     "libcublas.so.13 and loads libcudnn.so.9 (readelf; run on the H200 in docs/doctor-h200.md)"},
+    {"1.29.0", "1.29.999", 12, 9, "onnxruntime-gpu (PyPI default, CUDA 12 build)",
+     ORT_REQUIREMENTS "note 'Starting with version 1.19, CUDA 12.x becomes the default version when "
+     "distributing ONNX Runtime GPU packages in PyPI' (carried forward to 1.29; no 1.29 row on the page)"},
+    {"1.24.0", "1.28.999", 12, 9, "onnxruntime-gpu (PyPI default, CUDA 12 build)",
+     ORT_REQUIREMENTS "note 'Starting with version 1.19, CUDA 12.x becomes the default version' (carried "
+     "forward; no row per release on the page)"},
+    {"1.24.0", "1.28.999", 13, 9, "onnxruntime-linux-x64-gpu_cuda13 release archive",
+     "github.com/microsoft/onnxruntime issue #27944 (CUDA 13 packages of 1.25: CUDA 13.1.1, cuDNN 9.17) and "
+     "the CUDA 13 + cuDNN 9 GPU packages other projects ship for 1.24+ (darktable data/ort_gpu.json)"},
+    {"1.19.0", "1.23.999", 12, 9, "onnxruntime-gpu (PyPI default since 1.19)",
+     ORT_REQUIREMENTS "CUDA 12.x table, row '1.19.x | 12.x | 9.x | Available in pypi'"},
+    {"1.19.0", "1.20.999", 11, 8, "CUDA 11.8 build (not on PyPI)",
+     ORT_REQUIREMENTS "CUDA 11.x table, row '1.19.x | 11.8 | 8.x | Not available in pypi'"},
+    {"1.18.1", "1.18.999", 11, 8, "onnxruntime-gpu (PyPI default, CUDA 11.8)",
+     ORT_REQUIREMENTS "CUDA 11.x table, row '1.18.x | 11.8 | 8.x | Available in pypi'"},
+    {"1.18.1", "1.18.999", 12, 9, "CUDA 12 build (cuDNN 9 required)",
+     ORT_REQUIREMENTS "CUDA 12.x table, row '1.18.1 | 12.x | 9.x | cuDNN 9 is required'"},
+    {"1.18.0", "1.18.0", 11, 8, "onnxruntime-gpu (PyPI default, CUDA 11.8)",
+     ORT_REQUIREMENTS "CUDA 11.x table, row '1.18.x | 11.8 | 8.x'"},
+    {"1.18.0", "1.18.0", 12, 8, "CUDA 12 build",
+     ORT_REQUIREMENTS "CUDA 12.x table, row '1.18.0 | 12.x | 8.x | Java package is added'"},
+    {"1.15.0", "1.17.999", 11, 8, "CUDA 11.8 build (default)",
+     ORT_REQUIREMENTS "CUDA 11.x table, row '1.17 1.16 1.15 | 11.8 | 8.2.4 (Linux)'"},
+    {"1.17.0", "1.17.999", 12, 8, "CUDA 12.2 build",
+     ORT_REQUIREMENTS "CUDA 12.x table, row '1.17.x | 12.x | 8.x' (earlier page: '1.17 | 12.2 | 8.9.2.26')"},
+    {"1.13.0", "1.14.999", 11, 8, "CUDA 11.6 build",
+     ORT_REQUIREMENTS "row '1.14 1.13.1 1.13 | 11.6 | 8.2.4 (Linux)'"},
+    {"1.9.0", "1.12.999", 11, 8, "CUDA 11.4 build",
+     ORT_REQUIREMENTS "rows '1.12 1.11 | 11.4 | 8.2.4', '1.10 | 11.4 | 8.2.4', '1.9 | 11.4 | 8.2.4'"},
+    {"1.7.0", "1.8.999", 11, 8, "CUDA 11.0.3 build",
+     ORT_REQUIREMENTS "rows '1.8 | 11.0.3 | 8.0.4 (Linux)', '1.7 | 11.0.3 | 8.0.4 (Linux)'"},
+    {"1.5.0", "1.6.999", 10, 8, "CUDA 10.2 build", ORT_REQUIREMENTS "row '1.5-1.6 | 10.2 | 8.0.3'"},
+    {"1.2.0", "1.4.999", 10, 7, "CUDA 10.1 build", ORT_REQUIREMENTS "row '1.2-1.4 | 10.1 | 7.6.5'"},
+    {"1.0.0", "1.1.999", 10, 7, "CUDA 10.0 build", ORT_REQUIREMENTS "row '1.0-1.1 | 10.0 | 7.6.4'"},
 };
+#undef ORT_REQUIREMENTS
 
 std::string Cc(int cc) { return FormatComputeCapability(cc); }
 
@@ -175,6 +194,12 @@ int CompareVersions(const std::string& a, const std::string& b) {
 CompatResult CheckDriverForCuda(const std::string& driver_version, int cuda_major, int cuda_minor) {
   CompatResult r;
   r.source = kCudaReleaseNotes;
+  for (const auto& row : kToolkitDrivers) {
+    if (row.major == cuda_major && row.minor == cuda_minor) {
+      r.source = std::string(kCudaReleaseNotes) + ", row 'CUDA " + std::to_string(row.major) + "." +
+                 std::to_string(row.minor) + " GA: >= " + row.min_driver + "'";
+    }
+  }
   const std::string cuda = std::to_string(cuda_major) + "." + std::to_string(cuda_minor);
   if (!ParseVersion(driver_version)) {
     r.message = "driver version '" + driver_version + "' is not a dotted version number";
@@ -204,7 +229,8 @@ CompatResult CheckDriverForCuda(const std::string& driver_version, int cuda_majo
   }
   if (family_min != nullptr && CompareVersions(driver_version, family_min) >= 0) {
     r.verdict = exact != nullptr ? CompatVerdict::kDegraded : CompatVerdict::kOk;
-    r.source = kCudaMinorCompat;
+    r.source = std::string(kCudaMinorCompat) + ", row 'CUDA " + std::to_string(cuda_major) + ".x: >= " +
+               family_min + "'";
     if (r.required.empty()) r.required = std::string(">= ") + family_min;
     r.message = exact != nullptr
         ? "driver " + driver_version + " is older than CUDA " + cuda + "'s own driver (" +
@@ -235,6 +261,9 @@ CompatResult CheckDriverForArch(const std::string& driver_version, int cc) {
     r.message = "compute capability " + Cc(cc) + " is not in ortgpu's architecture table";
     return r;
   }
+  r.source = "CUDA " + std::string(arch->first_cuda) + " release notes (first toolkit with sm_" + std::to_string(cc) +
+             ")" + (arch->min_driver[0] != '\0' ? std::string("; its driver from ") + kCudaReleaseNotes : "") +
+             "; CUDA C++ Programming Guide, 'Compute Capabilities'";
   const std::string what = std::string(arch->name) + " (compute capability " + Cc(cc) + ", " +
                            arch->examples + ")";
   if (arch->min_driver[0] == '\0') {
@@ -303,7 +332,7 @@ EpBuildResult EpBuildFor(const std::string& ort_version) {
     if (CompareVersions(ort_version, row.first) < 0 || CompareVersions(ort_version, row.last) > 0) {
       continue;
     }
-    r.builds.push_back({row.cuda_major, row.cudnn_major, row.package, kOrtSource});
+    r.builds.push_back({row.cuda_major, row.cudnn_major, row.package, row.source});
   }
   if (r.builds.empty()) {
     r.message = "ONNX Runtime " + ort_version + " is not in ortgpu's CUDA EP table (1.0 to 1.29)";

@@ -1,5 +1,6 @@
 #include "gpu/cuda_driver.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -26,6 +27,20 @@ using CuDeviceGetPciBusIdFn = CuResult (*)(char*, int, CuDevice);
 using CuDeviceGetAttributeFn = CuResult (*)(int*, int, CuDevice);
 using CuDeviceTotalMemFn = CuResult (*)(size_t*, CuDevice);
 using CuGetErrorStringFn = CuResult (*)(CuResult, const char**);
+// The copy test's entry points. CUcontext is an opaque pointer, CUdeviceptr
+// an unsigned 64-bit integer on 64-bit hosts.
+using CuContext = void*;
+using CuDevicePtr = unsigned long long;
+using CuPrimaryCtxRetainFn = CuResult (*)(CuContext*, CuDevice);
+using CuCtxPushFn = CuResult (*)(CuContext);
+using CuCtxPopFn = CuResult (*)(CuContext*);
+using CuCtxSynchronizeFn = CuResult (*)();
+using CuMemAllocFn = CuResult (*)(CuDevicePtr*, size_t);
+using CuMemFreeFn = CuResult (*)(CuDevicePtr);
+using CuMemAllocHostFn = CuResult (*)(void**, size_t);
+using CuMemFreeHostFn = CuResult (*)(void*);
+using CuMemcpyHtoDFn = CuResult (*)(CuDevicePtr, const void*, size_t);
+using CuMemcpyDtoHFn = CuResult (*)(void*, CuDevicePtr, size_t);
 
 constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrComputeCapabilityMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
@@ -58,6 +73,18 @@ class CudaDriver final : public GpuDriver {
                    {FunctionSlot("cuDeviceGetUuid_v2", device_get_uuid_),
                     FunctionSlot("cuGetErrorString", get_error_string_),
                     FunctionSlot("cuGetErrorName", get_error_name_)});
+    // The copy test's: without them MeasureCopyBandwidth says which is absent.
+    copy_missing_ = ResolveSymbols(loader, lib.handle,
+                                   {FunctionSlot("cuDevicePrimaryCtxRetain", primary_ctx_retain_),
+                                    FunctionSlot("cuCtxPushCurrent_v2", ctx_push_),
+                                    FunctionSlot("cuCtxPopCurrent_v2", ctx_pop_),
+                                    FunctionSlot("cuCtxSynchronize", ctx_synchronize_),
+                                    FunctionSlot("cuMemAlloc_v2", mem_alloc_),
+                                    FunctionSlot("cuMemFree_v2", mem_free_),
+                                    FunctionSlot("cuMemAllocHost_v2", mem_alloc_host_),
+                                    FunctionSlot("cuMemFreeHost", mem_free_host_),
+                                    FunctionSlot("cuMemcpyHtoD_v2", memcpy_htod_),
+                                    FunctionSlot("cuMemcpyDtoH_v2", memcpy_dtoh_)});
     std::vector<SymbolSlot> required = {
         FunctionSlot("cuInit", init_),
         FunctionSlot("cuDriverGetVersion", driver_get_version_),
@@ -129,7 +156,81 @@ class CudaDriver final : public GpuDriver {
     return p;
   }
 
+  Expected<CopyBandwidth> MeasureCopyBandwidth(int ordinal, const CopyTestOptions& options) override {
+    ORTGPU_RETURN_IF_ERROR(RequireLoaded());
+    if (!copy_missing_.empty()) {
+      std::string names;
+      for (const auto& n : copy_missing_) names += (names.empty() ? "" : ", ") + n;
+      return Unimplemented(path_ + " lacks " + names + ": the copy test cannot run");
+    }
+    if (options.bytes == 0 || options.repetitions < 1) return InvalidArgument("copy test: bytes and repetitions must be > 0");
+    const auto start = std::chrono::steady_clock::now();
+    CuDevice dev = 0;
+    if (CuResult r = device_get_(&dev, ordinal); r != 0) return Error("cuDeviceGet", r);
+    // The primary context stays retained: ORT's CUDA EP (through the CUDA
+    // runtime) uses this same context, so releasing it would only make ORT
+    // create it again (~100 ms and its memory).
+    CuContext ctx = nullptr;
+    if (CuResult r = primary_ctx_retain_(&ctx, dev); r != 0) return Error("cuDevicePrimaryCtxRetain", r);
+    if (CuResult r = ctx_push_(ctx); r != 0) return Error("cuCtxPushCurrent", r);
+    const size_t n = static_cast<size_t>(options.bytes);
+    CuDevicePtr device = 0;
+    void* pinned = nullptr;
+    std::vector<unsigned char> pageable;
+    Expected<CopyBandwidth> result = InvalidArgument("copy test did not run");
+    if (CuResult r = mem_alloc_(&device, n); r != 0) {
+      result = Error("cuMemAlloc", r);
+    } else if (CuResult r2 = mem_alloc_host_(&pinned, n); r2 != 0) {
+      result = Error("cuMemAllocHost", r2);
+    } else {
+      pageable.assign(n, 1);  // touched, so page faults are not timed
+      std::memset(pinned, 1, n);
+      result = TimeCopies(device, static_cast<unsigned char*>(pinned), pageable.data(), options);
+    }
+    if (pinned != nullptr) (void)mem_free_host_(pinned);
+    if (device != 0) (void)mem_free_(device);
+    CuContext popped = nullptr;
+    (void)ctx_pop_(&popped);
+    if (result.ok()) {
+      result->total_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+    return result;
+  }
+
  private:
+  // One untimed copy, then `repetitions` timed ones, for each of the four
+  // kinds; the best time of each. REQUIRES: the context is current.
+  Expected<CopyBandwidth> TimeCopies(CuDevicePtr device, unsigned char* pinned, unsigned char* pageable,
+                                     const CopyTestOptions& o) {
+    const size_t n = static_cast<size_t>(o.bytes);
+    CopyBandwidth out;
+    out.bytes = o.bytes;
+    out.repetitions = o.repetitions;
+    struct Kind {
+      unsigned char* host;
+      bool to_device;
+      double* gbps;
+    };
+    const Kind kinds[] = {{pinned, true, &out.pinned_h2d},
+                          {pinned, false, &out.pinned_d2h},
+                          {pageable, true, &out.pageable_h2d},
+                          {pageable, false, &out.pageable_d2h}};
+    for (const Kind& k : kinds) {
+      double best_s = 0;
+      for (int i = 0; i <= o.repetitions; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        CuResult r = k.to_device ? memcpy_htod_(device, k.host, n) : memcpy_dtoh_(k.host, device, n);
+        if (r == 0) r = ctx_synchronize_();
+        if (r != 0) return Error(k.to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", r);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (i > 0 && (best_s == 0 || s < best_s)) best_s = s;
+      }
+      *k.gbps = best_s > 0 ? static_cast<double>(n) / best_s / 1e9 : 0;
+    }
+    return out;
+  }
+
   Status RequireLoaded() const {
     if (handle_ == nullptr) return FailedPrecondition("libcuda is not loaded: call Load() first");
     return Status::Ok();
@@ -163,6 +264,17 @@ class CudaDriver final : public GpuDriver {
   CuDeviceTotalMemFn device_total_mem_ = nullptr;
   CuGetErrorStringFn get_error_string_ = nullptr;
   CuGetErrorStringFn get_error_name_ = nullptr;
+  std::vector<std::string> copy_missing_;
+  CuPrimaryCtxRetainFn primary_ctx_retain_ = nullptr;
+  CuCtxPushFn ctx_push_ = nullptr;
+  CuCtxPopFn ctx_pop_ = nullptr;
+  CuCtxSynchronizeFn ctx_synchronize_ = nullptr;
+  CuMemAllocFn mem_alloc_ = nullptr;
+  CuMemFreeFn mem_free_ = nullptr;
+  CuMemAllocHostFn mem_alloc_host_ = nullptr;
+  CuMemFreeHostFn mem_free_host_ = nullptr;
+  CuMemcpyHtoDFn memcpy_htod_ = nullptr;
+  CuMemcpyDtoHFn memcpy_dtoh_ = nullptr;
 };
 
 constexpr std::string_view kCodeTag = " [CUresult ";

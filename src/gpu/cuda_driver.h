@@ -10,7 +10,9 @@
 // Usage: Load(), then DriverVersion() (works without cuInit), then Init(),
 // then DeviceCount() and Device(i). Not thread-safe: one thread probes.
 // cuMemGetInfo is deliberately absent: it needs a CUDA context (hundreds of MB
-// of GPU memory and ~100 ms); NVML reports used memory without one.
+// of GPU memory and ~100 ms); NVML reports used memory without one. The one
+// call that does make a context is MeasureCopyBandwidth, doctor's short copy
+// test, run only when ORT is about to make the same context anyway.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,25 @@ struct CudaDeviceProps {
   uint64_t total_memory = 0;   // bytes (cuDeviceTotalMem_v2)
 };
 
+// doctor's host-device copy test (MeasureCopyBandwidth).
+struct CopyTestOptions {
+  uint64_t bytes = 64ull << 20;  // per copy: 64 MiB, ~1-6 ms on PCIe 4/5
+  int repetitions = 3;           // timed copies per direction and host memory kind
+};
+
+// Host-device bandwidth in GB/s (1e9 bytes per second), the best of the
+// timed repetitions (one untimed copy of each kind first), as CUDA's
+// bandwidthTest reports it.
+struct CopyBandwidth {
+  uint64_t bytes = 0;
+  int repetitions = 0;
+  double pinned_h2d = 0;    // page-locked host memory (cuMemAllocHost) to device
+  double pinned_d2h = 0;
+  double pageable_h2d = 0;  // ordinary (malloc'ed) host memory to device
+  double pageable_d2h = 0;
+  double total_ms = 0;      // the whole test, allocations included
+};
+
 class GpuDriver {
  public:
   virtual ~GpuDriver() = default;
@@ -53,6 +74,14 @@ class GpuDriver {
   virtual Expected<int> DeviceCount() = 0;
   // REQUIRES: Init() succeeded and 0 <= ordinal < DeviceCount().
   virtual Expected<CudaDeviceProps> Device(int ordinal) = 0;
+  // Copies options.bytes between host and device `ordinal` in both
+  // directions, from page-locked and from pageable host memory, and times
+  // each copy (synchronous cuMemcpyHtoD/DtoH). Retains the device's primary
+  // context, the one ORT's CUDA EP uses, and keeps it for the process's life
+  // so ORT does not create it a second time; frees every buffer. Unimplemented
+  // when libcuda lacks an entry point; the CUresult's error otherwise.
+  // REQUIRES: Init() succeeded and 0 <= ordinal < DeviceCount().
+  virtual Expected<CopyBandwidth> MeasureCopyBandwidth(int ordinal, const CopyTestOptions& options) = 0;
 };
 
 struct CudaDriverOptions {

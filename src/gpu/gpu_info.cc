@@ -114,6 +114,14 @@ Expected<DriverInfo> ProbeDriver(GpuDriver& driver, Nvml& nvml) {
   return info;
 }
 
+bool SameDeviceUuid(const std::string& a, const std::string& b) {
+  auto body = [](const std::string& u) {
+    const size_t dash = u.find('-');
+    return dash == std::string::npos ? u : u.substr(dash + 1);
+  };
+  return !a.empty() && !b.empty() && body(a) == body(b);
+}
+
 std::string FormatBytes(uint64_t bytes) {
   char buf[32];
   const double gib = static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);

@@ -67,6 +67,11 @@ DriverInfo ProbeDriverSources(GpuDriver& driver, Nvml& nvml);
 // when neither libcuda nor NVML works.
 Expected<DriverInfo> ProbeDriver(GpuDriver& driver, Nvml& nvml);
 
+// Whether two UUIDs name the same device: CUDA prints a MIG instance's UUID
+// with the GPU- prefix ("GPU-5f1c..."), NVML with MIG- ("MIG-5f1c..."), so
+// only the part after the first '-' is compared.
+bool SameDeviceUuid(const std::string& a, const std::string& b);
+
 // "141.0 GiB" style, for findings.
 std::string FormatBytes(uint64_t bytes);
 

@@ -1,5 +1,6 @@
 #include "gpu/nvml.h"
 
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -61,6 +62,27 @@ using UtilizationFn = NvmlReturn (*)(NvmlDeviceHandle, NvmlUtilizationRates*);
 using MigModeFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned int*, unsigned int*);
 using ComputeCapabilityFn = NvmlReturn (*)(NvmlDeviceHandle, int*, int*);
 using ProcessesFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned int*, NvmlProcessInfo*);
+// Health and clock queries (all optional: see Health()). Enums
+// (nvmlEnableState_t, nvmlComputeMode_t ...) are ints.
+using DeviceIntFn = NvmlReturn (*)(NvmlDeviceHandle, int*);
+using DeviceUintFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned int*);
+using DeviceUllFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned long long*);
+using EccModeFn = NvmlReturn (*)(NvmlDeviceHandle, int*, int*);
+using TotalEccFn = NvmlReturn (*)(NvmlDeviceHandle, int, int, unsigned long long*);
+using RetiredPagesFn = NvmlReturn (*)(NvmlDeviceHandle, int, unsigned int*, unsigned long long*);
+using RemappedRowsFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned int*, unsigned int*, unsigned int*, unsigned int*);
+using MigHandleFn = NvmlReturn (*)(NvmlDeviceHandle, unsigned int, NvmlDeviceHandle*);
+using ProcessNameFn = NvmlReturn (*)(unsigned int, char*, unsigned int);
+using ClockFn = NvmlReturn (*)(NvmlDeviceHandle, int, unsigned int*);
+
+constexpr int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kVolatileEcc = 0;             // NVML_VOLATILE_ECC
+constexpr int kAggregateEcc = 1;            // NVML_AGGREGATE_ECC
+constexpr int kRetiredSbe = 0;              // NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+constexpr int kRetiredDbe = 1;              // NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+constexpr int kClockSm = 1;                 // NVML_CLOCK_SM
+constexpr int kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
+constexpr NvmlReturn kNvmlNotFound = 6;
 
 class RealNvml final : public Nvml {
  public:
@@ -96,7 +118,29 @@ class RealNvml final : public Nvml {
       ResolveSymbols(loader, lib.handle,
                      {FunctionSlot("nvmlDeviceGetMemoryInfo_v2", memory_v2_),
                       FunctionSlot("nvmlDeviceGetMigMode", mig_mode_),
-                      FunctionSlot("nvmlDeviceGetComputeRunningProcesses_v3", processes_)});
+                      FunctionSlot("nvmlDeviceGetComputeRunningProcesses_v3", processes_),
+                      FunctionSlot("nvmlDeviceGetPersistenceMode", persistence_mode_),
+                      FunctionSlot("nvmlDeviceGetComputeMode", compute_mode_),
+                      FunctionSlot("nvmlDeviceGetEccMode", ecc_mode_),
+                      FunctionSlot("nvmlDeviceGetTotalEccErrors", total_ecc_),
+                      FunctionSlot("nvmlDeviceGetRetiredPages", retired_pages_),
+                      FunctionSlot("nvmlDeviceGetRetiredPagesPendingStatus", retired_pending_),
+                      FunctionSlot("nvmlDeviceGetRemappedRows", remapped_rows_),
+                      FunctionSlot("nvmlDeviceGetCurrPcieLinkGeneration", pcie_gen_),
+                      FunctionSlot("nvmlDeviceGetMaxPcieLinkGeneration", pcie_gen_max_),
+                      FunctionSlot("nvmlDeviceGetGpuMaxPcieLinkGeneration", pcie_gen_gpu_max_),
+                      FunctionSlot("nvmlDeviceGetCurrPcieLinkWidth", pcie_width_),
+                      FunctionSlot("nvmlDeviceGetMaxPcieLinkWidth", pcie_width_max_),
+                      FunctionSlot("nvmlDeviceGetMaxMigDeviceCount", max_mig_count_),
+                      FunctionSlot("nvmlDeviceGetMigDeviceHandleByIndex", mig_handle_),
+                      FunctionSlot("nvmlSystemGetProcessName", process_name_),
+                      FunctionSlot("nvmlDeviceGetCurrentClocksEventReasons", event_reasons_),
+                      FunctionSlot("nvmlDeviceGetCurrentClocksThrottleReasons", throttle_reasons_),
+                      FunctionSlot("nvmlDeviceGetClockInfo", clock_info_),
+                      FunctionSlot("nvmlDeviceGetMaxClockInfo", max_clock_info_),
+                      FunctionSlot("nvmlDeviceGetPowerUsage", power_usage_),
+                      FunctionSlot("nvmlDeviceGetEnforcedPowerLimit", power_limit_),
+                      FunctionSlot("nvmlDeviceGetTemperature", temperature_)});
       handle_ = lib.handle;
     }
     if (NvmlReturn r = init_(); r != 0) return Error("nvmlInit_v2", r);
@@ -179,11 +223,179 @@ class RealNvml final : public Nvml {
 
   Expected<uint64_t> ProcessMemoryUsed(unsigned index, uint32_t pid) override {
     ORTGPU_ASSIGN_OR_RETURN(NvmlDeviceHandle h, Handle(index));
+    ORTGPU_ASSIGN_OR_RETURN(std::vector<NvmlProcessInfo> procs, Processes(h));
+    for (const auto& p : procs) {
+      if (p.pid != pid) continue;
+      if (p.used_gpu_memory == kNvmlValueNotAvailable) {
+        return Unavailable("NVML lists process " + std::to_string(pid) + " on GPU " +
+                           std::to_string(index) + " but cannot report its memory");
+      }
+      return static_cast<uint64_t>(p.used_gpu_memory);
+    }
+    return NotFound("process " + std::to_string(pid) + " holds no CUDA context on GPU " +
+                    std::to_string(index) + " (inside a container NVML lists host pids)");
+  }
+
+  Expected<NvmlHealth> Health(unsigned index) override {
+    ORTGPU_ASSIGN_OR_RETURN(NvmlDeviceHandle h, Handle(index));
+    NvmlHealth out;
+    auto& why = out.not_checked;
+    int mode = 0;
+    if (Query(why, "persistence_mode", "nvmlDeviceGetPersistenceMode", persistence_mode_, h, &mode)) {
+      out.persistence_mode = mode == 1;  // NVML_FEATURE_ENABLED
+    }
+    if (Query(why, "compute_mode", "nvmlDeviceGetComputeMode", compute_mode_, h, &mode)) out.compute_mode = mode;
+    int current = 0, pending = 0;
+    if (Query(why, "ecc", "nvmlDeviceGetEccMode", ecc_mode_, h, &current, &pending)) {
+      out.ecc_current = current == 1;
+      out.ecc_pending = pending == 1;
+      unsigned long long n = 0;
+      if (*out.ecc_current &&
+          Query(why, "ecc", "nvmlDeviceGetTotalEccErrors", total_ecc_, h, kMemoryErrorUncorrected, kVolatileEcc, &n)) {
+        out.ecc_uncorrected_volatile = n;
+        if (Query(why, "ecc", "nvmlDeviceGetTotalEccErrors", total_ecc_, h, kMemoryErrorUncorrected, kAggregateEcc, &n)) {
+          out.ecc_uncorrected_aggregate = n;
+        }
+      }
+    }
+    ReadRetiredPages(h, out);
+    unsigned corr = 0, unc = 0, is_pending = 0, failure = 0;
+    if (Query(why, "row_remap", "nvmlDeviceGetRemappedRows", remapped_rows_, h, &corr, &unc, &is_pending, &failure)) {
+      out.remapped_rows_correctable = corr;
+      out.remapped_rows_uncorrectable = unc;
+      out.row_remap_pending = is_pending != 0;
+      out.row_remap_failure = failure != 0;
+    }
+    unsigned v = 0;
+    if (Query(why, "pcie", "nvmlDeviceGetCurrPcieLinkGeneration", pcie_gen_, h, &v)) out.pcie_gen = v;
+    if (Query(why, "pcie", "nvmlDeviceGetMaxPcieLinkGeneration", pcie_gen_max_, h, &v)) out.pcie_gen_max = v;
+    if (Query(why, "pcie_gpu_max", "nvmlDeviceGetGpuMaxPcieLinkGeneration", pcie_gen_gpu_max_, h, &v)) {
+      out.pcie_gen_gpu_max = v;
+    }
+    if (Query(why, "pcie", "nvmlDeviceGetCurrPcieLinkWidth", pcie_width_, h, &v)) out.pcie_width = v;
+    if (Query(why, "pcie", "nvmlDeviceGetMaxPcieLinkWidth", pcie_width_max_, h, &v)) out.pcie_width_max = v;
+    ReadMigInstances(h, out);
+    auto procs = Processes(h);
+    if (!procs.ok()) {
+      why["processes"] = procs.status().message();
+    } else {
+      std::vector<NvmlProcess> list;
+      for (const auto& p : *procs) {
+        NvmlProcess np;
+        np.pid = p.pid;
+        if (p.used_gpu_memory != kNvmlValueNotAvailable) np.used_memory = p.used_gpu_memory;
+        char name[256] = {};
+        if (process_name_ != nullptr && process_name_(p.pid, name, sizeof(name) - 1) == 0) np.name = name;
+        list.push_back(std::move(np));
+      }
+      out.processes = std::move(list);
+    }
+    return out;
+  }
+
+  Expected<NvmlClockSample> SampleClocks(unsigned index) override {
+    ORTGPU_ASSIGN_OR_RETURN(NvmlDeviceHandle h, Handle(index));
+    NvmlClockSample out;
+    auto& why = out.not_checked;
+    unsigned long long reasons = 0;
+    if (event_reasons_ != nullptr || throttle_reasons_ == nullptr) {
+      if (Query(why, "clock_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons", event_reasons_, h, &reasons)) {
+        out.event_reasons = reasons;
+      }
+    } else if (Query(why, "clock_event_reasons", "nvmlDeviceGetCurrentClocksThrottleReasons", throttle_reasons_, h,
+                     &reasons)) {
+      out.event_reasons = reasons;
+    }
+    unsigned v = 0;
+    if (Query(why, "sm_clock", "nvmlDeviceGetClockInfo", clock_info_, h, kClockSm, &v)) out.sm_clock_mhz = v;
+    if (Query(why, "sm_clock", "nvmlDeviceGetMaxClockInfo", max_clock_info_, h, kClockSm, &v)) out.sm_clock_max_mhz = v;
+    if (Query(why, "power", "nvmlDeviceGetPowerUsage", power_usage_, h, &v)) out.power_mw = v;
+    if (Query(why, "power", "nvmlDeviceGetEnforcedPowerLimit", power_limit_, h, &v)) out.power_limit_mw = v;
+    if (Query(why, "temperature", "nvmlDeviceGetTemperature", temperature_, h, kTemperatureGpu, &v)) {
+      out.temperature_c = v;
+    }
+    if (Query(why, "pcie", "nvmlDeviceGetCurrPcieLinkGeneration", pcie_gen_, h, &v)) out.pcie_gen = v;
+    if (Query(why, "pcie", "nvmlDeviceGetCurrPcieLinkWidth", pcie_width_, h, &v)) out.pcie_width = v;
+    return out;
+  }
+
+ private:
+  // Calls an optional entry point; on success returns true. Otherwise
+  // records under `group` why the value is unknown (first reason kept) and
+  // returns false: the driver lacks the symbol, or NVML refused.
+  template <typename Fn, typename... Args>
+  bool Query(std::map<std::string, std::string>& why, const char* group, const char* call, Fn fn, Args... args) {
+    if (fn == nullptr) {
+      why.emplace(group, path_ + " lacks " + call + " (an older driver): not checked");
+      return false;
+    }
+    const NvmlReturn r = fn(args...);
+    if (r == 0) return true;
+    why.emplace(group, r == kNvmlErrorNotSupported ? std::string(call) + ": not supported on this GPU"
+                                                   : Error(call, r).message());
+    return false;
+  }
+
+  // Retired pages exist before Ampere; later GPUs answer NOT_SUPPORTED and
+  // remap rows instead. With a zero-sized buffer NVML returns the count
+  // (INSUFFICIENT_SIZE when it is not zero).
+  void ReadRetiredPages(NvmlDeviceHandle h, NvmlHealth& out) {
+    auto& why = out.not_checked;
+    for (int cause : {kRetiredDbe, kRetiredSbe}) {
+      if (retired_pages_ == nullptr) {
+        why.emplace("retired_pages", path_ + " lacks nvmlDeviceGetRetiredPages (an older driver): not checked");
+        return;
+      }
+      unsigned count = 0;
+      const NvmlReturn r = retired_pages_(h, cause, &count, nullptr);
+      if (r != 0 && r != kNvmlErrorInsufficientSize) {
+        why.emplace("retired_pages", r == kNvmlErrorNotSupported
+                                         ? "nvmlDeviceGetRetiredPages: not supported on this GPU"
+                                         : Error("nvmlDeviceGetRetiredPages", r).message());
+        return;
+      }
+      (cause == kRetiredDbe ? out.retired_pages_dbe : out.retired_pages_sbe) = count;
+    }
+    int pending = 0;
+    if (Query(why, "retired_pages", "nvmlDeviceGetRetiredPagesPendingStatus", retired_pending_, h, &pending)) {
+      out.retired_pages_pending = pending == 1;
+    }
+  }
+
+  void ReadMigInstances(NvmlDeviceHandle h, NvmlHealth& out) {
+    unsigned current = 0, pending = 0;
+    if (mig_mode_ == nullptr || mig_mode_(h, &current, &pending) != 0 || current != 1) return;
+    unsigned max = 0;
+    if (!Query(out.not_checked, "mig_instances", "nvmlDeviceGetMaxMigDeviceCount", max_mig_count_, h, &max)) return;
+    if (mig_handle_ == nullptr) {
+      out.not_checked.emplace("mig_instances", path_ + " lacks nvmlDeviceGetMigDeviceHandleByIndex: not checked");
+      return;
+    }
+    std::vector<NvmlMigInstance> list;
+    for (unsigned i = 0; i < max; ++i) {
+      NvmlDeviceHandle mig = nullptr;
+      const NvmlReturn r = mig_handle_(h, i, &mig);
+      if (r == kNvmlNotFound) continue;  // no instance in this slot
+      if (r != 0) {
+        out.not_checked.emplace("mig_instances", Error("nvmlDeviceGetMigDeviceHandleByIndex", r).message());
+        return;
+      }
+      NvmlMigInstance m;
+      char uuid[96] = {};
+      if (uuid_(mig, uuid, sizeof(uuid) - 1) == 0) m.uuid = uuid;
+      NvmlMemoryV1 mem{};
+      if (memory_(mig, &mem) == 0) m.memory_total = mem.total;
+      list.push_back(std::move(m));
+    }
+    out.mig_instances = std::move(list);
+  }
+
+  // Every process with a context on `h`. The list can grow between the
+  // sizing call and the fetch: retry with the size NVML reports, plus slack.
+  Expected<std::vector<NvmlProcessInfo>> Processes(NvmlDeviceHandle h) {
     if (processes_ == nullptr) {
       return Unavailable(path_ + " lacks nvmlDeviceGetComputeRunningProcesses_v3 (driver < 510)");
     }
-    // The process list can grow between the sizing call and the fetch: retry
-    // with the size NVML reports, plus slack.
     std::vector<NvmlProcessInfo> procs;
     unsigned count = 0;
     NvmlReturn r = processes_(h, &count, nullptr);
@@ -193,19 +405,10 @@ class RealNvml final : public Nvml {
       r = processes_(h, &count, procs.data());
     }
     if (r != 0) return Error("nvmlDeviceGetComputeRunningProcesses_v3", r);
-    for (unsigned i = 0; i < count && i < procs.size(); ++i) {
-      if (procs[i].pid != pid) continue;
-      if (procs[i].used_gpu_memory == kNvmlValueNotAvailable) {
-        return Unavailable("NVML lists process " + std::to_string(pid) + " on GPU " +
-                           std::to_string(index) + " but cannot report its memory");
-      }
-      return static_cast<uint64_t>(procs[i].used_gpu_memory);
-    }
-    return NotFound("process " + std::to_string(pid) + " holds no CUDA context on GPU " +
-                    std::to_string(index) + " (inside a container NVML lists host pids)");
+    procs.resize(std::min<size_t>(count, procs.size()));
+    return procs;
   }
 
- private:
   Status RequireInit() const {
     if (!initialized_) return FailedPrecondition("NVML is not initialised: call Load() first");
     return Status::Ok();
@@ -252,6 +455,28 @@ class RealNvml final : public Nvml {
   MigModeFn mig_mode_ = nullptr;
   ComputeCapabilityFn compute_capability_ = nullptr;
   ProcessesFn processes_ = nullptr;
+  DeviceIntFn persistence_mode_ = nullptr;
+  DeviceIntFn compute_mode_ = nullptr;
+  EccModeFn ecc_mode_ = nullptr;
+  TotalEccFn total_ecc_ = nullptr;
+  RetiredPagesFn retired_pages_ = nullptr;
+  DeviceIntFn retired_pending_ = nullptr;
+  RemappedRowsFn remapped_rows_ = nullptr;
+  DeviceUintFn pcie_gen_ = nullptr;
+  DeviceUintFn pcie_gen_max_ = nullptr;
+  DeviceUintFn pcie_gen_gpu_max_ = nullptr;
+  DeviceUintFn pcie_width_ = nullptr;
+  DeviceUintFn pcie_width_max_ = nullptr;
+  DeviceUintFn max_mig_count_ = nullptr;
+  MigHandleFn mig_handle_ = nullptr;
+  ProcessNameFn process_name_ = nullptr;
+  DeviceUllFn event_reasons_ = nullptr;
+  DeviceUllFn throttle_reasons_ = nullptr;
+  ClockFn clock_info_ = nullptr;
+  ClockFn max_clock_info_ = nullptr;
+  DeviceUintFn power_usage_ = nullptr;
+  DeviceUintFn power_limit_ = nullptr;
+  ClockFn temperature_ = nullptr;
 };
 
 }  // namespace

@@ -27,6 +27,9 @@ class PosixFileSystem final : public FileSystem {
     std::error_code ec;
     return fs::is_directory(path, ec);
   }
+  bool IsWritableDirectory(const std::string& path) const override {
+    return IsDirectory(path) && ::access(path.c_str(), W_OK | X_OK) == 0;
+  }
   Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes) const override {
     std::ifstream in(path, std::ios::binary);
     if (!in) {

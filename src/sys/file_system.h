@@ -48,6 +48,10 @@ class FileSystem {
   virtual Expected<int64_t> ModifiedNanos(const std::string& path) const {
     return Status(Code::kUnimplemented, "no modification times for " + path);
   }
+  // Whether this process may create files in folder `path` (a folder it can
+  // write and enter). Fakes that do not model permissions keep this
+  // default: every existing folder is writable.
+  virtual bool IsWritableDirectory(const std::string& path) const { return IsDirectory(path); }
 };
 
 // The process-wide file system of the real machine. Never null.

@@ -81,5 +81,63 @@ TEST(RunDoctorTest, ShapeNamingNoModelInputIsAFinding) {
   EXPECT_EQ(r.ExitCode(false), 1);
 }
 
+// An H200 machine as the fakes describe it: driver and NVML work, no ORT run.
+struct H200Machine : CpuOnlyMachine {
+  H200Machine() {
+    driver.load_status = Status::Ok();
+    nvml.load_status = Status::Ok();
+    driver.AddDevice("NVIDIA H200", "GPU-db6efce2-9109-5d84-cc7c-85f99424970e", 9, 0, 141ull << 30);
+    nvml.AddDevice("NVIDIA H200", "GPU-db6efce2-9109-5d84-cc7c-85f99424970e", 9, 0, 141ull << 30, 0);
+    fs.AddFile("/dev/nvidia0");
+    fs.AddFile("/dev/nvidiactl");
+    fs.AddFile("/dev/nvidia-uvm");
+    seams.pid = 100;
+  }
+};
+
+TEST(RunDoctorTest, HealthLayerReadsTheCheckedGpuAndRunsTheCopyTestOnce) {
+  H200Machine m;
+  m.nvml.health[0] = FakeNvml::HealthyH200();
+  m.nvml.health[0].pcie_width = 4;
+  DoctorOptions o;
+  o.run_onnxruntime = false;
+  Report r = RunDoctor(o, m.seams);
+  EXPECT_EQ(m.driver.copy_tests, 1);
+  ASSERT_NE(r.Find("health.pcie"), nullptr);
+  EXPECT_EQ(r.Find("health.pcie")->verdict, Verdict::kWarn);
+  EXPECT_EQ(r.Find("health.copy")->verdict, Verdict::kPass);
+  EXPECT_EQ(r.Find("health.clocks")->verdict, Verdict::kSkip);
+  EXPECT_EQ(r.Find("health.clocks")->seen, "the end-to-end run was not requested");
+}
+
+TEST(RunDoctorTest, CopyTestCanBeTurnedOff) {
+  H200Machine m;
+  DoctorOptions o;
+  o.run_onnxruntime = false;
+  o.copy_test = false;
+  Report r = RunDoctor(o, m.seams);
+  EXPECT_EQ(m.driver.copy_tests, 0);
+  EXPECT_EQ(r.Find("health.copy")->verdict, Verdict::kSkip);
+}
+
+TEST(RunDoctorTest, MigInstanceVisibleToCudaIsMatchedToItsGpu) {
+  H200Machine m;
+  // Under MIG, CUDA lists the instance (its UUID with CUDA's GPU- prefix),
+  // NVML the whole GPU.
+  m.driver.devices[0].uuid = "GPU-0b1c2d3e-0000-1111-2222-333344445555";
+  m.driver.devices[0].total_memory = 18ull << 30;
+  m.nvml.devices[0].mig_current = true;
+  m.nvml.health[0] = FakeNvml::HealthyH200();
+  m.nvml.health[0].mig_instances =
+      std::vector<gpu::NvmlMigInstance>{{"MIG-0b1c2d3e-0000-1111-2222-333344445555", 18ull << 30}};
+  m.env.Set("CUDA_VISIBLE_DEVICES", "MIG-0b1c2d3e-0000-1111-2222-333344445555");
+  DoctorOptions o;
+  o.run_onnxruntime = false;
+  Report r = RunDoctor(o, m.seams);
+  const Finding* mig = r.Find("health.mig");
+  ASSERT_NE(mig, nullptr);
+  EXPECT_EQ(mig->title, "this process runs on MIG instance MIG-0b1c2d3e-0000-1111-2222-333344445555");
+}
+
 }  // namespace
 }  // namespace ortgpu::doctor

@@ -137,5 +137,23 @@ TEST(ToolInputsTest, BenchThatCannotCreateItsThreadsExitsOneWithAMessage) {
   EXPECT_THAT(output, HasSubstr("ortgpu bench:"));
 }
 
+// Issue 13: --html writes the page beside the JSON on stdout, and the JSON
+// has the health layer (a skip on this GPU-less machine, never a failure).
+TEST(ToolInputsTest, DoctorHtmlAndJsonTogether) {
+  TempDir dir;
+  const std::string page = dir.Path("doctor.html");
+  Outcome o = RunOrtgpu({"doctor", "--json", "--html", page});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("\"health\": \"skip\""));
+  EXPECT_THAT(o.output, HasSubstr("\"id\": \"provider.tensorrt\""));
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(html, HasSubstr("<title>ortgpu doctor</title>"));
+  EXPECT_THAT(html, HasSubstr("2b GPU health and host-device path"));
+  Outcome bad = RunOrtgpu({"doctor", "--html", dir.Path("no/such/folder/x.html")});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("--html: cannot write the HTML report"));
+}
+
 }  // namespace
 }  // namespace ortgpu::e2e

@@ -33,7 +33,18 @@ class FakeFileSystem final : public FileSystem {
     nodes_[Normalize(link)] = Node{Kind::kSymlink, "", target};
   }
 
+  // IsWritableDirectory(path) is false for `path` (and everything in it).
+  void AddReadOnly(const std::string& path) { read_only_.push_back(Normalize(path)); }
+
   bool Exists(const std::string& path) const override { return Find(path) != nullptr; }
+  bool IsWritableDirectory(const std::string& path) const override {
+    if (!IsDirectory(path)) return false;
+    const std::string p = Resolve(path, 0);
+    for (const auto& ro : read_only_) {
+      if (p == ro || p.rfind(ro + "/", 0) == 0) return false;
+    }
+    return true;
+  }
   bool IsDirectory(const std::string& path) const override {
     const Node* n = Find(path);
     return n != nullptr && n->kind == Kind::kDirectory;
@@ -152,6 +163,7 @@ class FakeFileSystem final : public FileSystem {
   }
 
   std::map<std::string, Node> nodes_;
+  std::vector<std::string> read_only_;
   mutable std::atomic<uint64_t> range_reads_{0};
   mutable std::atomic<uint64_t> range_bytes_{0};
 };

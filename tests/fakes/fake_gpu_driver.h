@@ -18,6 +18,21 @@ class FakeGpuDriver final : public gpu::GpuDriver {
   int driver_version = 13000;
   int init_error = 0;  // CUresult returned by cuInit; 0 = success
   std::vector<gpu::CudaDeviceProps> devices;
+  // What MeasureCopyBandwidth returns: an H200 on PCIe 5 x16 by default.
+  Expected<gpu::CopyBandwidth> copy_result = H200Copies();
+  int copy_tests = 0;
+
+  static gpu::CopyBandwidth H200Copies() {
+    gpu::CopyBandwidth b;
+    b.bytes = 64ull << 20;
+    b.repetitions = 3;
+    b.pinned_h2d = 55.1;
+    b.pinned_d2h = 55.6;
+    b.pageable_h2d = 19.8;
+    b.pageable_d2h = 17.2;
+    b.total_ms = 60;
+    return b;
+  }
 
   // Adds a device; its ordinal is its position.
   FakeGpuDriver& AddDevice(const std::string& name, const std::string& uuid, int cc_major,
@@ -59,6 +74,14 @@ class FakeGpuDriver final : public gpu::GpuDriver {
       return gpu::CudaCallError("cuDeviceGet", 101, "invalid device ordinal");
     }
     return devices[static_cast<size_t>(ordinal)];
+  }
+  Expected<gpu::CopyBandwidth> MeasureCopyBandwidth(int ordinal, const gpu::CopyTestOptions&) override {
+    if (!initialized_) return gpu::CudaCallError("cuDevicePrimaryCtxRetain", 3, "");
+    if (ordinal < 0 || ordinal >= static_cast<int>(devices.size())) {
+      return gpu::CudaCallError("cuDeviceGet", 101, "invalid device ordinal");
+    }
+    ++copy_tests;
+    return copy_result;
   }
 
  private:

@@ -3,6 +3,7 @@
 // NVML missing.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +22,47 @@ class FakeNvml final : public gpu::Nvml {
   std::vector<gpu::NvmlDevice> devices;
   // (device index, pid) -> bytes used.
   std::map<std::pair<unsigned, uint32_t>, uint64_t> process_memory;
+  // Health(index) returns health[index] (a healthy H200 unless set).
+  std::map<unsigned, gpu::NvmlHealth> health;
+  // SampleClocks(index) returns these in turn, then repeats the last one
+  // (an H200 at full clock with no event reason when empty).
+  std::vector<gpu::NvmlClockSample> clock_samples;
+  int clock_sample_calls = 0;
+
+  // What a healthy H200 reports (nvidia-smi -q on the test machine).
+  static gpu::NvmlHealth HealthyH200() {
+    gpu::NvmlHealth h;
+    h.persistence_mode = true;
+    h.compute_mode = gpu::kNvmlComputeModeDefault;
+    h.ecc_current = true;
+    h.ecc_pending = true;
+    h.ecc_uncorrected_volatile = 0;
+    h.ecc_uncorrected_aggregate = 0;
+    h.not_checked["retired_pages"] = "nvmlDeviceGetRetiredPages: not supported on this GPU";
+    h.remapped_rows_correctable = 0;
+    h.remapped_rows_uncorrectable = 0;
+    h.row_remap_pending = false;
+    h.row_remap_failure = false;
+    h.pcie_gen = 5;
+    h.pcie_gen_max = 5;
+    h.pcie_gen_gpu_max = 5;
+    h.pcie_width = 16;
+    h.pcie_width_max = 16;
+    h.processes = std::vector<gpu::NvmlProcess>{};
+    return h;
+  }
+  static gpu::NvmlClockSample FullClock() {
+    gpu::NvmlClockSample s;
+    s.event_reasons = 0;
+    s.sm_clock_mhz = 1980;
+    s.sm_clock_max_mhz = 1980;
+    s.power_mw = 250000;
+    s.power_limit_mw = 700000;
+    s.temperature_c = 40;
+    s.pcie_gen = 5;
+    s.pcie_width = 16;
+    return s;
+  }
 
   // Adds a device with used/free memory; its index is its position.
   gpu::NvmlDevice& AddDevice(const std::string& name, const std::string& uuid, int cc_major,
@@ -70,6 +112,19 @@ class FakeNvml final : public gpu::Nvml {
     auto it = process_memory.find({index, pid});
     if (it == process_memory.end()) return NotFound("process holds no CUDA context");
     return it->second;
+  }
+  Expected<gpu::NvmlHealth> Health(unsigned index) override {
+    if (!loaded_) return FailedPrecondition("NVML is not initialised");
+    if (index >= devices.size()) return InvalidArgument(gpu::NvmlErrorText(2));
+    auto it = health.find(index);
+    return it != health.end() ? it->second : HealthyH200();
+  }
+  Expected<gpu::NvmlClockSample> SampleClocks(unsigned index) override {
+    if (!loaded_) return FailedPrecondition("NVML is not initialised");
+    if (index >= devices.size()) return InvalidArgument(gpu::NvmlErrorText(2));
+    const size_t at = static_cast<size_t>(clock_sample_calls++);
+    if (clock_samples.empty()) return FullClock();
+    return clock_samples[std::min(at, clock_samples.size() - 1)];
   }
 
  private:

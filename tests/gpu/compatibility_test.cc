@@ -1,5 +1,7 @@
 #include "gpu/compatibility.h"
 
+#include <set>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -84,7 +86,30 @@ TEST(EpBuildFor, Ort1_29HasCuda13AndCuda12BuildsWithCudnn9) {
   EXPECT_EQ(r.builds[0].cuda_major, 13);
   EXPECT_EQ(r.builds[0].cudnn_major, 9);
   EXPECT_EQ(r.builds[1].cuda_major, 12);
-  EXPECT_THAT(r.builds[0].source, HasSubstr("CUDA-ExecutionProvider"));
+  // Issue 13: the CUDA 13 row cites the package it was read from, not ORT's
+  // requirements page (which has no CUDA 13 table).
+  EXPECT_THAT(r.builds[0].source, HasSubstr("com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9"));
+  EXPECT_THAT(r.builds[0].source, HasSubstr("NEEDED libcudart.so.13"));
+  EXPECT_THAT(r.builds[1].source, HasSubstr("CUDA-ExecutionProvider"));
+}
+
+TEST(EpBuildFor, EveryRowCitesItsOwnSource) {
+  std::set<std::string> sources;
+  for (const char* v : {"1.0.0", "1.3.0", "1.5.0", "1.8.0", "1.10.0", "1.13.0", "1.16.0", "1.17.0", "1.18.0",
+                        "1.18.1", "1.19.0", "1.22.0", "1.25.0", "1.29.0"}) {
+    for (const auto& b : EpBuildFor(v).builds) {
+      EXPECT_FALSE(b.source.empty()) << v;
+      sources.insert(b.source);
+    }
+  }
+  EXPECT_GE(sources.size(), 15u);  // rows share no blanket citation
+  EXPECT_THAT(EpBuildFor("1.18.1").builds[1].source, HasSubstr("row '1.18.1 | 12.x | 9.x"));
+}
+
+TEST(CheckDriverForCuda, CitesTheRowItUsed) {
+  EXPECT_THAT(CheckDriverForCuda("580.159.03", 13, 0).source, HasSubstr("row 'CUDA 13.0 GA: >= 580.65.06'"));
+  EXPECT_THAT(CheckDriverForCuda("575.51.03", 12, 9).source, HasSubstr("CUDA 12.9 GA"));
+  EXPECT_THAT(CheckDriverForArch("580.159.03", 90).source, HasSubstr("CUDA 11.8 release notes (first toolkit with sm_90)"));
 }
 
 TEST(EpBuildFor, OfficialTableRows) {

@@ -1,5 +1,6 @@
 #include "gpu/cuda_driver.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -125,6 +126,87 @@ TEST(CudaDriverTest, FailedCallUsesTheDriversOwnDescriptionWhenPresent) {
   const Status st = driver->Init();
   EXPECT_THAT(st.message(), HasSubstr("cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"));
   EXPECT_EQ(CudaErrorCodeOf(st), kCudaErrorNoDevice);
+}
+
+// The copy test's entry points over host memory: a "device pointer" is a
+// host address, so the copies really move bytes and the test can check
+// that each buffer was freed and the context popped.
+int g_allocs = 0, g_host_allocs = 0, g_pushes = 0, g_pops = 0, g_retains = 0;
+size_t g_h2d_bytes = 0;
+int FakeRetain(void** ctx, int) { ++g_retains; *ctx = &g_retains; return 0; }
+int FakePush(void*) { ++g_pushes; return 0; }
+int FakePop(void** ctx) { ++g_pops; *ctx = &g_retains; return 0; }
+int FakeSync() { return 0; }
+int FakeMemAlloc(unsigned long long* p, size_t n) { ++g_allocs; *p = reinterpret_cast<unsigned long long>(std::malloc(n)); return 0; }
+int FakeMemAllocOom(unsigned long long*, size_t) { return 2; }  // CUDA_ERROR_OUT_OF_MEMORY
+int FakeMemFree(unsigned long long p) { --g_allocs; std::free(reinterpret_cast<void*>(p)); return 0; }
+int FakeMemAllocHost(void** p, size_t n) { ++g_host_allocs; *p = std::malloc(n); return 0; }
+int FakeMemFreeHost(void* p) { --g_host_allocs; std::free(p); return 0; }
+int FakeHtoD(unsigned long long d, const void* h, size_t n) { g_h2d_bytes += n; std::memcpy(reinterpret_cast<void*>(d), h, n); return 0; }
+int FakeDtoH(void* h, unsigned long long d, size_t n) { std::memcpy(h, reinterpret_cast<void*>(d), n); return 0; }
+
+FakeDynamicLoader::Library LibcudaWithCopies() {
+  FakeDynamicLoader::Library lib = FullLibcuda();
+  lib.symbols["cuDevicePrimaryCtxRetain"] = FakeDynamicLoader::Fn2Ptr(FakeRetain);
+  lib.symbols["cuCtxPushCurrent_v2"] = FakeDynamicLoader::Fn2Ptr(FakePush);
+  lib.symbols["cuCtxPopCurrent_v2"] = FakeDynamicLoader::Fn2Ptr(FakePop);
+  lib.symbols["cuCtxSynchronize"] = FakeDynamicLoader::Fn2Ptr(FakeSync);
+  lib.symbols["cuMemAlloc_v2"] = FakeDynamicLoader::Fn2Ptr(FakeMemAlloc);
+  lib.symbols["cuMemFree_v2"] = FakeDynamicLoader::Fn2Ptr(FakeMemFree);
+  lib.symbols["cuMemAllocHost_v2"] = FakeDynamicLoader::Fn2Ptr(FakeMemAllocHost);
+  lib.symbols["cuMemFreeHost"] = FakeDynamicLoader::Fn2Ptr(FakeMemFreeHost);
+  lib.symbols["cuMemcpyHtoD_v2"] = FakeDynamicLoader::Fn2Ptr(FakeHtoD);
+  lib.symbols["cuMemcpyDtoH_v2"] = FakeDynamicLoader::Fn2Ptr(FakeDtoH);
+  return lib;
+}
+
+TEST(CudaDriverTest, CopyTestTimesEveryKindAndFreesWhatItAllocated) {
+  FakeDynamicLoader loader;
+  loader.AddLibrary("libcuda.so.1", LibcudaWithCopies());
+  auto driver = NewCudaDriver({.loader = &loader});
+  ASSERT_TRUE(driver->Load().ok());
+  ASSERT_TRUE(driver->Init().ok());
+  g_allocs = g_host_allocs = g_pushes = g_pops = g_retains = 0;
+  g_h2d_bytes = 0;
+  const auto copies = driver->MeasureCopyBandwidth(0, {.bytes = 1 << 20, .repetitions = 2});
+  ASSERT_TRUE(copies.ok()) << copies.status().message();
+  EXPECT_EQ(copies->bytes, 1u << 20);
+  EXPECT_EQ(copies->repetitions, 2);
+  for (double gbps : {copies->pinned_h2d, copies->pinned_d2h, copies->pageable_h2d, copies->pageable_d2h}) {
+    EXPECT_GT(gbps, 0);
+  }
+  // One untimed and two timed copies from pinned and from pageable memory.
+  EXPECT_EQ(g_h2d_bytes, size_t{6} << 20);
+  EXPECT_EQ(g_allocs, 0);
+  EXPECT_EQ(g_host_allocs, 0);
+  EXPECT_EQ(g_pushes, 1);
+  EXPECT_EQ(g_pops, 1);
+  EXPECT_EQ(g_retains, 1);  // kept for ORT: never released
+}
+
+TEST(CudaDriverTest, CopyTestOutOfMemoryNamesTheCallAndLeavesTheContext) {
+  FakeDynamicLoader loader;
+  auto lib = LibcudaWithCopies();
+  lib.symbols["cuMemAlloc_v2"] = FakeDynamicLoader::Fn2Ptr(FakeMemAllocOom);
+  loader.AddLibrary("libcuda.so.1", lib);
+  auto driver = NewCudaDriver({.loader = &loader});
+  ASSERT_TRUE(driver->Load().ok());
+  ASSERT_TRUE(driver->Init().ok());
+  g_pushes = g_pops = 0;
+  const auto copies = driver->MeasureCopyBandwidth(0, {});
+  EXPECT_THAT(copies.status().message(), HasSubstr("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"));
+  EXPECT_EQ(g_pops, g_pushes);
+}
+
+TEST(CudaDriverTest, OldLibcudaWithoutCopyEntryPointsLoadsAndSaysTheTestCannotRun) {
+  FakeDynamicLoader loader;
+  loader.AddLibrary("libcuda.so.1", FullLibcuda());
+  auto driver = NewCudaDriver({.loader = &loader});
+  ASSERT_TRUE(driver->Load().ok());
+  ASSERT_TRUE(driver->Init().ok());
+  const auto copies = driver->MeasureCopyBandwidth(0, {});
+  EXPECT_EQ(copies.status().code(), Code::kUnimplemented);
+  EXPECT_THAT(copies.status().message(), HasSubstr("lacks cuDevicePrimaryCtxRetain"));
 }
 
 }  // namespace

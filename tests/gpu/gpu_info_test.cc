@@ -186,5 +186,11 @@ TEST(RealDriver, ProbesTheRealDriverWhenPresent) {
   EXPECT_EQ(mine.status().code(), Code::kNotFound) << mine.status().ToString();
 }
 
+TEST(SameDeviceUuid, MatchesCudasSpellingOfAMigInstance) {
+  EXPECT_TRUE(SameDeviceUuid("GPU-0b1c2d3e-0000-1111-2222-333344445555", "MIG-0b1c2d3e-0000-1111-2222-333344445555"));
+  EXPECT_FALSE(SameDeviceUuid("GPU-0b1c2d3e-0000-1111-2222-333344445555", "MIG-99999999-0000-1111-2222-333344445555"));
+  EXPECT_FALSE(SameDeviceUuid("", ""));
+}
+
 }  // namespace
 }  // namespace ortgpu::gpu
