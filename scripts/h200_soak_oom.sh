@@ -15,8 +15,9 @@
 #       answering batch-1 requests. Everything is checked and printed as
 #       PASS/FAIL lines in OUTDIR/oom.txt.
 # soak  10 minutes of ResNet-50 at saturation through `ortgpu perf` (64
-#       connections, batch-1 binary requests, dynamic batching [16, 32], two
-#       instances): ten 60 s steps, so the perf HTML report (OUTDIR/soak.html)
+#       connections, batch-1 binary requests; the best served config of
+#       docs/BENCHMARKS.md: dynamic batching [32], two instances, CUDA graphs,
+#       so batches take turns on the GPU): ten 60 s steps, so the perf HTML report (OUTDIR/soak.html)
 #       draws throughput, latency and GPU memory across the ten minutes. Host
 #       RSS of the server and GPU memory are sampled every 5 s into
 #       OUTDIR/soak_memory.csv; OUTDIR/soak.txt ends with errors (must be 0)
@@ -126,8 +127,8 @@ if [[ " $parts " == *" soak "* ]]; then
     model_dir $repo resnet50 "max_batch_size: 32
 $io
 instance_group [{ count: 2 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }
-$(cuda_params prefer_nhwc 1)"
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }
+$(cuda_params prefer_nhwc 1 enable_cuda_graph 1)"
     start_server $repo "$out/serve_soak.log" || exit 1
     sed -n '/^MODEL/,/^metrics/p' "$out/serve_soak.log"
     echo "t_s,rss_kib,gpu_mib" > "$out/soak_memory.csv"
