@@ -105,6 +105,16 @@ std::string WithoutSourceLocations(std::string_view m) {
   return out;
 }
 
+bool IsOutOfMemoryMessage(const std::string& m) {
+  auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
+  // The last: ORT's arena (BFCArena) at its limit, e.g. the CUDA EP's
+  // gpu_mem_limit ("Available memory of 166403584 is smaller than requested
+  // bytes of 411041792").
+  return has("out of memory") || has("Failed to allocate") || has("CUDA failure 2") ||
+         has("cudaErrorMemoryAllocation") || has("ALLOC_FAILED") ||
+         (has("Available memory of") && has("smaller than requested bytes"));
+}
+
 std::string HintForOrtMessage(const std::string& m) {
   auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
   if (has("libonnxruntime_providers_cuda.so") || has("cannot open shared object file") ||
@@ -112,10 +122,14 @@ std::string HintForOrtMessage(const std::string& m) {
     return "a library the execution provider needs could not be loaded; run `ortgpu doctor` to see "
            "which one, where copies exist, and the LD_LIBRARY_PATH or package that fixes it";
   }
-  if (has("out of memory") || has("Failed to allocate") || has("CUDA failure 2")) {
+  if (IsOutOfMemoryMessage(m)) {
     // gpu_mem_limit only helps when the GPU's arena ran out, not the host's.
     if (has("CUDA") || has("Cuda") || has("cuda") || has("GPU")) {
       return "the device ran out of memory; lower the batch size or the instance count, or set gpu_mem_limit";
+    }
+    if (has("Available memory of")) {
+      return "a memory arena reached its limit (on a GPU instance, the CUDA EP's gpu_mem_limit, or the GPU's own "
+             "memory); lower the batch size or the instance count, or raise gpu_mem_limit";
     }
     return "the host ran out of memory; lower the batch size, the input shapes or the concurrency, or give the "
            "process more memory";
@@ -155,9 +169,7 @@ Status StatusFromOrt(const Ort::Exception& e, const std::string& what) {
                            msg.find("cuDNN") != std::string::npos || msg.find("CUBLAS") != std::string::npos;
   const bool rejected = msg.find("Non-zero status code returned while running") != std::string::npos && !gpu_library;
   if (rejected) code = Code::kInvalidArgument;
-  if (msg.find("out of memory") != std::string::npos || msg.find("Failed to allocate") != std::string::npos) {
-    code = Code::kResourceExhausted;
-  }
+  if (IsOutOfMemoryMessage(msg)) code = Code::kResourceExhausted;
   if (msg.find("Failed to load library") != std::string::npos ||
       msg.find("Failed to load shared library") != std::string::npos ||
       msg.find("cannot open shared object file") != std::string::npos) {

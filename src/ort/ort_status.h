@@ -43,6 +43,12 @@ std::string FailureExplanation(std::string_view message);
 // removed, the explanation that follows is kept.
 std::string WithoutSourceLocations(std::string_view message);
 
+// Whether an ORT message says memory ran out: CUDA's and the host's
+// allocators, and ORT's arena at its limit (gpu_mem_limit). StatusFromOrt
+// makes those ResourceExhausted (503 / RESOURCE_EXHAUSTED to a client),
+// never a rejection of the inputs.
+bool IsOutOfMemoryMessage(const std::string& message);
+
 // Explanations for ORT messages users commonly meet (library load failures,
 // out of memory, bad models); "" when none applies.
 std::string HintForOrtMessage(const std::string& message);

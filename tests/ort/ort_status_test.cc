@@ -1,6 +1,7 @@
 #include "ort/ort_status.h"
 
 #include <gtest/gtest.h>
+#include <onnxruntime_cxx_api.h>
 
 namespace ortgpu {
 namespace {
@@ -39,6 +40,26 @@ TEST(OrtStatusTest, TheFailingNodeIsNamedFromOrtsMessage) {
       "returned while running Reshape node. Name:'frames' Status Message: cannot reshape {64,64} to {64,-1,80}\n";
   EXPECT_EQ(FailingNode(nested), "node 'frames' (Reshape)");
   EXPECT_EQ(FailureExplanation(nested), "cannot reshape {64,64} to {64,-1,80}");
+}
+
+// Issue 11, seen on the H200: a batch past the CUDA EP's gpu_mem_limit
+// failed with the arena's words, and was answered 400 as if the inputs were
+// wrong. Out of memory is ResourceExhausted (503), with what to change.
+TEST(OrtStatusTest, AnArenaAtItsLimitIsOutOfMemoryNotARejectedInput) {
+  const std::string arena =
+      "Non-zero status code returned while running Conv node. Name:'/conv1/Conv' Status Message: Available memory "
+      "of 783910400 is smaller than requested bytes of 822083584";
+  EXPECT_TRUE(IsOutOfMemoryMessage(arena));
+  EXPECT_TRUE(IsOutOfMemoryMessage("CUDA failure 2: out of memory ; GPU=0"));
+  EXPECT_TRUE(IsOutOfMemoryMessage("CUDNN failure 4: CUDNN_STATUS_ALLOC_FAILED"));
+  EXPECT_FALSE(IsOutOfMemoryMessage(kPadFailure));
+  const Status st = StatusFromOrt(Ort::Exception(std::string(arena), ORT_RUNTIME_EXCEPTION), "running model m");
+  EXPECT_EQ(st.code(), Code::kResourceExhausted);
+  EXPECT_EQ(st.message().find(std::string(kRunTimeRejection)), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("gpu_mem_limit"), std::string::npos) << st.message();
+  // A node that rejects its inputs stays InvalidArgument.
+  EXPECT_EQ(StatusFromOrt(Ort::Exception(std::string(kPadFailure), ORT_RUNTIME_EXCEPTION), "running model m").code(),
+            Code::kInvalidArgument);
 }
 
 }  // namespace
