@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 namespace ortgpu::serve {
 
@@ -18,10 +20,51 @@ struct SharedMemoryRegistry::Region {
   void* base = nullptr;  // the mapping, from the page holding `offset`
   size_t length = 0;
   size_t lead = 0;       // bytes from base to offset (page alignment)
+  // A CUDA region: its device address, and the IPC that opened it.
+  uint64_t device_address = 0;
+  std::shared_ptr<gpu::CudaIpc> cuda;
   ~Region() {
     if (base != nullptr) ::munmap(base, length);
+    if (cuda != nullptr && device_address != 0) {
+      if (Status st = cuda->Close(device_address, info.device_id); !st.ok()) {
+        spdlog::warn("closing CUDA shared memory region '{}': {}", info.name, st.message());
+      }
+    }
   }
 };
+
+SharedMemoryRegistry::~SharedMemoryRegistry() = default;
+
+Status SharedMemoryRegistry::RegisterCuda(const std::string& name, const std::string& raw_handle, int device_id,
+                                          uint64_t byte_size) {
+  if (name.empty()) return InvalidArgument("a shared memory region needs a name");
+  if (byte_size == 0) return InvalidArgument(fmt::format("CUDA shared memory region '{}' has byte_size 0", name));
+  if (device_id < 0) return InvalidArgument(fmt::format("CUDA shared memory region '{}': device_id {} is not a GPU", name, device_id));
+  std::shared_ptr<gpu::CudaIpc> cuda;
+  {
+    std::lock_guard lock(mu_);
+    if (regions_.count(name) > 0) {
+      return Status(Code::kAlreadyExists,
+                    fmt::format("shared memory region '{}' is already registered; unregister it first", name));
+    }
+    if (cuda_ == nullptr) cuda_ = gpu::MakeDriverCudaIpc();
+    cuda = cuda_;
+  }
+  auto address = cuda->Open(raw_handle, device_id);
+  if (!address) {
+    return Status(address.status().code(), fmt::format("failed to register CUDA shared memory region '{}': {}", name,
+                                                       address.status().message()));
+  }
+  auto region = std::make_shared<Region>();
+  region->info = {name, "", 0, byte_size, device_id};
+  region->device_address = *address;
+  region->cuda = std::move(cuda);
+  std::lock_guard lock(mu_);
+  if (!regions_.emplace(name, std::move(region)).second) {
+    return Status(Code::kAlreadyExists, fmt::format("shared memory region '{}' is already registered", name));
+  }
+  return Status::Ok();
+}
 
 Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key, uint64_t offset,
                                       uint64_t byte_size) {
@@ -65,35 +108,48 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
   return Status::Ok();
 }
 
-void SharedMemoryRegistry::Unregister(const std::string& name) {
+namespace {
+bool OfKind(const SharedMemoryRegionInfo& info, SharedMemoryKind kind) {
+  return (info.device_id >= 0) == (kind == SharedMemoryKind::kCuda);
+}
+const char* KindName(SharedMemoryKind kind) { return kind == SharedMemoryKind::kCuda ? "CUDA" : "system"; }
+}  // namespace
+
+void SharedMemoryRegistry::Unregister(const std::string& name, SharedMemoryKind kind) {
+  std::vector<std::shared_ptr<Region>> dropped;  // closed after the lock is released
   std::lock_guard lock(mu_);
-  if (name.empty()) {
-    regions_.clear();
-  } else {
-    regions_.erase(name);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    if ((name.empty() || it->first == name) && OfKind(it->second->info, kind)) {
+      dropped.push_back(std::move(it->second));
+      it = regions_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
-Expected<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Regions(const std::string& name) const {
+Expected<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Regions(const std::string& name,
+                                                                            SharedMemoryKind kind) const {
   std::lock_guard lock(mu_);
   std::vector<SharedMemoryRegionInfo> out;
   for (const auto& [n, r] : regions_) {
-    if (name.empty() || n == name) out.push_back(r->info);
+    if ((name.empty() || n == name) && OfKind(r->info, kind)) out.push_back(r->info);
   }
   if (!name.empty() && out.empty()) {
-    return NotFound(fmt::format("Unable to find system shared memory region: '{}'", name));
+    return NotFound(fmt::format("Unable to find {} shared memory region: '{}'", KindName(kind), name));
   }
   return out;
 }
 
-Expected<SharedMemoryRegistry::View> SharedMemoryRegistry::Find(const std::string& name, uint64_t offset,
-                                                                uint64_t size) const {
+Expected<std::shared_ptr<SharedMemoryRegistry::Region>> SharedMemoryRegistry::Lookup(const std::string& name,
+                                                                                     uint64_t offset,
+                                                                                     uint64_t size) const {
   std::shared_ptr<Region> r;
   {
     std::lock_guard lock(mu_);
     auto it = regions_.find(name);
     if (it == regions_.end()) {
-      return NotFound(fmt::format("Unable to find system shared memory region: '{}'; register it first", name));
+      return NotFound(fmt::format("Unable to find shared memory region: '{}'; register it first", name));
     }
     r = it->second;
   }
@@ -101,11 +157,36 @@ Expected<SharedMemoryRegistry::View> SharedMemoryRegistry::Find(const std::strin
     return InvalidArgument(fmt::format("shared memory region '{}' holds {} bytes; offset {} + {} bytes is outside it",
                                        name, r->info.byte_size, offset, size));
   }
+  return r;
+}
+
+Expected<SharedMemoryRegistry::View> SharedMemoryRegistry::Find(const std::string& name, uint64_t offset,
+                                                                uint64_t size) const {
+  ORTGPU_ASSIGN_OR_RETURN(std::shared_ptr<Region> r, Lookup(name, offset, size));
   View v;
-  v.data = static_cast<uint8_t*>(r->base) + r->lead + offset;
   v.size = static_cast<size_t>(size);
+  if (r->cuda != nullptr) {
+    auto copy = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(v.size, 1)]);
+    ORTGPU_RETURN_IF_ERROR(r->cuda->ToHost(copy.get(), r->device_address + offset, v.size, r->info.device_id)
+                               .WithContext(fmt::format("reading CUDA shared memory region '{}'", name)));
+    v.data = copy.get();
+    v.owner = std::move(copy);
+    return v;
+  }
+  v.data = static_cast<uint8_t*>(r->base) + r->lead + offset;
   v.owner = std::move(r);
   return v;
+}
+
+Status SharedMemoryRegistry::Write(const std::string& name, uint64_t offset, std::string_view bytes) const {
+  ORTGPU_ASSIGN_OR_RETURN(std::shared_ptr<Region> r, Lookup(name, offset, bytes.size()));
+  if (bytes.empty()) return Status::Ok();
+  if (r->cuda != nullptr) {
+    return r->cuda->ToDevice(r->device_address + offset, bytes.data(), bytes.size(), r->info.device_id)
+        .WithContext(fmt::format("writing CUDA shared memory region '{}'", name));
+  }
+  std::memcpy(static_cast<uint8_t*>(r->base) + r->lead + offset, bytes.data(), bytes.size());
+  return Status::Ok();
 }
 
 Expected<std::optional<SharedMemoryRef>> SharedMemoryRefFromParameters(const std::map<std::string, std::string>& p,
@@ -210,8 +291,7 @@ Status WriteSharedMemoryOutputs(InferResponse& response, const std::vector<Reque
                                            "shared_memory_byte_size",
                                            where, bytes.size(), ref->region, ref->byte_size));
       }
-      ORTGPU_ASSIGN_OR_RETURN(auto view, shm.Find(ref->region, ref->offset, bytes.size()));
-      if (!bytes.empty()) std::memcpy(view.data, bytes.data(), bytes.size());
+      ORTGPU_RETURN_IF_ERROR(shm.Write(ref->region, ref->offset, bytes));
       if (response.output_parameters.size() < response.outputs.size()) {
         response.output_parameters.resize(response.outputs.size());
       }

@@ -1,10 +1,17 @@
-// SharedMemoryRegistry: Triton's system shared memory extension. A client
-// on the same machine creates a POSIX shared memory object (shm_open KEY),
-// registers a region of it under a name (offset, byte size), and then names
-// that region instead of sending tensor bytes: inputs are read from it (the
-// tensor borrows the mapped bytes, no copy) and outputs are written into it.
+// SharedMemoryRegistry: Triton's system and CUDA shared memory extensions.
+// A client on the same machine creates a POSIX shared memory object
+// (shm_open KEY) or device memory with a CUDA IPC handle
+// (cudaIpcGetMemHandle), registers it under a name (system: key, offset,
+// byte size; CUDA: the raw handle, the GPU, byte size), and then names that
+// region instead of sending tensor bytes: inputs are read from it and
+// outputs written into it. A system region's inputs are read in place (the
+// tensor borrows the mapped bytes); a CUDA region's are copied to the host
+// once (device to host) and its outputs copied in (host to device), through
+// the gpu::CudaIpc seam: the batch is joined in host memory, so device
+// inputs are not yet handed to ORT as they are.
 //
-// A region stays mapped while any tensor still borrows it, even once it is
+// Region names are one namespace for both kinds, as in Triton. A region
+// stays mapped while any tensor still borrows it, even once it is
 // unregistered. Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -14,8 +21,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "gpu/cuda_ipc.h"
 #include "serve/inference.h"
 #include "status/expected.h"
 
@@ -23,13 +32,27 @@ namespace ortgpu::serve {
 
 struct SharedMemoryRegionInfo {
   std::string name;
-  std::string key;  // the shm_open name
+  std::string key;  // the shm_open name (system regions)
   uint64_t offset = 0;
   uint64_t byte_size = 0;
+  int device_id = -1;  // the GPU of a CUDA region; -1: a system region
 };
+
+enum class SharedMemoryKind { kSystem, kCuda };
 
 class SharedMemoryRegistry {
  public:
+  // `cuda` opens CUDA regions; null: libcuda's driver API, loaded when the
+  // first CUDA region is registered.
+  explicit SharedMemoryRegistry(std::shared_ptr<gpu::CudaIpc> cuda = nullptr) : cuda_(std::move(cuda)) {}
+  ~SharedMemoryRegistry();
+  // The IPC that CUDA regions registered from now on are opened with (a
+  // fake in tests).
+  void SetCudaIpc(std::shared_ptr<gpu::CudaIpc> cuda) {
+    std::lock_guard lock(mu_);
+    cuda_ = std::move(cuda);
+  }
+
   // Bytes of a registered region, kept mapped by `owner`.
   struct View {
     std::shared_ptr<const void> owner;
@@ -41,17 +64,32 @@ class SharedMemoryRegistry {
   // AlreadyExists for a name in use; NotFound when the object cannot be
   // opened; InvalidArgument when the range does not fit in it.
   Status Register(const std::string& name, const std::string& key, uint64_t offset, uint64_t byte_size);
-  // Forgets `name` ("" = every region). A name not registered is no error.
-  void Unregister(const std::string& name);
-  // Every region ("") or the one named; NotFound for an unknown name.
-  Expected<std::vector<SharedMemoryRegionInfo>> Regions(const std::string& name) const;
-  // `size` bytes at `offset` inside region `name`. NotFound for an unknown
-  // region; InvalidArgument when the range is outside it.
+  // Opens `raw_handle` (gpu::kCudaIpcHandleBytes bytes) on GPU `device_id`
+  // as `name`, `byte_size` bytes. AlreadyExists for a name in use;
+  // InvalidArgument for a handle of another size, a zero size or a GPU the
+  // server cannot see; Unavailable without a driver.
+  Status RegisterCuda(const std::string& name, const std::string& raw_handle, int device_id, uint64_t byte_size);
+  // Forgets `name` of that kind ("" = every region of it). A name not
+  // registered is no error.
+  void Unregister(const std::string& name, SharedMemoryKind kind = SharedMemoryKind::kSystem);
+  // Every region of that kind ("") or the one named; NotFound for an
+  // unknown name (in Triton's words).
+  Expected<std::vector<SharedMemoryRegionInfo>> Regions(const std::string& name,
+                                                        SharedMemoryKind kind = SharedMemoryKind::kSystem) const;
+  // `size` bytes at `offset` inside region `name`, in host memory: a system
+  // region's mapped bytes, a CUDA region's copied to the host (the view
+  // owns the copy). NotFound for an unknown region; InvalidArgument when the
+  // range is outside it.
   Expected<View> Find(const std::string& name, uint64_t offset, uint64_t size) const;
+  // Writes `bytes` at `offset` into region `name` (a CUDA region: host to
+  // device). Errors as Find's.
+  Status Write(const std::string& name, uint64_t offset, std::string_view bytes) const;
 
  private:
   struct Region;
+  Expected<std::shared_ptr<Region>> Lookup(const std::string& name, uint64_t offset, uint64_t size) const;
   mutable std::mutex mu_;
+  std::shared_ptr<gpu::CudaIpc> cuda_;                      // guarded by mu_ (made on first use)
   std::map<std::string, std::shared_ptr<Region>> regions_;  // guarded by mu_
 };
 

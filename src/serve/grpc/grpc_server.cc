@@ -1,5 +1,7 @@
 #include "serve/grpc/grpc_server.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <climits>
 #include <condition_variable>
@@ -353,17 +355,30 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   }
   ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
                                                      const inference::CudaSharedMemoryStatusRequest* req,
-                                                     inference::CudaSharedMemoryStatusResponse*) override {
-    return Reply(ctx, NoRegion(req->name(), "CUDA"));
+                                                     inference::CudaSharedMemoryStatusResponse* resp) override {
+    auto regions = s_.settings.system_shm.Regions(req->name(), SharedMemoryKind::kCuda);
+    if (!regions) return Reply(ctx, regions.status());
+    for (const auto& r : *regions) {
+      auto& e = (*resp->mutable_regions())[r.name];
+      e.set_name(r.name);
+      e.set_device_id(static_cast<uint64_t>(r.device_id));
+      e.set_byte_size(r.byte_size);
+    }
+    return Reply(ctx, Status::Ok());
   }
   ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
-                                                       const inference::CudaSharedMemoryRegisterRequest*,
+                                                       const inference::CudaSharedMemoryRegisterRequest* req,
                                                        inference::CudaSharedMemoryRegisterResponse*) override {
-    return Reply(ctx, Unimplemented("CUDA shared memory is not supported yet; send tensors in raw_input_contents"));
+    if (req->device_id() < 0 || req->device_id() > std::numeric_limits<int>::max()) {
+      return Reply(ctx, InvalidArgument("device_id " + std::to_string(req->device_id()) + " is not a GPU"));
+    }
+    return Reply(ctx, s_.settings.system_shm.RegisterCuda(req->name(), req->raw_handle(),
+                                                          static_cast<int>(req->device_id()), req->byte_size()));
   }
   ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
-                                                         const inference::CudaSharedMemoryUnregisterRequest*,
+                                                         const inference::CudaSharedMemoryUnregisterRequest* req,
                                                          inference::CudaSharedMemoryUnregisterResponse*) override {
+    s_.settings.system_shm.Unregister(req->name(), SharedMemoryKind::kCuda);
     return Reply(ctx, Status::Ok());
   }
 
@@ -407,11 +422,6 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
       reactor->Finish(ToGrpc(st));
     });
     return reactor;
-  }
-
-  static Status NoRegion(const std::string& name, std::string_view kind) {
-    if (name.empty()) return Status::Ok();  // every region: none
-    return NotFound(fmt::format("Unable to find {} shared memory region: '{}'", kind, name));
   }
 
   State& s_;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/config_json.h"
+#include "serve/protocol/base64.h"
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
@@ -189,25 +190,16 @@ Status CheckLoadParameters(std::string_view body) {
 HttpReply SharedMemory(const EndpointRequest& request) {
   using protocol::Endpoint;
   const Endpoint e = request.route.endpoint;
-  if (e == Endpoint::kCudaShmStatus) {
-    if (!request.route.region.empty()) {
-      return ErrorReply(NotFound(fmt::format("Unable to find CUDA shared memory region: '{}'", request.route.region)));
-    }
-    return JsonReply(nlohmann::json::array());
-  }
-  if (e == Endpoint::kCudaShmUnregister) return JsonReply(nlohmann::json::object());
-  if (e == Endpoint::kCudaShmRegister) {
-    return ErrorReply(Unimplemented("CUDA shared memory is not supported yet; use system shared memory or send the "
-                                    "tensors in the request"));
-  }
   if (request.settings == nullptr) return ErrorReply(Unimplemented("this server has no shared memory"));
   SharedMemoryRegistry& shm = request.settings->system_shm;
-  if (e == Endpoint::kSystemShmUnregister) {
-    shm.Unregister(request.route.region);
+  const bool cuda = e == Endpoint::kCudaShmStatus || e == Endpoint::kCudaShmRegister || e == Endpoint::kCudaShmUnregister;
+  const SharedMemoryKind kind = cuda ? SharedMemoryKind::kCuda : SharedMemoryKind::kSystem;
+  if (e == Endpoint::kSystemShmUnregister || e == Endpoint::kCudaShmUnregister) {
+    shm.Unregister(request.route.region, kind);
     return JsonReply(nlohmann::json::object());
   }
+  const std::string_view body = request.body.view();
   if (e == Endpoint::kSystemShmRegister) {
-    const std::string_view body = request.body.view();
     auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j["key"].is_string() ||
         !j.contains("byte_size") || !j["byte_size"].is_number_unsigned() ||
@@ -219,11 +211,30 @@ HttpReply SharedMemory(const EndpointRequest& request) {
                              j["byte_size"].get<uint64_t>());
     return st.ok() ? JsonReply(nlohmann::json::object()) : ErrorReply(st);
   }
-  auto regions = shm.Regions(request.route.region);
+  if (e == Endpoint::kCudaShmRegister) {
+    auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("raw_handle") || !j["raw_handle"].is_object() ||
+        !j["raw_handle"].contains("b64") || !j["raw_handle"]["b64"].is_string() || !j.contains("byte_size") ||
+        !j["byte_size"].is_number_unsigned() || (j.contains("device_id") && !j["device_id"].is_number_unsigned())) {
+      return ErrorReply(InvalidArgument("the register body must be a JSON object such as "
+                                        R"({"raw_handle": {"b64": "<base64 of the cudaIpcMemHandle_t>"}, )"
+                                        R"("device_id": 0, "byte_size": 1024})"));
+    }
+    auto handle = protocol::DecodeBase64(j["raw_handle"]["b64"].get<std::string>());
+    if (!handle) return ErrorReply(handle.status().WithContext("raw_handle.b64"));
+    Status st = shm.RegisterCuda(request.route.region, *handle, j.value("device_id", 0),
+                                 j["byte_size"].get<uint64_t>());
+    return st.ok() ? JsonReply(nlohmann::json::object()) : ErrorReply(st);
+  }
+  auto regions = shm.Regions(request.route.region, kind);
   if (!regions) return ErrorReply(regions.status());
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : *regions) {
-    arr.push_back({{"name", r.name}, {"key", r.key}, {"offset", r.offset}, {"byte_size", r.byte_size}});
+    if (cuda) {
+      arr.push_back({{"name", r.name}, {"device_id", r.device_id}, {"byte_size", r.byte_size}});
+    } else {
+      arr.push_back({{"name", r.name}, {"key", r.key}, {"offset", r.offset}, {"byte_size", r.byte_size}});
+    }
   }
   return JsonReply(arr);
 }

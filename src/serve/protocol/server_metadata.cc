@@ -12,7 +12,7 @@ std::string ServerVersion() { return ORTGPU_VERSION; }
 // is recorded (docs/PROTOCOL.md).
 std::vector<std::string> ServerExtensions() {
   return {"binary_tensor_data", "statistics", "model_repository", "model_configuration", "schedule_policy",
-          "logging", "system_shared_memory", "classification"};
+          "logging", "system_shared_memory", "cuda_shared_memory", "classification"};
 }
 
 }  // namespace ortgpu::serve::protocol

@@ -16,6 +16,7 @@
 #include "fakes/fake_model_server.h"
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
+#include "fakes/fake_cuda_ipc.h"
 #include "support/shm_object.h"
 
 namespace ortgpu::serve {
@@ -526,7 +527,64 @@ TEST_F(GrpcServerTest, SystemSharedMemoryCarriesInputsAndOutputs) {
   ctx = Ctx();
   st = stub_->ModelInfer(ctx.get(), req, &resp);
   EXPECT_EQ(st.error_code(), ::grpc::StatusCode::NOT_FOUND);
-  EXPECT_THAT(st.error_message(), HasSubstr("Unable to find system shared memory region: 'r0'"));
+  EXPECT_THAT(st.error_message(), HasSubstr("Unable to find shared memory region: 'r0'"));
+  ExpectAlive();
+}
+
+// CUDA shared memory over gRPC, the device memory faked on the host: the
+// raw cudaIpcMemHandle bytes register a region whose memory the input is
+// read from and the output written into.
+TEST_F(GrpcServerTest, CudaSharedMemoryCarriesInputsAndOutputs) {
+  auto ipc = std::make_shared<ortgpu::testing::FakeCudaIpc>();
+  settings_.system_shm.SetCudaIpc(ipc);
+  const std::string handle = ipc->Export(32, /*device=*/0);
+  const float in[2] = {3.0f, 0.5f};
+  std::memcpy(ipc->Memory(handle).data(), in, sizeof in);
+  inference::CudaSharedMemoryRegisterRequest reg;
+  reg.set_name("g0");
+  reg.set_raw_handle(handle);
+  reg.set_device_id(0);
+  reg.set_byte_size(32);
+  inference::CudaSharedMemoryRegisterResponse reg_resp;
+  auto ctx = Ctx();
+  auto st = stub_->CudaSharedMemoryRegister(ctx.get(), reg, &reg_resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  inference::CudaSharedMemoryStatusResponse status;
+  ctx = Ctx();
+  ASSERT_TRUE(stub_->CudaSharedMemoryStatus(ctx.get(), {}, &status).ok());
+  ASSERT_EQ(status.regions().count("g0"), 1u);
+  EXPECT_EQ(status.regions().at("g0").byte_size(), 32u);
+  EXPECT_EQ(status.regions().at("g0").device_id(), 0u);
+
+  inference::ModelInferRequest req;
+  req.set_model_name("echo");
+  auto* input = req.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(1);
+  input->add_shape(2);
+  (*input->mutable_parameters())["shared_memory_region"].set_string_param("g0");
+  (*input->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  auto* output = req.add_outputs();
+  output->set_name("x");
+  (*output->mutable_parameters())["shared_memory_region"].set_string_param("g0");
+  (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  (*output->mutable_parameters())["shared_memory_offset"].set_int64_param(8);
+  inference::ModelInferResponse resp;
+  ctx = Ctx();
+  st = stub_->ModelInfer(ctx.get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  float out[2];
+  std::memcpy(out, ipc->Memory(handle).data() + 8, sizeof out);
+  EXPECT_EQ(out[0], 3.0f);
+  EXPECT_EQ(out[1], 0.5f);
+
+  inference::CudaSharedMemoryUnregisterRequest unreg;
+  unreg.set_name("g0");
+  inference::CudaSharedMemoryUnregisterResponse unreg_resp;
+  ctx = Ctx();
+  ASSERT_TRUE(stub_->CudaSharedMemoryUnregister(ctx.get(), unreg, &unreg_resp).ok());
+  EXPECT_EQ(ipc->open_count(), 0);
   ExpectAlive();
 }
 
@@ -558,7 +616,7 @@ TEST_F(GrpcServerTest, SharedMemoryErrorsAreClear) {
   inference::CudaSharedMemoryRegisterResponse cuda_reg;
   ctx = Ctx();
   EXPECT_EQ(stub_->CudaSharedMemoryRegister(ctx.get(), {}, &cuda_reg).error_code(),
-            ::grpc::StatusCode::UNIMPLEMENTED);
+            ::grpc::StatusCode::INVALID_ARGUMENT);  // no name
 }
 
 TEST_F(GrpcServerTest, BusyPortIsUnavailableNamingTheFlag) {

@@ -115,7 +115,7 @@ TEST_F(HttpServerTest, ServerMetadataListsExtensions) {
   EXPECT_TRUE(j["version"].is_string());
   EXPECT_EQ(j["extensions"], nlohmann::json({"binary_tensor_data", "statistics", "model_repository",
                                              "model_configuration", "schedule_policy", "logging",
-                                             "system_shared_memory", "classification"}));
+                                             "system_shared_memory", "cuda_shared_memory", "classification"}));
   EXPECT_EQ(r.header("Content-Type"), "application/json");
 }
 
