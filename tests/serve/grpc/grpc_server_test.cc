@@ -200,11 +200,25 @@ TEST_F(GrpcServerTest, RepositoryIndexLoadAndUnload) {
   ctx = Ctx();
   EXPECT_EQ(stub_->RepositoryModelLoad(ctx.get(), load, &loaded).error_code(), ::grpc::StatusCode::NOT_FOUND);
   load.set_model_name("echo");
+  // Issue 10: config as string_param, file: as bytes_param reach the server.
   (*load.mutable_parameters())["config"].set_string_param("{}");
+  (*load.mutable_parameters())["file:1/model.onnx"].set_bytes_param(std::string("on\0nx", 5));
   ctx = Ctx();
   auto st = stub_->RepositoryModelLoad(ctx.get(), load, &loaded);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(fake_.last_load_parameters().config_json.value_or(""), "{}");
+  EXPECT_EQ(fake_.last_load_parameters().files.at("1/model.onnx"), std::string("on\0nx", 5));
+  (*load.mutable_parameters())["file:1/model.onnx"].set_string_param("onnx");
+  ctx = Ctx();
+  st = stub_->RepositoryModelLoad(ctx.get(), load, &loaded);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("'file:1/model.onnx' must be a bytes_param"));
+  load.clear_parameters();
+  (*load.mutable_parameters())["priority"].set_int64_param(1);
+  ctx = Ctx();
+  st = stub_->RepositoryModelLoad(ctx.get(), load, &loaded);
   EXPECT_EQ(st.error_code(), ::grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(st.error_message(), HasSubstr("'config'"));
+  EXPECT_THAT(st.error_message(), HasSubstr("'priority'"));
 }
 
 TEST_F(GrpcServerTest, ModelInferRawContentsRoundTrip) {
