@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "model_config.pb.h"
 #include "serve/inference.h"
+#include "serve/scheduler/model_stats.h"
 #include "status/expected.h"
 
 namespace ortgpu::serve {
@@ -73,11 +73,12 @@ class ModelServer {
   // model or version.
   virtual Expected<ModelMetadata> Metadata(const std::string& model, const std::string& version) const = 0;
   virtual Expected<bool> IsModelReady(const std::string& model, const std::string& version) const = 0;
-  // Triton's JSON form of the model configuration.
-  virtual Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const = 0;
-  // Triton's statistics extension body ({"model_stats": [...]}); model ""
-  // means every model.
-  virtual Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const = 0;
+  // The version's completed model configuration (each front end writes it
+  // in its own form: TritonConfigJson over HTTP, the message over gRPC).
+  virtual Expected<inference::ModelConfig> ModelConfig(const std::string& model, const std::string& version) const = 0;
+  // The statistics extension's figures, one per version (model "": every
+  // model; version "": every READY version of it).
+  virtual Expected<std::vector<StatsSnapshot>> Statistics(const std::string& model, const std::string& version) const = 0;
 
   // The labels of an output (its config's label_filename, one per line),
   // for the classification extension; empty when it names none.

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "serve/config_json.h"
 #include "serve/output_limit.h"
 #include "serve/scheduler/request_validation.h"
 
@@ -467,35 +466,32 @@ Expected<bool> ServerCore::IsModelReady(const std::string& model, const std::str
   return r.status();
 }
 
-Expected<nlohmann::json> ServerCore::ModelConfig(const std::string& model, const std::string& version) const {
+Expected<inference::ModelConfig> ServerCore::ModelConfig(const std::string& model, const std::string& version) const {
   if (shutting_down_) return Unavailable("the server is shutting down");
   std::lock_guard<std::mutex> lock(mu_);
   ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
-  return TritonConfigJson(m->config);
+  return m->config;
 }
 
-Expected<nlohmann::json> ServerCore::Statistics(const std::string& model, const std::string& version) const {
+Expected<std::vector<StatsSnapshot>> ServerCore::Statistics(const std::string& model, const std::string& version) const {
   if (shutting_down_) return Unavailable("the server is shutting down");
   std::lock_guard<std::mutex> lock(mu_);
-  nlohmann::json stats = nlohmann::json::array();
+  std::vector<StatsSnapshot> stats;
   if (!model.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
-    stats.push_back(m->stats->ToJson(model, std::to_string(m->version)));
-    if (version.empty()) {
-      // Every READY version, as Triton lists them.
-      stats = nlohmann::json::array();
-      for (const auto& [v, slot] : models_.at(model).versions) {
-        if (slot.model) stats.push_back(slot.model->stats->ToJson(model, std::to_string(v)));
-      }
+    if (!version.empty()) return std::vector<StatsSnapshot>{m->stats->Snapshot(model, std::to_string(m->version))};
+    // Every READY version, as Triton lists them.
+    for (const auto& [v, slot] : models_.at(model).versions) {
+      if (slot.model) stats.push_back(slot.model->stats->Snapshot(model, std::to_string(v)));
     }
-  } else {
-    for (const auto& [name, rec] : models_) {
-      for (const auto& [v, slot] : rec.versions) {
-        if (slot.model) stats.push_back(slot.model->stats->ToJson(name, std::to_string(v)));
-      }
+    return stats;
+  }
+  for (const auto& [name, rec] : models_) {
+    for (const auto& [v, slot] : rec.versions) {
+      if (slot.model) stats.push_back(slot.model->stats->Snapshot(name, std::to_string(v)));
     }
   }
-  return nlohmann::json{{"model_stats", stats}};
+  return stats;
 }
 
 Expected<std::vector<std::string>> ServerCore::OutputLabels(const std::string& model, const std::string& version,

@@ -107,8 +107,8 @@ class ServerCore : public ModelServer {
   bool IsReady() const override;
   Expected<ModelMetadata> Metadata(const std::string& model, const std::string& version) const override;
   Expected<bool> IsModelReady(const std::string& model, const std::string& version) const override;
-  Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const override;
-  Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const override;
+  Expected<inference::ModelConfig> ModelConfig(const std::string& model, const std::string& version) const override;
+  Expected<std::vector<StatsSnapshot>> Statistics(const std::string& model, const std::string& version) const override;
   // Reads the label file on each call (classification requests only).
   Expected<std::vector<std::string>> OutputLabels(const std::string& model, const std::string& version,
                                                   const std::string& output) const override;

@@ -49,18 +49,25 @@ class FakeModelServer : public ModelServer {
     ORTGPU_RETURN_IF_ERROR(Check(model, version));
     return model == "echo";
   }
-  Expected<nlohmann::json> ModelConfig(const std::string& model, const std::string& version) const override {
+  Expected<inference::ModelConfig> ModelConfig(const std::string& model, const std::string& version) const override {
     ORTGPU_RETURN_IF_ERROR(Check(model, version));
-    return nlohmann::json{{"name", model}, {"platform", "onnxruntime_onnx"}, {"max_batch_size", 8}};
+    inference::ModelConfig config;
+    config.set_name(model);
+    config.set_platform("onnxruntime_onnx");
+    config.set_max_batch_size(8);
+    return config;
   }
-  Expected<nlohmann::json> Statistics(const std::string& model, const std::string& version) const override {
-    nlohmann::json stats = nlohmann::json::array();
+  Expected<std::vector<StatsSnapshot>> Statistics(const std::string& model, const std::string& version) const override {
+    std::vector<StatsSnapshot> stats;
     for (std::string m : {"broken", "echo"}) {
       if (!model.empty() && model != m) continue;
-      stats.push_back({{"name", m}, {"version", "1"}, {"inference_count", 0}});
+      StatsSnapshot s;
+      s.name = m;
+      s.version = "1";
+      stats.push_back(s);
     }
     if (!model.empty()) ORTGPU_RETURN_IF_ERROR(Check(model, version));
-    return nlohmann::json{{"model_stats", stats}};
+    return stats;
   }
   std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const override {
     std::vector<ModelVersionStatus> out;

@@ -1,5 +1,7 @@
 #include "serve/grpc/grpc_codec.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -264,6 +266,38 @@ Status GrpcMessageFromJson(const nlohmann::json& json, google::protobuf::Message
                                 out.GetDescriptor()->name(), st.ToString()));
   }
   return Status::Ok();
+}
+
+namespace {
+void SetDuration(const Duration& d, inference::StatisticDuration& out) {
+  out.set_count(d.count);
+  out.set_ns(d.ns);
+}
+}  // namespace
+
+void EncodeGrpcStatistics(const std::vector<StatsSnapshot>& versions, inference::ModelStatisticsResponse& out) {
+  for (const StatsSnapshot& v : versions) {
+    inference::ModelStatistics& m = *out.add_model_stats();
+    m.set_name(v.name);
+    m.set_version(v.version);
+    m.set_last_inference(static_cast<uint64_t>(std::max<int64_t>(0, v.last_inference_ms)));
+    m.set_inference_count(v.inference_count);
+    m.set_execution_count(v.execution_count);
+    inference::InferStatistics& s = *m.mutable_inference_stats();
+    SetDuration(v.success, *s.mutable_success());
+    SetDuration(v.fail, *s.mutable_fail());
+    SetDuration(v.queue, *s.mutable_queue());
+    SetDuration(v.compute_input, *s.mutable_compute_input());
+    SetDuration(v.compute_infer, *s.mutable_compute_infer());
+    SetDuration(v.compute_output, *s.mutable_compute_output());
+    for (const auto& [size, f] : v.batches) {
+      inference::InferBatchStatistics& b = *m.add_batch_stats();
+      b.set_batch_size(static_cast<uint64_t>(size));
+      SetDuration(f.compute_input, *b.mutable_compute_input());
+      SetDuration(f.compute_infer, *b.mutable_compute_infer());
+      SetDuration(f.compute_output, *b.mutable_compute_output());
+    }
+  }
 }
 
 }  // namespace ortgpu::serve

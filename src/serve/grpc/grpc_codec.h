@@ -36,6 +36,7 @@
 
 #include "grpc_service.pb.h"
 #include "serve/inference.h"
+#include "serve/scheduler/model_stats.h"
 #include "serve/shared_memory.h"
 #include "status/expected.h"
 
@@ -53,6 +54,10 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
 // empty raw entry. Internal when an output's datatype has no KServe name or
 // its data does not match its shape.
 Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelInferResponse& out);
+
+// The statistics extension's answer (ModelStatistics), field for field what
+// protocol::StatisticsToJson writes over HTTP.
+void EncodeGrpcStatistics(const std::vector<StatsSnapshot>& versions, inference::ModelStatisticsResponse& out);
 
 // One parameter as the core keeps it (JSON text) and as gRPC sends it.
 std::string GrpcParameterToJsonText(const inference::InferParameter& p);

@@ -284,7 +284,8 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
                                           inference::ModelConfigResponse* resp) override {
     auto config = s_.core.ModelConfig(req->name(), req->version());
     if (!config) return Reply(ctx, config.status());
-    return Reply(ctx, GrpcMessageFromJson(*config, *resp->mutable_config()));
+    *resp->mutable_config() = *std::move(config);
+    return Reply(ctx, Status::Ok());
   }
 
   ::grpc::ServerUnaryReactor* ModelStatistics(::grpc::CallbackServerContext* ctx,
@@ -292,7 +293,8 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
                                               inference::ModelStatisticsResponse* resp) override {
     auto stats = s_.core.Statistics(req->name(), req->version());
     if (!stats) return Reply(ctx, stats.status());
-    return Reply(ctx, GrpcMessageFromJson(*stats, *resp));
+    EncodeGrpcStatistics(*stats, *resp);
+    return Reply(ctx, Status::Ok());
   }
 
   ::grpc::ServerUnaryReactor* RepositoryIndex(::grpc::CallbackServerContext* ctx,

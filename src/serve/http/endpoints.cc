@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "serve/config_json.h"
 #include "serve/protocol/base64.h"
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/infer_request_decoder.h"
@@ -12,6 +13,7 @@
 #include "serve/http/content_encoding.h"
 #include "serve/http/settings_json.h"
 #include "serve/protocol/server_metadata.h"
+#include "serve/protocol/statistics_json.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -397,13 +399,13 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     }
     case Endpoint::kModelConfig: {
       auto config = server.ModelConfig(route.model, route.version);
-      reply(config ? JsonReply(*config) : ServerErrorReply(server, config.status()));
+      reply(config ? JsonReply(TritonConfigJson(*config)) : ServerErrorReply(server, config.status()));
       return;
     }
     case Endpoint::kModelStats:
     case Endpoint::kAllModelStats: {
       auto stats = server.Statistics(route.model, route.version);
-      reply(stats ? JsonReply(*stats) : ServerErrorReply(server, stats.status()));
+      reply(stats ? JsonReply(protocol::StatisticsToJson(*stats)) : ServerErrorReply(server, stats.status()));
       return;
     }
     case Endpoint::kRepositoryIndex: reply(RepositoryIndex(server, request.body.view())); return;

@@ -582,9 +582,11 @@ void Accept(std::shared_ptr<State> state) {
     if (!ec) {
       state->accept_backoff.Reset();
       if (static_cast<int64_t>(OpenConnections(*state)) >= state->max_connections) {
+        // Counted before the close: whoever sees the connection closed also
+        // finds it counted.
+        Refused(*state, "max_connections");
         beast::error_code ignored;
         socket.close(ignored);  // the client sees the connection closed at once
-        Refused(*state, "max_connections");
       } else {
         std::make_shared<HttpSession>(state, std::move(socket))->Start();
       }

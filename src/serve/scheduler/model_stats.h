@@ -1,7 +1,9 @@
 // ModelStats: the counters behind Triton's statistics extension for one
 // model version (inference/execution counts, cumulative durations, per batch
 // size figures). Written by the version's worker threads and read by the
-// statistics endpoint; every method takes the internal mutex, so it is safe
+// statistics endpoints, as a StatsSnapshot (a value, which the HTTP and gRPC
+// front ends turn into their own forms: protocol/statistics_json.h,
+// grpc/grpc_codec.h); every method takes the internal mutex, so it is safe
 // from any thread.
 #pragma once
 
@@ -9,8 +11,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace ortgpu::serve {
 
@@ -26,6 +26,22 @@ struct ExecutionTimes {
   int64_t compute_output_ns = 0;
 };
 
+struct BatchFigures {
+  Duration compute_input, compute_infer, compute_output;
+};
+
+// One version's statistics at one moment, as Triton's ModelStatistics
+// message holds them.
+struct StatsSnapshot {
+  std::string name;
+  std::string version;
+  int64_t last_inference_ms = 0;  // since the epoch; 0: never
+  uint64_t inference_count = 0;   // rows
+  uint64_t execution_count = 0;
+  Duration success, fail, queue, compute_input, compute_infer, compute_output;
+  std::map<int64_t, BatchFigures> batches;  // executed rows (padding included) -> figures
+};
+
 class ModelStats {
  public:
   // One request finished successfully.
@@ -37,9 +53,8 @@ class ModelStats {
   // inference_count: each row is one inference, as Triton counts them).
   void RecordExecution(int64_t executed_rows, int64_t request_rows, const ExecutionTimes& t);
 
-  // {"name", "version", "last_inference", "inference_count",
-  //  "execution_count", "inference_stats": {...}, "batch_stats": [...]}.
-  nlohmann::json ToJson(const std::string& name, const std::string& version) const;
+  // The figures so far, labelled `name` and `version`.
+  StatsSnapshot Snapshot(const std::string& name, const std::string& version) const;
 
   // Batch sizes executed (rows, padding included), size -> number of
   // executions (for tests and logs).
@@ -47,15 +62,8 @@ class ModelStats {
   uint64_t execution_count() const;
 
  private:
-  struct BatchFigures {
-    Duration compute_input, compute_infer, compute_output;
-  };
   mutable std::mutex mu_;
-  int64_t last_inference_ms_ = 0;    // guarded by mu_
-  uint64_t inference_count_ = 0;     // guarded by mu_ (rows)
-  uint64_t execution_count_ = 0;     // guarded by mu_
-  Duration success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;  // guarded by mu_
-  std::map<int64_t, BatchFigures> batches_;  // guarded by mu_
+  StatsSnapshot s_;  // guarded by mu_ (name and version unset)
 };
 
 }  // namespace ortgpu::serve

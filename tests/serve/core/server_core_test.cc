@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "serve/protocol/statistics_json.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -158,12 +160,13 @@ TEST(ServerCoreTest, MetadataConfigAndStatisticsUseTritonsShapes) {
   EXPECT_EQ(md->inputs[0].shape, (std::vector<int64_t>{-1, 4}));
   auto config = core->ModelConfig("m", "1");
   ASSERT_TRUE(config.ok());
-  EXPECT_EQ((*config)["name"], "m");
-  EXPECT_EQ((*config)["max_batch_size"], 4);
+  EXPECT_EQ(config->name(), "m");
+  EXPECT_EQ(config->max_batch_size(), 4);
   ASSERT_TRUE(InferSync(*core, Request("m", {Input({1, 2, 3, 4})})).ok());
   auto stats = core->Statistics("", "");
   ASSERT_TRUE(stats.ok());
-  const auto& s = (*stats)["model_stats"][0];
+  const auto json = protocol::StatisticsToJson(*stats);
+  const auto& s = json["model_stats"][0];
   EXPECT_EQ(s["name"], "m");
   EXPECT_EQ(s["version"], "1");
   EXPECT_EQ(s["inference_count"], 1);
@@ -222,7 +225,7 @@ TEST(ServerCoreTest, ConcurrentRequestsAreBatchedAndGiveTheSameOutputsAsSingleRu
   ASSERT_NE(loaded, nullptr);
   EXPECT_EQ(loaded->stats->BatchSizes(), (std::map<int64_t, uint64_t>{{4, 1}}));
   auto stats = core->Statistics("m", "1");
-  EXPECT_EQ((*stats)["model_stats"][0]["batch_stats"][0]["batch_size"], 4);
+  EXPECT_EQ(protocol::StatisticsToJson(*stats)["model_stats"][0]["batch_stats"][0]["batch_size"], 4);
 }
 
 TEST(ServerCoreTest, StatisticsFileBatchesUnderTheRowsTheyRanPaddingIncluded) {
@@ -247,13 +250,13 @@ TEST(ServerCoreTest, StatisticsFileBatchesUnderTheRowsTheyRanPaddingIncluded) {
 
   auto stats = core->Statistics("padded", "1");
   ASSERT_TRUE(stats.ok());
-  const auto& padded = (*stats)["model_stats"][0];
+  const auto padded = protocol::StatisticsToJson(*stats)["model_stats"][0];
   EXPECT_EQ(padded["inference_count"], 3);
   ASSERT_EQ(padded["batch_stats"].size(), 1u);
   EXPECT_EQ(padded["batch_stats"][0]["batch_size"], 4);
   stats = core->Statistics("plain", "1");
   ASSERT_TRUE(stats.ok());
-  const auto& plain = (*stats)["model_stats"][0];
+  const auto plain = protocol::StatisticsToJson(*stats)["model_stats"][0];
   EXPECT_EQ(plain["inference_count"], 8);
   ASSERT_EQ(plain["batch_stats"].size(), 1u);
   EXPECT_EQ(plain["batch_stats"][0]["batch_size"], 8);

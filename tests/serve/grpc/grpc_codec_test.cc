@@ -159,5 +159,30 @@ TEST(GrpcCodecTest, ParametersKeepTheirKind) {
   EXPECT_EQ(GrpcParameterFromJsonText("0.5").string_param(), "0.5");
 }
 
+// ModelStatistics over gRPC carries what the HTTP form does, field for field.
+TEST(GrpcCodecTest, StatisticsAreEncodedFieldForField) {
+  StatsSnapshot s;
+  s.name = "m";
+  s.version = "1";
+  s.last_inference_ms = 42;
+  s.inference_count = 5;
+  s.execution_count = 2;
+  s.compute_infer = {2, 900};
+  s.batches[4].compute_input = {1, 10};
+  inference::ModelStatisticsResponse out;
+  EncodeGrpcStatistics({s}, out);
+  ASSERT_EQ(out.model_stats_size(), 1);
+  const auto& m = out.model_stats(0);
+  EXPECT_EQ(m.name(), "m");
+  EXPECT_EQ(m.version(), "1");
+  EXPECT_EQ(m.last_inference(), 42u);
+  EXPECT_EQ(m.inference_count(), 5u);
+  EXPECT_EQ(m.execution_count(), 2u);
+  EXPECT_EQ(m.inference_stats().compute_infer().ns(), 900u);
+  ASSERT_EQ(m.batch_stats_size(), 1);
+  EXPECT_EQ(m.batch_stats(0).batch_size(), 4u);
+  EXPECT_EQ(m.batch_stats(0).compute_input().count(), 1u);
+}
+
 }  // namespace
 }  // namespace ortgpu::serve

@@ -1,5 +1,7 @@
 #include "serve/scheduler/dynamic_batcher.h"
 
+#include "serve/protocol/statistics_json.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -65,6 +67,11 @@ class DoublingRunner : public InstanceRunner {
   std::function<void()> throw_next;  // run (and cleared) by the next Run, after the gate
   GpuTurn* turn = nullptr;           // what gpu_turn() reports (the test holds it)
 };
+
+// The statistics as the HTTP endpoint writes them (version "1" of "m").
+nlohmann::json StatsJson(const ModelStats& stats) {
+  return protocol::StatisticsToJson({stats.Snapshot("m", "1")})["model_stats"][0];
+}
 
 // Dynamic batching with these sizes and delay.
 BatchPolicy Batching(int max_batch_size, std::vector<int> preferred, int64_t delay_ns) {
@@ -161,7 +168,7 @@ TEST(DynamicBatcherTest, JoinsConcurrentRequestsIntoThePreferredBatchAndSplitsOu
   }
   EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4}));
   EXPECT_EQ(h.stats.BatchSizes(), (std::map<int64_t, uint64_t>{{4, 1}}));
-  auto json = h.stats.ToJson("m", "1");
+  auto json = StatsJson(h.stats);
   EXPECT_EQ(json["inference_count"], 4);
   EXPECT_EQ(json["execution_count"], 1);
   EXPECT_EQ(json["inference_stats"]["success"]["count"], 4);
@@ -284,7 +291,7 @@ TEST(DynamicBatcherTest, PaddingRunsOnlyPreferredSizesAndGivesBackExactlyEachReq
   expect_doubled(b, {9, 10, 11, 12});
   expect_doubled(c, {13, 14, 15, 16, 17, 18});
   EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4, 4, 4}));
-  auto json = h.stats.ToJson("m", "1");
+  auto json = StatsJson(h.stats);
   EXPECT_EQ(json["execution_count"], 3);
   EXPECT_EQ(json["inference_count"], 9);  // the requests' rows, not the padding
   ASSERT_EQ(json["batch_stats"].size(), 1u);
@@ -302,7 +309,7 @@ TEST(DynamicBatcherTest, WithoutDynamicBatchingARequestIsFiledUnderItsRows) {
   Harness h(o);
   ASSERT_TRUE(h.Send(Rows("x", std::vector<float>(64, 1.0f), 2)).get().ok());
   ASSERT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
-  auto json = h.stats.ToJson("m", "1");
+  auto json = StatsJson(h.stats);
   EXPECT_EQ(json["inference_count"], 33);
   EXPECT_EQ(json["execution_count"], 2);
   ASSERT_EQ(json["batch_stats"].size(), 2u);
@@ -337,7 +344,7 @@ TEST(DynamicBatcherTest, ARunFailureFailsEveryRequestOfTheBatchAndKeepsServing) 
   EXPECT_EQ(r.status().code(), Code::kResourceExhausted);
   h.runner->fail_with = Status();
   EXPECT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
-  EXPECT_EQ(h.stats.ToJson("m", "1")["inference_stats"]["fail"]["count"], 1);
+  EXPECT_EQ(StatsJson(h.stats)["inference_stats"]["fail"]["count"], 1);
 }
 
 // Regression (review item 1a): a model whose config sets no max_queue_size
@@ -406,7 +413,7 @@ TEST(DynamicBatcherTest, ARequestPastItsDeadlineIsAnsweredDeadlineExceededWithou
   EXPECT_TRUE(in_time.get().ok());
   EXPECT_TRUE(no_deadline.get().ok());
   EXPECT_EQ(h.runner->batches.size(), 3u);  // `late` never reached the runner
-  auto json = h.stats.ToJson("m", "1");
+  auto json = StatsJson(h.stats);
   EXPECT_EQ(json["inference_stats"]["fail"]["count"], 1);
   EXPECT_EQ(json["inference_stats"]["success"]["count"], 3);
 }
@@ -444,7 +451,7 @@ TEST(DynamicBatcherTest, ABatchThatThrowsBadAllocFailsItsRequestsAndTheWorkerKee
   auto d = h.Send(Rows("x", {3, 4}, 2));
   EXPECT_TRUE(c.get().ok());
   EXPECT_TRUE(d.get().ok());
-  EXPECT_EQ(h.stats.ToJson("m", "1")["inference_stats"]["fail"]["count"], 2);
+  EXPECT_EQ(StatsJson(h.stats)["inference_stats"]["fail"]["count"], 2);
 }
 
 TEST(DynamicBatcherTest, ARunnerThatThrowsFailsTheRequestWithInternalNamingTheError) {
@@ -536,7 +543,7 @@ TEST(DynamicBatcherTest, WithTwoInstancesEveryRequestGetsItsOwnQueueDelay) {
   ASSERT_TRUE(second.get().ok());
   // Each waited exactly its own delay on the clock: had the second run at
   // the first's deadline it would have waited 2/3 of it.
-  auto json = h.stats.ToJson("m", "1");
+  auto json = StatsJson(h.stats);
   EXPECT_EQ(json["inference_stats"]["queue"]["count"], 2);
   EXPECT_EQ(json["inference_stats"]["queue"]["ns"], 2 * kDelay);
 }
@@ -580,7 +587,7 @@ TEST(DynamicBatcherTest, BusyPollingWorkersServeEveryRequestAndStop) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   h.batcher->Stop();
-  EXPECT_EQ(h.stats.ToJson("m", "1")["inference_stats"]["success"]["count"], 50);
+  EXPECT_EQ(StatsJson(h.stats)["inference_stats"]["success"]["count"], 50);
 }
 
 TEST(DynamicBatcherTest, StopFinishesQueuedRequestsAndRefusesNewOnes) {
