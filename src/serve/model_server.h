@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,20 @@ struct ModelMetadata {
   std::vector<TensorMetadata> outputs;
 };
 
+// Triton's load parameters (the model repository extension), as the front
+// ends decoded them: a configuration that replaces the model's config.pbtxt
+// for this load, and files that replace the model's folder.
+struct ModelLoadParameters {
+  // The "config" parameter: a ModelConfig in its JSON form (what GET
+  // /v2/models/M/config returns); nullopt when not sent.
+  std::optional<std::string> config_json;
+  // The "file:<path>" parameters by <path> ("1/model.onnx"), their bytes
+  // decoded (base64 over HTTP, bytes_param over gRPC). Non-empty: the model
+  // is loaded from these files alone, and config_json is required.
+  std::map<std::string, std::string> files;
+  bool empty() const { return !config_json && files.empty(); }
+};
+
 class ModelServer {
  public:
   virtual ~ModelServer() = default;
@@ -74,7 +90,12 @@ class ModelServer {
   // Every model version known to the repository (Triton's repository index).
   virtual std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const = 0;
   // Explicit model control; FailedPrecondition when not in explicit mode.
-  virtual Status LoadModel(const std::string& model) = 0;
+  // A (re)load with `parameters` applies them to this load only; a later
+  // load without them reads the repository again. InvalidArgument, saying
+  // why, for parameters that cannot be applied; what was serving then
+  // keeps serving.
+  virtual Status LoadModel(const std::string& model, const ModelLoadParameters& parameters) = 0;
+  Status LoadModel(const std::string& model) { return LoadModel(model, ModelLoadParameters{}); }
   virtual Status UnloadModel(const std::string& model) = 0;
 
   // Queues the request; `done` is called exactly once, possibly before

@@ -95,6 +95,10 @@ void ServerCore::ShutdownOnce() {
     for (const auto& [name, rec] : models_) names.push_back(name);
   }
   for (const auto& name : names) UnloadAll(name, "the server is shutting down");
+  // The private folders of file: parameters go with the versions they served.
+  std::vector<std::shared_ptr<const LoadOverride>> retired;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [name, rec] : models_) retired.push_back(std::move(rec.load_override));
 }
 
 void ServerCore::PollLoop() {
@@ -141,7 +145,12 @@ Status ServerCore::Rescan() {
         continue;
       }
     }
-    SyncModel(name, /*force=*/false).IgnoreError();
+    std::shared_ptr<const LoadOverride> load_override;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = models_.find(name); it != models_.end()) load_override = it->second.load_override;
+    }
+    SyncModel(name, /*force=*/false, std::move(load_override)).IgnoreError();
   }
   return Status::Ok();
 }
@@ -167,9 +176,22 @@ void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
   it->second.error = reason;
 }
 
-Status ServerCore::SyncModel(const std::string& name, bool force) {
-  auto source = repository_.ReadModel(name);
+Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_ptr<const LoadOverride> load_override) {
+  auto source = load_override ? load_override->Source(repository_, name) : repository_.ReadModel(name);
   if (!source.ok()) {
+    // A load whose parameters name a model the repository lacks changes
+    // nothing; nor does a plain load of a model that came from file:
+    // parameters (it is in no repository): what serves keeps serving.
+    if (load_override) return source.status();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = models_.find(name);
+      if (it != models_.end() && it->second.load_override && it->second.load_override->has_files()) {
+        return Status(source.status().code(), source.status().message() +
+                                                  "; it serves what its file: parameters loaded: send them again "
+                                                  "to reload it");
+      }
+    }
     UnloadAll(name, "removed from the repository");
     std::lock_guard<std::mutex> lock(mu_);
     models_.erase(name);
@@ -217,6 +239,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
       if (slot.state == ModelState::kReady && slot.model && slot.failed_load.empty() && !changed) settled.insert(v);
     }
   }
+  if (load_override) config_error = load_override->ClientPaths(config_error);
   if (!config_error.empty()) {
     spdlog::error("model '{}' is unavailable: {}", name, config_error);
     // Versions already serving keep serving until a valid config arrives.
@@ -230,6 +253,10 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     if (force || config_changed || settled.count(v) == 0) to_load.push_back(v);
   }
   Status first_error;
+  // The override the serving versions came from before, once one loaded
+  // from this sync's source replaced it: released (its folder removed) after
+  // the versions it served have stopped.
+  std::shared_ptr<const LoadOverride> retired_override;
   for (int64_t v : to_load) {
     bool retry = false;
     {
@@ -245,13 +272,21 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
       spdlog::info("loading model '{}' version {}", name, v);
     }
     auto loaded = LoadVersion(*source, config, v);
+    if (!loaded.ok() && load_override) {
+      loaded = Status(loaded.status().code(), load_override->ClientPaths(loaded.status().message()));
+    }
     std::shared_ptr<LoadedModel> old;
     bool kept = false;      // a failed reload left the previous load serving
     bool repeated = false;  // failed as the last attempt did: logged already
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto& slot = models_[name].versions[v];
+      auto& rec = models_[name];
+      auto& slot = rec.versions[v];
       if (loaded.ok()) {
+        if (rec.load_override != load_override) {
+          retired_override = std::move(rec.load_override);
+          rec.load_override = load_override;
+        }
         old = std::move(slot.model);
         slot.model = *loaded;
         if (auto f = source->fingerprints.find(v); f != source->fingerprints.end()) slot.fingerprint = f->second;
@@ -325,6 +360,8 @@ Status ServerCore::SyncModel(const std::string& name, bool force) {
     spdlog::info("unloading model '{}' version {}", name, m->version);
     m->batcher->Stop();
   }
+  leaving.clear();
+  retired_override.reset();
   return first_error;
 }
 
@@ -460,16 +497,19 @@ Expected<std::vector<StatsSnapshot>> ServerCore::Statistics(const std::string& m
 Expected<std::vector<std::string>> ServerCore::OutputLabels(const std::string& model, const std::string& version,
                                                             const std::string& output) const {
   std::string label_file;
+  std::shared_ptr<const LoadOverride> load_override;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
     for (const auto& o : m->config.output()) {
       if (o.name() == output) label_file = o.label_filename();
     }
+    load_override = models_.at(model).load_override;
   }
   std::vector<std::string> labels;
   if (label_file.empty()) return labels;
-  ORTGPU_ASSIGN_OR_RETURN(ModelSource source, repository_.ReadModel(model));
+  ORTGPU_ASSIGN_OR_RETURN(ModelSource source, load_override ? load_override->Source(repository_, model)
+                                                            : repository_.ReadModel(model));
   auto text = RealFileSystem().ReadFile(source.dir + "/" + label_file);
   if (!text.ok()) {
     return NotFound(fmt::format("model '{}' output '{}': its label_filename '{}' cannot be read; put the file in "
@@ -511,15 +551,23 @@ std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) con
   return out;
 }
 
-Status ServerCore::LoadModel(const std::string& model) {
+Status ServerCore::LoadModel(const std::string& model, const ModelLoadParameters& parameters) {
   if (options_.model_control != ModelControlMode::kExplicit) {
     return FailedPrecondition("loading models on request needs --model-control explicit (the server runs with '" +
                               std::string(ModelControlModeName(options_.model_control)) + "')");
   }
   if (shutting_down_) return Unavailable("the server is shutting down");
+  // Checked and written before taking the control lock: a bad parameter
+  // changes nothing, and other loads need not wait for the files.
+  std::shared_ptr<const LoadOverride> load_override;
+  if (!parameters.empty()) {
+    auto prepared = LoadOverride::Prepare(model, parameters, options_.load_temp_root);
+    if (!prepared.ok()) return prepared.status().WithContext("failed to load model '" + model + "'");
+    load_override = std::move(prepared).value();
+  }
   std::lock_guard<std::mutex> control(control_mu_);
   if (shutting_down_) return Unavailable("the server is shutting down");
-  Status st = SyncModel(model, /*force=*/true);
+  Status st = SyncModel(model, /*force=*/true, std::move(load_override));
   if (!st.ok()) return st.WithContext("failed to load model '" + model + "'");
   return Status::Ok();
 }
@@ -537,8 +585,11 @@ Status ServerCore::UnloadModel(const std::string& model) {
     if (models_.find(model) == models_.end()) return NotFound("model '" + model + "' is not loaded");
   }
   UnloadAll(model, "unloaded");
+  std::shared_ptr<const LoadOverride> retired;  // its folder is removed outside the lock
   std::lock_guard<std::mutex> lock(mu_);
-  models_[model].loaded = false;
+  auto& rec = models_[model];
+  rec.loaded = false;
+  retired = std::move(rec.load_override);
   return Status::Ok();
 }
 

@@ -10,6 +10,10 @@
 //             one is READY; a version whose last load failed is retried on
 //             every rescan (a folder caught half-copied recovers by itself).
 //   explicit  load only startup_models; LoadModel/UnloadModel do the rest.
+//             A load may carry Triton's parameters (a config in JSON, the
+//             model's files): they apply to that load (LoadOverride); the
+//             record keeps the override its serving versions came from, so
+//             its private folder lives until they are unloaded or replaced.
 //
 // Each version goes LOADING -> READY (after its warm-up ran) or UNAVAILABLE
 // (with the reason), and UNLOADING when it leaves. A failed reload of a READY
@@ -35,6 +39,7 @@
 #include <vector>
 
 #include "serve/model_server.h"
+#include "serve/repository/load_override.h"
 #include "serve/repository/model_loader.h"
 #include "serve/repository/model_repository.h"
 
@@ -61,6 +66,9 @@ struct ServerOptions {
   // The most bytes of outputs one inference may return (output_limit.h);
   // 0: no cap. --max-output-bytes.
   uint64_t max_output_bytes = uint64_t{1} << 30;
+  // Where a load's file: parameters are written (a private folder per load,
+  // removed on unload, replacement and exit); "": $TMPDIR or /tmp.
+  std::string load_temp_root;
 };
 
 struct ServerDeps {
@@ -105,7 +113,8 @@ class ServerCore : public ModelServer {
   Expected<std::vector<std::string>> OutputLabels(const std::string& model, const std::string& version,
                                                   const std::string& output) const override;
   std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const override;
-  Status LoadModel(const std::string& model) override;
+  using ModelServer::LoadModel;
+  Status LoadModel(const std::string& model, const ModelLoadParameters& parameters) override;
   Status UnloadModel(const std::string& model) override;
   void Infer(InferRequest request, InferCallback done) override;
   // The repository root (or the --model file's folder), as given and absolute.
@@ -130,13 +139,18 @@ class ServerCore : public ModelServer {
     bool has_config = false;
     std::string error;         // model-level failure (bad config.pbtxt, no versions)
     std::map<int64_t, VersionSlot> versions;
+    // The load parameters the serving versions were loaded with; null: the
+    // repository's config and files.
+    std::shared_ptr<const LoadOverride> load_override;
   };
 
   ServerCore(ServerOptions options, ServerDeps deps, ModelRepository repository);
   // Brings one model in line with the repository. `force` reloads versions
   // already loaded; versions not READY, or whose last reload failed, are
-  // always (re)tried. REQUIRES: control_mu_ held, mu_ not held.
-  Status SyncModel(const std::string& name, bool force);
+  // always (re)tried. `load_override` (null: none) replaces the
+  // repository's config or folder; it becomes the record's once a version
+  // loaded from it serves. REQUIRES: control_mu_ held, mu_ not held.
+  Status SyncModel(const std::string& name, bool force, std::shared_ptr<const LoadOverride> load_override = nullptr);
   // Loads one version; a thrown std::exception becomes the returned error.
   Expected<std::shared_ptr<LoadedModel>> LoadVersion(const ModelSource& source, const inference::ModelConfig& config,
                                                      int64_t version) const;

@@ -75,7 +75,12 @@ class FakeModelServer : public ModelServer {
     out.push_back({"echo", "1", ModelState::kReady, ""});
     return out;
   }
-  Status LoadModel(const std::string& model) override {
+  using ModelServer::LoadModel;
+  Status LoadModel(const std::string& model, const ModelLoadParameters& parameters) override {
+    {
+      std::lock_guard lock(mu_);
+      last_load_parameters_ = parameters;
+    }
     if (model == "echo" || model == "broken") return Status::Ok();
     return NotFound("model '" + model + "' is not in the repository");
   }
@@ -153,6 +158,11 @@ class FakeModelServer : public ModelServer {
     for (const auto& [request, done] : parked_) out.push_back(request.is_cancelled());
     return out;
   }
+  // The parameters of the last LoadModel call, as the front end decoded them.
+  ModelLoadParameters last_load_parameters() const {
+    std::lock_guard lock(mu_);
+    return last_load_parameters_;
+  }
   InferRequest last_request() const {
     std::lock_guard lock(mu_);
     return last_request_;
@@ -189,6 +199,7 @@ class FakeModelServer : public ModelServer {
   int blocked_ = 0;
   std::vector<std::pair<InferRequest, InferCallback>> parked_;
   InferRequest last_request_;
+  ModelLoadParameters last_load_parameters_;
 };
 
 }  // namespace ortgpu::serve

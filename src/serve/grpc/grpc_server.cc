@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -314,18 +315,40 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* RepositoryModelLoad(::grpc::CallbackServerContext* ctx,
                                                   const inference::RepositoryModelLoadRequest* req,
                                                   inference::RepositoryModelLoadResponse*) override {
+    // Triton's load parameters: "config" as string_param, "file:<path>" as
+    // bytes_param; unload_dependents is ignored (no ensembles).
+    ModelLoadParameters parameters;
+    constexpr std::string_view kFile = "file:";
     for (const auto& [key, value] : req->parameters()) {
-      return Reply(ctx, Unimplemented(fmt::format("load parameter '{}' is not supported yet; change the model's "
-                                                  "config.pbtxt or files in the repository and load it again",
+      if (key == "unload_dependents") continue;
+      if (key == "config") {
+        if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
+          return Reply(ctx, InvalidArgument("load parameter 'config' must be a string_param holding the model "
+                                            "configuration's JSON"));
+        }
+        parameters.config_json = value.string_param();
+        continue;
+      }
+      if (key.compare(0, kFile.size(), kFile) == 0) {
+        if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kBytesParam) {
+          return Reply(ctx, InvalidArgument(fmt::format("load parameter '{}' must be a bytes_param holding the "
+                                                        "file's bytes",
+                                                        key)));
+        }
+        parameters.files[key.substr(kFile.size())] = value.bytes_param();
+        continue;
+      }
+      return Reply(ctx, Unimplemented(fmt::format("load parameter '{}' is not supported; a load takes 'config' and "
+                                                  "'file:<version>/<name>'",
                                                   key)));
     }
-    return Control(ctx, req->model_name(), /*load=*/true);
+    return Control(ctx, req->model_name(), std::move(parameters));
   }
 
   ::grpc::ServerUnaryReactor* RepositoryModelUnload(::grpc::CallbackServerContext* ctx,
                                                     const inference::RepositoryModelUnloadRequest* req,
                                                     inference::RepositoryModelUnloadResponse*) override {
-    return Control(ctx, req->model_name(), /*load=*/false);
+    return Control(ctx, req->model_name(), std::nullopt);
   }
 
   ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
@@ -410,15 +433,17 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   }
 
  private:
-  // Load and unload may take seconds: they run on the blocking pool.
-  ::grpc::ServerUnaryReactor* Control(::grpc::CallbackServerContext* ctx, const std::string& model, bool load) {
+  // Load (with its parameters) or, for nullopt, unload; they may take
+  // seconds: they run on the blocking pool.
+  ::grpc::ServerUnaryReactor* Control(::grpc::CallbackServerContext* ctx, const std::string& model,
+                                      std::optional<ModelLoadParameters> load) {
     auto* reactor = ctx->DefaultReactor();
     if (model.empty()) {
       reactor->Finish(ToGrpc(InvalidArgument("model_name is empty; name the model to load or unload")));
       return reactor;
     }
-    boost::asio::post(s_.blocking, [this, reactor, model, load] {
-      Status st = load ? s_.core.LoadModel(model) : s_.core.UnloadModel(model);
+    boost::asio::post(s_.blocking, [this, reactor, model, load = std::move(load)] {
+      Status st = load ? s_.core.LoadModel(model, *load) : s_.core.UnloadModel(model);
       reactor->Finish(ToGrpc(st));
     });
     return reactor;

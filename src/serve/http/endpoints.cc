@@ -167,24 +167,46 @@ Expected<InferRequest> RawBinaryRequest(ModelServer& server, const protocol::Rou
 }
 
 // A load or unload body may carry Triton's parameters ({"parameters":
-// {"config": "...", "file:1/model.onnx": "..."}}). ortgpu does not apply them
-// yet: a request that sends any is refused naming it, not silently served
-// with the repository's files.
-Status CheckLoadParameters(std::string_view body) {
-  if (body.empty()) return Status::Ok();
+// {"config": "<JSON>", "file:1/model.onnx": "<base64>"}}). A load applies
+// config and file: (the core checks what they say); both ignore
+// unload_dependents (no ensembles: nothing depends on a model). Any other
+// parameter is refused naming it, not silently ignored.
+Expected<ModelLoadParameters> DecodeLoadParameters(std::string_view body, bool load) {
+  ModelLoadParameters out;
+  if (body.empty()) return out;
   auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgument("the load/unload body must be a JSON object such as {\"parameters\": {}}");
   }
-  if (!j.contains("parameters")) return Status::Ok();
+  if (!j.contains("parameters")) return out;
   if (!j["parameters"].is_object()) return InvalidArgument("the load/unload 'parameters' must be an object");
+  constexpr std::string_view kFile = "file:";
   for (const auto& [key, value] : j["parameters"].items()) {
-    if (key == "unload_dependents") continue;  // no ensembles: nothing depends on a model
-    return Unimplemented(fmt::format("load parameter '{}' is not supported yet; change the model's config.pbtxt or "
-                                     "files in the repository and load it again",
-                                     key));
+    if (key == "unload_dependents") continue;
+    if (load && key == "config") {
+      if (!value.is_string()) {
+        return InvalidArgument(fmt::format("load parameter 'config' is a JSON {}; send the model configuration as a "
+                                           "string holding its JSON, as Triton's clients do",
+                                           value.type_name()));
+      }
+      out.config_json = value.get<std::string>();
+      continue;
+    }
+    if (load && key.compare(0, kFile.size(), kFile) == 0) {
+      if (!value.is_string()) {
+        return InvalidArgument(fmt::format("load parameter '{}' is a JSON {}; send the file's bytes as a base64 string",
+                                           key, value.type_name()));
+      }
+      auto bytes = protocol::DecodeBase64(value.get_ref<const std::string&>());
+      if (!bytes) return bytes.status().WithContext(fmt::format("load parameter '{}' is not base64", key));
+      out.files[key.substr(kFile.size())] = std::move(bytes).value();
+      continue;
+    }
+    return Unimplemented(fmt::format("{} parameter '{}' is not supported; {}", load ? "load" : "unload", key,
+                                     load ? "a load takes 'config' and 'file:<version>/<name>'"
+                                          : "an unload takes none (unload_dependents is ignored)"));
   }
-  return Status::Ok();
+  return out;
 }
 
 HttpReply SharedMemory(const EndpointRequest& request) {
@@ -399,13 +421,15 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     case Endpoint::kRepositoryIndex: reply(RepositoryIndex(server, request.body.view())); return;
     case Endpoint::kRepositoryLoad:
     case Endpoint::kRepositoryUnload: {
-      if (Status st = CheckLoadParameters(request.body.view()); !st.ok()) {
-        reply(ErrorReply(st));
+      const bool load = route.endpoint == Endpoint::kRepositoryLoad;
+      auto parameters = DecodeLoadParameters(request.body.view(), load);
+      if (!parameters) {
+        reply(ErrorReply(parameters.status()));
         return;
       }
-      boost::asio::post(blocking, [&server, route, reply = std::move(reply)] {
-        Status st = route.endpoint == Endpoint::kRepositoryLoad ? server.LoadModel(route.model)
-                                                                : server.UnloadModel(route.model);
+      boost::asio::post(blocking, [&server, route, load, parameters = std::move(parameters).value(),
+                                   reply = std::move(reply)] {
+        Status st = load ? server.LoadModel(route.model, parameters) : server.UnloadModel(route.model);
         if (!st.ok()) {
           reply(ServerErrorReply(server, st));
           return;

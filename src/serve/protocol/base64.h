@@ -1,6 +1,8 @@
-// Base64 (RFC 4648, standard alphabet, '=' padding) as Triton's HTTP
-// protocol carries bytes inside JSON: CUDA IPC handles ({"b64": "..."}) and
-// model files. Pure functions.
+// Base64 (RFC 4648, the standard alphabet) as KServe's JSON carries bytes:
+// Triton's load parameters "file:<version>/<name>" send a model file's
+// bytes this way over HTTP.
+//
+// Pure functions; thread-safe.
 #pragma once
 
 #include <string>
@@ -10,9 +12,12 @@
 
 namespace ortgpu::serve::protocol {
 
-// InvalidArgument naming the first bad character or a length that is not a
-// multiple of 4. Whitespace is not accepted.
+// The bytes `text` encodes. Padding ('=') may be left out; anything else
+// outside the alphabet (whitespace included), a stray '=' or a final
+// group of one character is InvalidArgument naming the offset.
 Expected<std::string> DecodeBase64(std::string_view text);
+
+// The standard encoding, with padding.
 std::string EncodeBase64(std::string_view bytes);
 
 }  // namespace ortgpu::serve::protocol

@@ -6,11 +6,6 @@
 namespace ortgpu::serve {
 namespace {
 
-bool IsVersionName(const std::string& s) {
-  if (s.empty() || s.size() > 18 || s[0] == '0') return false;
-  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
-}
-
 std::string Stem(const std::string& path) {
   std::string base = BaseName(path);
   const auto dot = base.rfind('.');
@@ -38,6 +33,11 @@ std::string FolderFingerprint(const FileSystem& fs, const std::string& dir, int 
 }
 
 }  // namespace
+
+bool IsVersionName(std::string_view s) {
+  if (s.empty() || s.size() > 18 || s[0] == '0') return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
 
 std::string ModelSource::ModelPath(int64_t version, const std::string& filename) const {
   if (!single_file.empty()) return single_file;

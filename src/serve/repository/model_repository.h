@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model_config.pb.h"
@@ -63,6 +64,10 @@ class ModelRepository {
   std::string config_path_;  // --config for a single file
   const FileSystem* fs_;
 };
+
+// Whether a folder name is a version: a positive decimal integer of at most
+// 18 digits without a leading zero ("1", "12"; not "01", "v1").
+bool IsVersionName(std::string_view name);
 
 // The versions a policy serves out of `available` (ascending): latest
 // (num_versions highest, default 1), all, or specific (those present).

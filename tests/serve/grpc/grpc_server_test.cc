@@ -201,11 +201,25 @@ TEST_F(GrpcServerTest, RepositoryIndexLoadAndUnload) {
   ctx = Ctx();
   EXPECT_EQ(stub_->RepositoryModelLoad(ctx.get(), load, &loaded).error_code(), ::grpc::StatusCode::NOT_FOUND);
   load.set_model_name("echo");
+  // Issue 10: config as string_param, file: as bytes_param reach the server.
   (*load.mutable_parameters())["config"].set_string_param("{}");
+  (*load.mutable_parameters())["file:1/model.onnx"].set_bytes_param(std::string("on\0nx", 5));
   ctx = Ctx();
   auto st = stub_->RepositoryModelLoad(ctx.get(), load, &loaded);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(fake_.last_load_parameters().config_json.value_or(""), "{}");
+  EXPECT_EQ(fake_.last_load_parameters().files.at("1/model.onnx"), std::string("on\0nx", 5));
+  (*load.mutable_parameters())["file:1/model.onnx"].set_string_param("onnx");
+  ctx = Ctx();
+  st = stub_->RepositoryModelLoad(ctx.get(), load, &loaded);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("'file:1/model.onnx' must be a bytes_param"));
+  load.clear_parameters();
+  (*load.mutable_parameters())["priority"].set_int64_param(1);
+  ctx = Ctx();
+  st = stub_->RepositoryModelLoad(ctx.get(), load, &loaded);
   EXPECT_EQ(st.error_code(), ::grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(st.error_message(), HasSubstr("'config'"));
+  EXPECT_THAT(st.error_message(), HasSubstr("'priority'"));
 }
 
 TEST_F(GrpcServerTest, ModelInferRawContentsRoundTrip) {
@@ -460,6 +474,26 @@ TEST_F(GrpcServerTest, TraceSettingsAreKeptPerModelAndTracingIsUnimplemented) {
   EXPECT_EQ(stub_->TraceSetting(ctx.get(), req, &resp).error_code(), ::grpc::StatusCode::NOT_FOUND);
 }
 
+// An infer of "echo" whose [1, 2] FP32 input is the first 8 bytes of
+// `region` and whose output goes to `output_offset` in it.
+inference::ModelInferRequest EchoThroughRegion(const std::string& region, int64_t output_offset) {
+  inference::ModelInferRequest req;
+  req.set_model_name("echo");
+  auto* input = req.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(1);
+  input->add_shape(2);
+  (*input->mutable_parameters())["shared_memory_region"].set_string_param(region);
+  (*input->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  auto* output = req.add_outputs();
+  output->set_name("x");
+  (*output->mutable_parameters())["shared_memory_region"].set_string_param(region);
+  (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  (*output->mutable_parameters())["shared_memory_offset"].set_int64_param(output_offset);
+  return req;
+}
+
 TEST_F(GrpcServerTest, SystemSharedMemoryCarriesInputsAndOutputs) {
   ShmObject shm(64);
   const float in[2] = {4.5f, -7.0f};
@@ -484,20 +518,7 @@ TEST_F(GrpcServerTest, SystemSharedMemoryCarriesInputsAndOutputs) {
   EXPECT_EQ(status.regions().at("r0").byte_size(), 64u);
 
   // Input from bytes 0-7, output into bytes 16-23.
-  inference::ModelInferRequest req;
-  req.set_model_name("echo");
-  auto* input = req.add_inputs();
-  input->set_name("x");
-  input->set_datatype("FP32");
-  input->add_shape(1);
-  input->add_shape(2);
-  (*input->mutable_parameters())["shared_memory_region"].set_string_param("r0");
-  (*input->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
-  auto* output = req.add_outputs();
-  output->set_name("x");
-  (*output->mutable_parameters())["shared_memory_region"].set_string_param("r0");
-  (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
-  (*output->mutable_parameters())["shared_memory_offset"].set_int64_param(16);
+  inference::ModelInferRequest req = EchoThroughRegion("r0", 16);
   inference::ModelInferResponse resp;
   ctx = Ctx();
   auto st = stub_->ModelInfer(ctx.get(), req, &resp);
@@ -556,20 +577,7 @@ TEST_F(GrpcServerTest, CudaSharedMemoryCarriesInputsAndOutputs) {
   EXPECT_EQ(status.regions().at("g0").byte_size(), 32u);
   EXPECT_EQ(status.regions().at("g0").device_id(), 0u);
 
-  inference::ModelInferRequest req;
-  req.set_model_name("echo");
-  auto* input = req.add_inputs();
-  input->set_name("x");
-  input->set_datatype("FP32");
-  input->add_shape(1);
-  input->add_shape(2);
-  (*input->mutable_parameters())["shared_memory_region"].set_string_param("g0");
-  (*input->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
-  auto* output = req.add_outputs();
-  output->set_name("x");
-  (*output->mutable_parameters())["shared_memory_region"].set_string_param("g0");
-  (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
-  (*output->mutable_parameters())["shared_memory_offset"].set_int64_param(8);
+  inference::ModelInferRequest req = EchoThroughRegion("g0", 8);
   inference::ModelInferResponse resp;
   ctx = Ctx();
   st = stub_->ModelInfer(ctx.get(), req, &resp);

@@ -84,16 +84,33 @@ TEST_F(SettingsEndpointsTest, OtherMethodsAre405NamingBoth) {
   EXPECT_EQ(r.header("Allow"), "GET, POST");
 }
 
-// Issue 10: a load that carries parameters (a config override, files) is
-// refused naming them instead of loading the repository's files unchanged.
-TEST_F(SettingsEndpointsTest, LoadParametersAreRefusedNamingThem) {
+// Issue 10: a load's parameters reach the server decoded (config as sent,
+// file: bytes from base64); malformed ones are a 400 that says why, other
+// parameters a 501 naming them.
+TEST_F(SettingsEndpointsTest, LoadParametersAreDecodedForTheServer) {
   TestHttpClient c(port());
-  auto r = c.Post("/v2/repository/models/echo/load", R"({"parameters": {"config": "{\"max_batch_size\": 4}"}})");
+  auto r = c.Post("/v2/repository/models/echo/load",
+                  R"({"parameters": {"config": "{\"max_batch_size\": 4}", "file:1/model.onnx": "b25ueA=="}})");
+  EXPECT_EQ(r.status, 200u) << r.body;
+  const ModelLoadParameters got = fake_.last_load_parameters();
+  EXPECT_EQ(got.config_json.value_or(""), R"({"max_batch_size": 4})");
+  ASSERT_EQ(got.files.size(), 1u);
+  EXPECT_EQ(got.files.at("1/model.onnx"), "onnx");
+
+  r = c.Post("/v2/repository/models/echo/load", R"({"parameters": {"file:1/model.onnx": "b25ue%"}})");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("load parameter 'file:1/model.onnx' is not base64"));
+  r = c.Post("/v2/repository/models/echo/load", R"({"parameters": {"config": {"max_batch_size": 4}}})");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("load parameter 'config' is a JSON object"));
+  r = c.Post("/v2/repository/models/echo/load", R"({"parameters": {"priority": 1}})");
   EXPECT_EQ(r.status, 501u);
-  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("load parameter 'config'"));
+  EXPECT_THAT(Json(r)["error"].get<std::string>(), HasSubstr("load parameter 'priority'"));
   EXPECT_EQ(c.Post("/v2/repository/models/echo/load", R"({"parameters": {}})").status, 200u);
+  EXPECT_TRUE(fake_.last_load_parameters().empty());
   EXPECT_EQ(c.Post("/v2/repository/models/echo/unload", R"({"parameters": {"unload_dependents": true}})").status,
             200u);
+  EXPECT_EQ(c.Post("/v2/repository/models/echo/unload", R"({"parameters": {"config": "{}"}})").status, 501u);
   EXPECT_EQ(c.Post("/v2/repository/models/echo/load", "[").status, 400u);
 }
 

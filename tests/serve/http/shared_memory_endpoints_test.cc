@@ -73,7 +73,7 @@ TEST_F(SharedMemoryEndpointsTest, BadRegistrationsAndCudaAnswerClearly) {
   r = c.Get("/v2/cudasharedmemory/status");
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.body, "[]");
-  r = c.Post("/v2/cudasharedmemory/region/g0/register", R"({"raw_handle": {"b64": "abc"}, "device_id": 0, "byte_size": 8})");
+  r = c.Post("/v2/cudasharedmemory/region/g0/register", R"({"raw_handle": {"b64": "ab!c"}, "device_id": 0, "byte_size": 8})");
   EXPECT_EQ(r.status, 400u);
   EXPECT_THAT(r.body, HasSubstr("base64"));
   r = c.Post("/v2/cudasharedmemory/region/g0/register", R"({"device_id": 0, "byte_size": 8})");
