@@ -201,11 +201,13 @@ void HtmlPage::AddPre(std::string id, std::string text) {
 
 void HtmlPage::AddChart(Chart chart) {
   const size_t points = PointCount(chart);
-  if (points < 2) {
+  const bool trend = chart.kind == ChartKind::kLine || chart.kind == ChartKind::kScatter;
+  if (points < (trend ? 2u : 1u)) {
     const std::string name = chart.title.empty() ? chart.id : chart.title;
     blocks_.push_back({Block::Kind::kNote,
-                       fmt::format("Chart \"{}\" is left out: it has {} point{}, too few to draw a trend.", name, points,
-                                   points == 1 ? "" : "s"),
+                       trend ? fmt::format("Chart \"{}\" is left out: it has {} point{}, too few to draw a trend.", name,
+                                           points, points == 1 ? "" : "s")
+                             : fmt::format("Chart \"{}\" is left out: it has no data.", name),
                        chart.id, {}, {}, {}});
     return;
   }

@@ -132,8 +132,10 @@ class HtmlPage {
   void AddTable(std::vector<std::string> header, std::vector<std::vector<std::string>> rows);
   // <pre id="<id>">, e.g. a config fragment to copy.
   void AddPre(std::string id, std::string text);
-  // A chart with fewer than 2 points in all says nothing a table does not:
-  // it is left out, and a note saying so takes its place.
+  // A line or scatter chart with fewer than 2 points in all shows no trend,
+  // and a bar chart or histogram without a point shows nothing: such a chart
+  // is left out, and a note saying so takes its place. One bar is drawn (a
+  // model whose every node runs on one execution provider).
   void AddChart(Chart chart);
 
   size_t ChartCount() const;  // charts that will be drawn (those left out not counted)

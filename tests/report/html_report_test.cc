@@ -128,6 +128,24 @@ TEST(HtmlReportTest, AChartWithFewerThanTwoPointsIsLeftOutWithANote) {
   EXPECT_NE(html.find("data-charts-drawn=\"0\""), std::string::npos);
 }
 
+// One bar is a picture (doctor's placement of a model whose every node runs
+// on CUDA); a bar chart with none is left out.
+TEST(HtmlReportTest, ABarChartWithOneBarIsDrawnAndOneWithNoneIsLeftOut) {
+  HtmlPage page("bars");
+  Chart one = TwoPointLine("one");
+  one.kind = ChartKind::kBar;
+  one.series[0].points.resize(1);
+  page.AddChart(one);
+  Chart none = one;
+  none.id = "none";
+  none.title = "empty";
+  none.series[0].points.clear();
+  page.AddChart(none);
+  EXPECT_EQ(page.ChartCount(), 1u);
+  const std::string html = page.Render();
+  EXPECT_NE(html.find("Chart &quot;empty&quot; is left out: it has no data."), std::string::npos);
+}
+
 TEST(HtmlReportTest, OneOutlierGoesToALabelledOverflowBin) {
   std::vector<double> samples;
   for (int i = 0; i < 999; ++i) samples.push_back(1.0 + 0.001 * (i % 100));
