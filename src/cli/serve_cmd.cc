@@ -269,7 +269,8 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--auth-token-file", flags->auth_token_file,
                   "File whose first line is a token that the repository endpoints (index, load, unload), /v2/logging, "
                   "the trace settings and shared-memory register/unregister must send as "
-                  "'Authorization: Bearer TOKEN' over HTTP (401 otherwise)");
+                  "'Authorization: Bearer TOKEN' over HTTP (401 otherwise), and their gRPC RPCs as the metadata "
+                  "'authorization: Bearer TOKEN' (UNAUTHENTICATED otherwise)");
   cmd->add_option("--access-log", flags->access_log, "One line per request on stderr: none, plain or json")
       ->check(CLI::IsMember({"none", "plain", "json"}))
       ->default_val("none");

@@ -117,6 +117,7 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
     go.max_message_bytes = options.http.max_body_bytes;
     go.request_timeout = options.http.request_timeout;
     go.threads = options.grpc_threads;
+    go.auth_token = options.http.access.auth_token;
     auto grpc = GrpcServer::Start(*s->core_, *s->settings_, go);
     if (!grpc.ok()) {
       s->http_->Stop();

@@ -1,11 +1,10 @@
 #include "serve/grpc/grpc_server.h"
 
-#include <limits>
-
 #include <algorithm>
 #include <climits>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -19,6 +18,7 @@
 #include "serve/classification.h"
 #include "serve/grpc/grpc_codec.h"
 #include "serve/grpc/grpc_settings.h"
+#include "serve/http/request_access.h"
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/server_metadata.h"
 #include "sys/clock.h"
@@ -302,6 +302,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* RepositoryIndex(::grpc::CallbackServerContext* ctx,
                                               const inference::RepositoryIndexRequest* req,
                                               inference::RepositoryIndexResponse* resp) override {
+    if (auto* denied = Unauthorized(ctx, "RepositoryIndex")) return denied;
     for (const auto& m : s_.core.RepositoryIndex(req->ready())) {
       auto* e = resp->add_models();
       e->set_name(m.name);
@@ -315,6 +316,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* RepositoryModelLoad(::grpc::CallbackServerContext* ctx,
                                                   const inference::RepositoryModelLoadRequest* req,
                                                   inference::RepositoryModelLoadResponse*) override {
+    if (auto* denied = Unauthorized(ctx, "RepositoryModelLoad")) return denied;
     // Triton's load parameters: "config" as string_param, "file:<path>" as
     // bytes_param; unload_dependents is ignored (no ensembles).
     ModelLoadParameters parameters;
@@ -348,6 +350,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* RepositoryModelUnload(::grpc::CallbackServerContext* ctx,
                                                     const inference::RepositoryModelUnloadRequest* req,
                                                     inference::RepositoryModelUnloadResponse*) override {
+    if (auto* denied = Unauthorized(ctx, "RepositoryModelUnload")) return denied;
     return Control(ctx, req->model_name(), std::nullopt);
   }
 
@@ -368,11 +371,13 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
                                                          const inference::SystemSharedMemoryRegisterRequest* req,
                                                          inference::SystemSharedMemoryRegisterResponse*) override {
+    if (auto* denied = Unauthorized(ctx, "SystemSharedMemoryRegister")) return denied;
     return Reply(ctx, s_.settings.system_shm.Register(req->name(), req->key(), req->offset(), req->byte_size()));
   }
   ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
                                                            const inference::SystemSharedMemoryUnregisterRequest* req,
                                                            inference::SystemSharedMemoryUnregisterResponse*) override {
+    if (auto* denied = Unauthorized(ctx, "SystemSharedMemoryUnregister")) return denied;
     s_.settings.system_shm.Unregister(req->name());
     return Reply(ctx, Status::Ok());
   }
@@ -392,6 +397,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
                                                        const inference::CudaSharedMemoryRegisterRequest* req,
                                                        inference::CudaSharedMemoryRegisterResponse*) override {
+    if (auto* denied = Unauthorized(ctx, "CudaSharedMemoryRegister")) return denied;
     if (req->device_id() < 0 || req->device_id() > std::numeric_limits<int>::max()) {
       return Reply(ctx, InvalidArgument("device_id " + std::to_string(req->device_id()) + " is not a GPU"));
     }
@@ -401,6 +407,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
                                                          const inference::CudaSharedMemoryUnregisterRequest* req,
                                                          inference::CudaSharedMemoryUnregisterResponse*) override {
+    if (auto* denied = Unauthorized(ctx, "CudaSharedMemoryUnregister")) return denied;
     s_.settings.system_shm.Unregister(req->name(), SharedMemoryKind::kCuda);
     return Reply(ctx, Status::Ok());
   }
@@ -408,6 +415,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   ::grpc::ServerUnaryReactor* TraceSetting(::grpc::CallbackServerContext* ctx,
                                            const inference::TraceSettingRequest* req,
                                            inference::TraceSettingResponse* resp) override {
+    if (auto* denied = Unauthorized(ctx, "TraceSetting")) return denied;
     if (!req->model_name().empty()) {
       auto md = s_.core.Metadata(req->model_name(), "");
       if (!md && md.status().code() == Code::kNotFound) return Reply(ctx, md.status());
@@ -422,6 +430,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
 
   ::grpc::ServerUnaryReactor* LogSettings(::grpc::CallbackServerContext* ctx, const inference::LogSettingsRequest* req,
                                           inference::LogSettingsResponse* resp) override {
+    if (auto* denied = Unauthorized(ctx, "LogSettings")) return denied;
     if (req->settings_size() > 0) {
       auto changes = LogChangesFromGrpc(*req);
       if (!changes) return Reply(ctx, changes.status());
@@ -446,6 +455,22 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
       Status st = load ? s_.core.LoadModel(model, *load) : s_.core.UnloadModel(model);
       reactor->Finish(ToGrpc(st));
     });
+    return reactor;
+  }
+
+  // nullptr when the call may go on; otherwise the reactor it was finished
+  // with, UNAUTHENTICATED (GrpcOptions::auth_token).
+  ::grpc::ServerUnaryReactor* Unauthorized(::grpc::CallbackServerContext* ctx, std::string_view rpc) const {
+    if (s_.options.auth_token.empty()) return nullptr;
+    const auto& md = ctx->client_metadata();
+    auto it = md.find("authorization");
+    const std::string_view given = it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+    if (BearerTokenMatches(given, s_.options.auth_token)) return nullptr;
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(::grpc::Status(::grpc::StatusCode::UNAUTHENTICATED,
+                                   fmt::format("{} needs the metadata 'authorization: Bearer <token>' with the token of "
+                                               "the server's --auth-token-file{}",
+                                               rpc, given.empty() ? "" : "; the token sent is wrong")));
     return reactor;
   }
 

@@ -44,6 +44,11 @@ struct GrpcOptions {
   std::chrono::milliseconds request_timeout{60'000};
   // Threads that encode infer responses and complete the calls.
   int threads = 2;
+  // With a token (--auth-token-file) the repository, logging, trace and
+  // shared-memory register/unregister RPCs need the metadata
+  // "authorization: Bearer <token>" (UNAUTHENTICATED otherwise), as their
+  // HTTP endpoints need the header.
+  std::string auth_token;
 };
 
 class GrpcServer {

@@ -85,16 +85,21 @@ std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const Acce
     }
   }
   if (!options.auth_token.empty() && NeedsToken(endpoint) && !headers.preflight) {
-    constexpr std::string_view kBearer = "bearer ";
     const std::string_view auth = headers.authorization;
-    const bool bearer = auth.size() > kBearer.size() && Lower(auth.substr(0, kBearer.size())) == kBearer;
-    if (!bearer || !SameSecret(auth.substr(kBearer.size()), options.auth_token)) {
+    if (!BearerTokenMatches(auth, options.auth_token)) {
       return AccessDenied{HttpRefusal::kUnauthorized, fmt::format("{} needs 'Authorization: Bearer <token>' with the token of the server's "
                                            "--auth-token-file{}",
                                            protocol::EndpointName(endpoint), auth.empty() ? "" : "; the token sent is wrong")};
     }
   }
   return std::nullopt;
+}
+
+bool BearerTokenMatches(std::string_view authorization, std::string_view token) {
+  constexpr std::string_view kBearer = "bearer ";
+  const bool bearer =
+      authorization.size() > kBearer.size() && Lower(authorization.substr(0, kBearer.size())) == kBearer;
+  return bearer && SameSecret(authorization.substr(kBearer.size()), token);
 }
 
 Expected<std::string> ReadAuthTokenFile(const std::string& path) {

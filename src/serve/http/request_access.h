@@ -66,6 +66,11 @@ std::optional<AccessDenied> CheckAccess(const AccessOptions& options, const Acce
 // sent to (`host`, the Host header): not a cross-origin request.
 bool IsSameOrigin(std::string_view origin, std::string_view host);
 
+// Whether `authorization` ("Bearer <token>", scheme case-insensitive) carries
+// `token`, compared in constant time. The gRPC front end checks its
+// metadata with it.
+bool BearerTokenMatches(std::string_view authorization, std::string_view token);
+
 // Reads --auth-token-file: the file's first line, surrounding whitespace
 // trimmed. InvalidArgument naming the flag when it cannot be read or is empty.
 Expected<std::string> ReadAuthTokenFile(const std::string& path);

@@ -627,6 +627,46 @@ TEST_F(GrpcServerTest, SharedMemoryErrorsAreClear) {
             ::grpc::StatusCode::INVALID_ARGUMENT);  // no name
 }
 
+// With --auth-token-file the RPCs whose HTTP endpoints need the token need
+// it as metadata; the others (health, inference) do not.
+TEST_F(GrpcServerTest, TheBearerTokenGuardsRepositoryLoggingTraceAndSharedMemoryRpcs) {
+  GrpcOptions o;
+  o.port = 0;
+  o.auth_token = "s3cret";
+  auto guarded = GrpcServer::Start(fake_, settings_, o);
+  ASSERT_TRUE(guarded.ok()) << guarded.status().ToString();
+  auto channel = ::grpc::CreateChannel("127.0.0.1:" + std::to_string((*guarded)->port()),
+                                       ::grpc::InsecureChannelCredentials());
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  inference::RepositoryIndexResponse index;
+  auto ctx = Ctx();
+  auto st = stub->RepositoryIndex(ctx.get(), {}, &index);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("authorization: Bearer <token>"));
+  ctx = Ctx();
+  ctx->AddMetadata("authorization", "Bearer wrong");
+  st = stub->RepositoryIndex(ctx.get(), {}, &index);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("the token sent is wrong"));
+  ctx = Ctx();
+  ctx->AddMetadata("authorization", "Bearer s3cret");
+  EXPECT_TRUE(stub->RepositoryIndex(ctx.get(), {}, &index).ok());
+  inference::LogSettingsResponse logs;
+  ctx = Ctx();
+  EXPECT_EQ(stub->LogSettings(ctx.get(), {}, &logs).error_code(), ::grpc::StatusCode::UNAUTHENTICATED);
+  inference::SystemSharedMemoryRegisterResponse reg;
+  ctx = Ctx();
+  EXPECT_EQ(stub->SystemSharedMemoryRegister(ctx.get(), {}, &reg).error_code(), ::grpc::StatusCode::UNAUTHENTICATED);
+  // Health and status need no token.
+  inference::ServerLiveResponse live;
+  ctx = Ctx();
+  EXPECT_TRUE(stub->ServerLive(ctx.get(), {}, &live).ok());
+  inference::SystemSharedMemoryStatusResponse shm_status;
+  ctx = Ctx();
+  EXPECT_TRUE(stub->SystemSharedMemoryStatus(ctx.get(), {}, &shm_status).ok());
+  (*guarded)->Stop();
+}
+
 TEST_F(GrpcServerTest, BusyPortIsUnavailableNamingTheFlag) {
   GrpcOptions o;
   o.port = server_->port();
