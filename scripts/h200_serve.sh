@@ -16,8 +16,9 @@
 #         and without --busy-poll-us
 # perfwrk scripts/perf_vs_wrk.sh: ortgpu perf against wrk on a bare server
 # grpc    the tiny MLP (1 connection) and ResNet-50 (64 connections, batch-1
-#         requests, dynamic batching, 2 instances) through `ortgpu perf`, over
-#         HTTP and over gRPC (-i grpc) against the same server, beside bench
+#         requests, the best served config: [32], 2 instances, CUDA graphs)
+#         through `ortgpu perf`, over HTTP and over gRPC (-i grpc) against the
+#         same server, beside bench --io cuda-graph
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
 parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc}
@@ -261,13 +262,13 @@ instance_group [{ count: 1 kind: KIND_GPU }]')
       perf_both "mlp_$tag" mlp 1 1
       stop_server
     done
-    ortgpu bench "$R" --provider cuda --batch 32 --io host --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
+    ortgpu bench "$R" --provider cuda --batch 32 --io cuda-graph --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
     repo=$(serve_repo resnet50 "$R" 'max_batch_size: 32
 input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
 output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
-optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } }] } }
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }
 instance_group [{ count: 2 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }')
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }')
     if start_server $repo "$out/serve_grpc_resnet.log"; then
       perf_both resnet50 resnet50 ${RESNET_CONCURRENCY:-64} 4
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
