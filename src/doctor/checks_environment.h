@@ -30,12 +30,12 @@ struct EnvironmentCheckInputs {
   const FileSystem& fs;
   bool in_container = false;
   bool driver_loaded = false;         // libcuda loaded (driver layer)
-  std::vector<int> device_ccs;        // CUDA-visible GPUs' compute capabilities (90)
-  std::set<int> ep_cubin_archs;       // the EP's machine code (gpu/fatbin.h)
-  std::set<int> ep_ptx_archs;
-  std::optional<int> cudart_version;  // the loaded CUDA runtime (13000)
+  std::vector<int> device_ccs{};      // CUDA-visible GPUs' compute capabilities (90)
+  std::set<int> ep_cubin_archs{};     // the EP's machine code (gpu/fatbin.h)
+  std::set<int> ep_ptx_archs{};
+  std::optional<int> cudart_version{};  // the loaded CUDA runtime (13000)
   int ep_cuda_major = 0;              // the CUDA major the EP was built for
-  std::vector<gpu::LibraryReport> libraries;  // layer 3's probe
+  std::vector<gpu::LibraryReport> libraries{};  // layer 3's probe
 };
 
 void CheckEnvironment(const EnvironmentCheckInputs& in, Report& report);
