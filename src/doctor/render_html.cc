@@ -1,7 +1,7 @@
 // doctor's HTML page, built with the shared page renderer
 // (report/html_report.h: Chart.js inlined, escaping, the draw check). This
 // file only chooses what the page shows.
-#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -35,27 +35,37 @@ std::string RunLabel(const Finding& f) {
 
 // Nodes per execution provider, one bar group per profiled run.
 void AddPlacementChart(const Report& report, report::HtmlPage& page) {
-  std::map<std::string, std::vector<report::Point>> by_ep;
-  int runs = 0;
+  // Runs in report order (the check model, then model 1, 2, ...), each EP's
+  // node count per run; an EP that ran no node of a run gets 0 there, so
+  // every series lists the runs in the same order and the bars line up.
+  std::vector<const Finding*> runs;
+  std::set<std::string> eps;
   for (const auto& f : report.findings()) {
     const bool placement = f.id == "e2e.placement" ||
                            (f.id.rfind("model.", 0) == 0 && f.id.size() > 10 &&
                             f.id.compare(f.id.size() - 10, 10, ".placement") == 0);
     if (!placement) continue;
-    ++runs;
+    runs.push_back(&f);
     for (const auto& [key, value] : f.facts) {
-      if (key.rfind("nodes.", 0) != 0) continue;
-      by_ep[key.substr(6)].push_back({static_cast<double>(runs), FactNumber(f, key), RunLabel(f)});
+      if (key.rfind("nodes.", 0) == 0) eps.insert(key.substr(6));
     }
   }
-  if (by_ep.empty()) return;
+  if (eps.empty()) return;
   page.AddHeading("Node placement per execution provider");
   report::Chart c;
   c.id = "placement";
   c.kind = report::ChartKind::kBar;
   c.title = "Nodes per execution provider (from one profiled run)";
   c.y_label = "nodes";
-  for (auto& [ep, points] : by_ep) c.series.push_back({ep, std::move(points)});
+  for (const std::string& ep : eps) {
+    std::vector<report::Point> points;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Finding& f = *runs[i];
+      const bool ran = f.facts.count("nodes." + ep) > 0;
+      points.push_back({static_cast<double>(i + 1), ran ? FactNumber(f, "nodes." + ep) : 0.0, RunLabel(f)});
+    }
+    c.series.push_back({ep, std::move(points)});
+  }
   page.AddChart(std::move(c));
 }
 

@@ -65,6 +65,35 @@ TEST(RenderHtml, ChromiumDrawsThePlacementAndBandwidthCharts) {
   EXPECT_THAT(page.dom, HasSubstr("data-chart=\"bandwidth\""));
 }
 
+// Seen on the H200: with an EP that ran nodes of only some runs, the bars
+// came out of run order ("model 2, built-in check model, model 1"). Every
+// EP now lists every run, in report order, with 0 where it ran nothing; and
+// a run of one model on one EP (one bar) is drawn, not left out.
+TEST(RenderHtml, PlacementBarsFollowTheRunsInOrder) {
+  Report r;
+  Finding e2e = MakeFinding("e2e.placement", Layer::kEndToEnd, Verdict::kPass, "every node on CUDA", true);
+  e2e.facts = {{"nodes.CUDAExecutionProvider", "9"}};
+  r.Add(e2e);
+  Finding m1 = MakeFinding("model.1.placement", Layer::kModel, Verdict::kPass, "every node on CUDA", true);
+  m1.facts = {{"nodes.CUDAExecutionProvider", "122"}};
+  r.Add(m1);
+  Finding m2 = MakeFinding("model.2.placement", Layer::kModel, Verdict::kPass, "compute on CUDA", true);
+  m2.facts = {{"nodes.CUDAExecutionProvider", "407"}, {"nodes.CPUExecutionProvider", "82"}};
+  r.Add(m2);
+  const std::string html = RenderHtml(r, false, kHeader);
+  const size_t check = html.find("built-in check model");
+  const size_t one = html.find("model 1");
+  const size_t two = html.find("model 2");
+  ASSERT_NE(check, std::string::npos);
+  EXPECT_LT(check, one);
+  EXPECT_LT(one, two);
+  EXPECT_EQ(html.find("is left out"), std::string::npos);
+
+  Report single;
+  single.Add(e2e);
+  EXPECT_EQ(RenderHtml(single, false, kHeader).find("is left out"), std::string::npos);
+}
+
 TEST(RenderHtml, CpuOnlyReportHasNoChartsAndNoChartJs) {
   Report r;
   r.Add(MakeFinding("host.os", Layer::kHost, Verdict::kInfo, "Debian 12"));
