@@ -7,7 +7,6 @@
 #include <memory>
 
 #include <fmt/format.h>
-#include <google/protobuf/util/json_util.h>
 
 namespace ortgpu::serve {
 namespace {
@@ -255,17 +254,6 @@ inference::InferParameter GrpcParameterFromJsonText(const std::string& json_text
     p.set_string_param(json_text);  // a double or a structure: its JSON text
   }
   return p;
-}
-
-Status GrpcMessageFromJson(const nlohmann::json& json, google::protobuf::Message& out) {
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;
-  auto st = google::protobuf::util::JsonStringToMessage(json.dump(), &out, opts);
-  if (!st.ok()) {
-    return Internal(fmt::format("the server's JSON for {} does not fit the gRPC message: {}",
-                                out.GetDescriptor()->name(), st.ToString()));
-  }
-  return Status::Ok();
 }
 
 namespace {

@@ -63,9 +63,4 @@ void EncodeGrpcStatistics(const std::vector<StatsSnapshot>& versions, inference:
 std::string GrpcParameterToJsonText(const inference::InferParameter& p);
 inference::InferParameter GrpcParameterFromJsonText(const std::string& json_text);
 
-// Parses the core's JSON form of a message (Triton's, field names as in the
-// proto) into `out`; fields the proto does not know are ignored. Internal
-// when the JSON does not fit the message.
-Status GrpcMessageFromJson(const nlohmann::json& json, google::protobuf::Message& out);
-
 }  // namespace ortgpu::serve

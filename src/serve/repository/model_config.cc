@@ -6,7 +6,6 @@
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
-#include <google/protobuf/util/json_util.h>
 
 namespace ortgpu::serve {
 namespace {
@@ -285,15 +284,6 @@ Status CompleteConfig(const std::vector<TensorInfo>& model_inputs, const std::ve
   }
   if (completed != nullptr) *completed = std::move(filled);
   return Status::Ok();
-}
-
-nlohmann::json ConfigToJson(const inference::ModelConfig& config) {
-  std::string text;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  auto st = google::protobuf::util::MessageToJsonString(config, &text, opts);
-  if (!st.ok()) return nlohmann::json::object();
-  return nlohmann::json::parse(text, nullptr, false);
 }
 
 DataType FromConfigType(inference::DataType t) {

@@ -12,7 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 #include "model_config.pb.h"
 #include "ort/session.h"
@@ -70,10 +69,6 @@ bool SetsMaxBatchSize(std::string_view config_text);
 Status CompleteConfig(const std::vector<TensorInfo>& model_inputs, const std::vector<TensorInfo>& model_outputs,
                       ConfigGiven given, const CompletionOptions& options, inference::ModelConfig& config,
                       std::vector<std::string>* completed = nullptr);
-
-// Triton's JSON form of the config (proto field names, as Triton's
-// /v2/models/<m>/config answers).
-nlohmann::json ConfigToJson(const inference::ModelConfig& config);
 
 // Conversions between the config's TYPE_* enum and ortgpu's DataType.
 DataType FromConfigType(inference::DataType t);

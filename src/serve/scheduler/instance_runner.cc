@@ -224,10 +224,9 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   Expected<std::vector<Tensor>> results = Status(Internal("not run"));
   if (sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0) {
     results = RunGraph(SessionFor(rows), rows, shapes, outputs);
-  } else if (turn_ != nullptr && turn_whole_runs_) {
-    GpuTurn::Held held = turn_->Take();
-    results = staging_->Run(SessionFor(rows), rows, shapes, outputs);
   } else {
+    std::optional<GpuTurn::Held> held;
+    if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
     results = staging_->Run(SessionFor(rows), rows, shapes, outputs);
   }
   if (!results.ok()) return results.status();
@@ -269,13 +268,10 @@ Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, in
       ORTGPU_RETURN_IF_ERROR(graph->SetInput(i, staging_->data(i), static_cast<size_t>(rows) * staging_->row_bytes(i)));
     }
   }
-  Status run;
-  if (turn_ != nullptr) {
-    GpuTurn::Held held = turn_->Take();
-    run = graph->Run();
-  } else {
-    run = graph->Run();
-  }
+  std::optional<GpuTurn::Held> held;
+  if (turn_ != nullptr) held.emplace(turn_->Take());
+  Status run = graph->Run();
+  held.reset();  // the outputs are fetched after the turn
   if (!run.ok()) {
     return run.WithContext("replaying the CUDA graph of batch size " + std::to_string(rows) +
                            " (remove enable_cuda_graph from config.pbtxt if the model cannot be captured)");
