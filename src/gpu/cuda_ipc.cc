@@ -2,8 +2,7 @@
 
 #include <cstring>
 #include <mutex>
-
-#include <fmt/format.h>
+#include <string>
 
 namespace ortgpu::gpu {
 namespace {
@@ -22,15 +21,20 @@ class DriverCudaIpc final : public CudaIpc {
 
   Expected<uint64_t> Open(const std::string& handle, int device) override {
     if (handle.size() != kCudaIpcHandleBytes) {
-      return InvalidArgument(fmt::format("a CUDA IPC handle has {} bytes, not {}: send the bytes of "
-                                         "cudaIpcGetMemHandle's cudaIpcMemHandle_t",
-                                         kCudaIpcHandleBytes, handle.size()));
+      return InvalidArgument("a CUDA IPC handle has " + std::to_string(kCudaIpcHandleBytes) + " bytes, not " +
+                             std::to_string(handle.size()) +
+                             ": send the bytes of cudaIpcGetMemHandle's cudaIpcMemHandle_t");
     }
     CUipcMemHandle h;
     std::memcpy(h.reserved, handle.data(), kCudaIpcHandleBytes);
     uint64_t address = 0;
-    ORTGPU_RETURN_IF_ERROR(InContext(device, [&] { return ipc_open_(&address, h, kLazyEnablePeerAccess); },
-                                     "cuIpcOpenMemHandle"));
+    Status opened = InContext(device, [&] { return ipc_open_(&address, h, kLazyEnablePeerAccess); }, "cuIpcOpenMemHandle");
+    if (!opened.ok() && opened.code() == Code::kInternal) {
+      return Status(Code::kInvalidArgument,
+                    opened.message() + ": send the handle cudaIpcGetMemHandle gave for memory that is still allocated, "
+                                       "from a process that is still running, with the device_id of the GPU it lives on");
+    }
+    ORTGPU_RETURN_IF_ERROR(opened);
     return address;
   }
 
@@ -74,17 +78,20 @@ class DriverCudaIpc final : public CudaIpc {
     CUdevice dev = 0;
     CUcontext ctx = nullptr;
     if (device_get_(&dev, device) != 0 || retain_(&ctx, dev) != 0) {
-      return InvalidArgument(fmt::format("GPU {} is not visible to the server (CUDA_VISIBLE_DEVICES?), so its CUDA "
-                                         "shared memory cannot be used",
-                                         device));
+      return InvalidArgument("GPU " + std::to_string(device) +
+                             " is not visible to the server (CUDA_VISIBLE_DEVICES?), so its CUDA shared memory cannot "
+                             "be used");
     }
     // The primary context stays retained: ORT holds it for the process's
     // life anyway, and releasing it here could tear it down under a copy.
-    if (push_(ctx) != 0) return Internal(fmt::format("cannot make GPU {}'s context current", device));
+    if (push_(ctx) != 0) return Internal("cannot make GPU " + std::to_string(device) + "'s context current");
     const CUresult r = call();
     CUcontext popped = nullptr;
     pop_(&popped);
-    if (r != 0) return Internal(fmt::format("{} on GPU {} failed with CUDA error {}", what, device, r));
+    if (r != 0) {
+      return Internal(std::string(what) + " on GPU " + std::to_string(device) + " failed with CUDA error " +
+                      std::to_string(r));
+    }
     return Status::Ok();
   }
 
