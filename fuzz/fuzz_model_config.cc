@@ -10,6 +10,7 @@
 
 #include <google/protobuf/stubs/logging.h>
 
+#include "serve/config_json.h"
 #include "serve/repository/model_config.h"
 
 // Protobuf logs (to stderr) each string field that is not UTF-8 when the
@@ -27,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!parsed.ok()) return 0;
   inference::ModelConfig& config = parsed->config;
   (void)UnhonouredFieldWarnings(config);
-  (void)ConfigToJson(config);
+  (void)TritonConfigJson(config);  // what GET /v2/models/M/config writes
   (void)ConfigParameters(config);
   (void)CudaGraphRequest(config);
   TensorInfo x;
