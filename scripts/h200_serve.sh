@@ -4,7 +4,7 @@
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
 # built, `ortgpu perf` must be in the carried bundle.
 #
-#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc]   (default: all)
+#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc] [cudashm]   (default: all)
 #
 # ceiling what loopback HTTP alone gives for ResNet-50's 602 KB binary
 #         request: wrk against the bare Beast server (no model, no decode)
@@ -19,9 +19,14 @@
 #         requests, the best served config: [32], 2 instances, CUDA graphs)
 #         through `ortgpu perf`, over HTTP and over gRPC (-i grpc) against the
 #         same server, beside bench --io cuda-graph
+# cudashm ResNet-50 through CUDA shared memory (issue 10) on the best served
+#         config (b32-2inst-graph): scripts/cuda_shm_client.py (outputs
+#         against binary HTTP, latency of each), then, when `ortgpu perf`
+#         has --shared-memory, perf with `--shared-memory cuda` and without
+#         (64 connections), each as a ratio of bench --io cuda-graph (batch 32)
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
-parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc}
+parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc cudashm}
 mkdir -p "$out"
 models=/tmp/models
 [ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
@@ -275,6 +280,66 @@ dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000
       stop_server
     fi
   } > "$out/grpc.txt" 2>&1
+fi
+
+# items_per_s FILE: the largest throughput.items_per_s in a bench or perf JSON
+items_per_s() {
+  python3 - "$1" <<'PY'
+import json, sys
+best = 0.0
+def walk(v):
+    global best
+    if isinstance(v, dict):
+        t = v.get("throughput")
+        if isinstance(t, dict) and isinstance(t.get("items_per_s"), (int, float)):
+            best = max(best, t["items_per_s"])
+        for x in v.values(): walk(x)
+    elif isinstance(v, list):
+        for x in v: walk(x)
+try:
+    walk(json.load(open(sys.argv[1])))
+except Exception:
+    pass
+print(round(best, 1))
+PY
+}
+
+if [[ " $parts " == *" cudashm "* ]]; then
+  {
+    ortgpu bench "$R" --provider cuda --batch 32 --io cuda-graph --cuda-option prefer_nhwc=1 --duration 4 --no-check \
+      --no-progress --json > "$out/cudashm_bench.json" 2> "$out/cudashm_bench.err"
+    in_process=$(items_per_s "$out/cudashm_bench.json")
+    echo "in-process (bench --io cuda-graph, batch 32): $in_process images/s"
+    repo=$(serve_repo resnet50 "$R" 'max_batch_size: 32
+input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
+output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }
+instance_group [{ count: 2 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }')
+    if start_server $repo "$out/serve_cudashm_resnet.log"; then
+      echo "=== ResNet-50 b32-2inst-graph through CUDA shared memory: scripts/cuda_shm_client.py"
+      python3 scripts/cuda_shm_client.py --url http://127.0.0.1:8000 --model resnet50 --iterations 50 | tee "$out/cudashm_client.json"
+      echo "client exit ${PIPESTATUS[0]}"
+      if ortgpu perf --help 2>&1 | grep -q -- '--shared-memory'; then
+        for shm in cuda binary; do
+          flag=''; [ $shm = cuda ] && flag='--shared-memory cuda'
+          echo "--- ortgpu perf $flag --concurrency ${RESNET_CONCURRENCY:-64} (batch-1 requests)"
+          ortgpu perf --url http://127.0.0.1:8000 --model resnet50 $flag --concurrency ${RESNET_CONCURRENCY:-64} \
+            --threads 4 --measurement-interval 3000 --max-trials 6 --no-progress --json > "$out/cudashm_perf_$shm.json" \
+            2> "$out/cudashm_perf_$shm.err"
+          echo "exit $?"; tail -3 "$out/cudashm_perf_$shm.err"
+          served=$(items_per_s "$out/cudashm_perf_$shm.json")
+          python3 -c 'import sys; s, b = float(sys.argv[1]), float(sys.argv[2]); print("served (%s): %.1f images/s, %.1f%% of in-process (%.1f)" % (sys.argv[3], s, 100 * s / b if b else 0, b))' \
+            "$served" "$in_process" "$shm"
+        done
+      else
+        echo "ortgpu perf has no --shared-memory flag here: only the client ran"
+      fi
+      stats resnet50 | python3 -c 'import json,sys; m=json.load(sys.stdin)["model_stats"][0]; print("batch_stats:", [(b["batch_size"], b["compute_infer"]["count"], round(b["compute_input"]["ns"]/max(1,b["compute_input"]["count"])/1e6,3)) for b in m["batch_stats"]])'
+      grep -iE "error|warn" "$out/serve_cudashm_resnet.log" | head -5
+      stop_server
+    fi
+  } > "$out/cudashm.txt" 2>&1
 fi
 
 if [[ " $parts " == *" perfwrk "* ]]; then

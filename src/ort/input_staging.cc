@@ -39,7 +39,29 @@ Expected<Tensor> BorrowHostOutput(const std::string& name, Ort::Value value) {
 
 }  // namespace
 
-InputStaging::~InputStaging() = default;
+InputStaging::~InputStaging() {
+  for (uint64_t b : device_buffers_) device_memory_->Free(b, device_);
+}
+
+Status InputStaging::EnsureDeviceBuffers(std::shared_ptr<DeviceMemory> memory, int device) {
+  if (!device_buffers_.empty()) {
+    if (memory == device_memory_ && device == device_) return Status::Ok();
+    for (uint64_t b : device_buffers_) device_memory_->Free(b, device_);
+    device_buffers_.clear();
+  }
+  device_memory_ = std::move(memory);
+  device_ = device;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    auto b = device_memory_->Allocate(static_cast<size_t>(max_rows_) * row_bytes_[i], device);
+    if (!b.ok()) {
+      for (uint64_t made : device_buffers_) device_memory_->Free(made, device_);
+      device_buffers_.clear();
+      return b.status().WithContext("allocating the device batch buffer of input '" + specs_[i].name + "'");
+    }
+    device_buffers_.push_back(*b);
+  }
+  return Status::Ok();
+}
 
 Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& session, std::vector<StagedInputSpec> inputs,
                                                              int64_t max_rows) {
@@ -103,6 +125,19 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
 Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t rows,
                                                 const std::vector<std::vector<int64_t>>& shapes,
                                                 const std::vector<std::string>& wanted) const {
+  return RunOn(session, rows, shapes, wanted, /*from_device=*/false);
+}
+
+Expected<std::vector<Tensor>> InputStaging::RunFromDevice(const Session& session, int64_t rows,
+                                                          const std::vector<std::vector<int64_t>>& shapes,
+                                                          const std::vector<std::string>& wanted) const {
+  if (device_buffers_.empty()) return Internal("the device batch buffers of model " + session.label() + " were not made");
+  return RunOn(session, rows, shapes, wanted, /*from_device=*/true);
+}
+
+Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_t rows,
+                                                  const std::vector<std::vector<int64_t>>& shapes,
+                                                  const std::vector<std::string>& wanted, bool from_device) const {
   if (rows < 1 || rows > max_rows_) {
     return InvalidArgument("a batch of " + std::to_string(rows) + " rows does not fit the staging buffers of " +
                            std::to_string(max_rows_) + " rows");
@@ -110,6 +145,11 @@ Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t 
   try {
     std::vector<Ort::Value> values;
     values.reserve(specs_.size());
+    // The device buffers' memory: the CUDA EP's, or the CPU's for a
+    // DeviceMemory whose addresses are host memory (the tests' fake).
+    Ort::MemoryInfo device_info = from_device && !device_memory_->host_addressable()
+                                      ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, device_, OrtMemTypeDefault)
+                                      : Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
     for (size_t i = 0; i < specs_.size(); ++i) {
       std::vector<int64_t> shape;
       if (!shapes.empty()) {
@@ -125,10 +165,16 @@ Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t 
                                std::to_string(rows) + " staged rows");
       }
       // A view of the first `bytes` of the buffer, in the buffer's own
-      // memory (pinned memory stays pinned: ORT copies it with one DMA).
-      values.push_back(Ort::Value::CreateTensor(impl_->owners[i].GetTensorMemoryInfo(), buffers_[i], bytes,
-                                                shape.data(), shape.size(),
-                                                static_cast<ONNXTensorElementDataType>(specs_[i].dtype)));
+      // memory (pinned memory stays pinned: ORT copies it with one DMA;
+      // device memory is read where it is).
+      const auto type = static_cast<ONNXTensorElementDataType>(specs_[i].dtype);
+      if (from_device) {
+        void* at = reinterpret_cast<void*>(device_buffers_[i]);
+        values.push_back(Ort::Value::CreateTensor(device_info, at, bytes, shape.data(), shape.size(), type));
+      } else {
+        values.push_back(Ort::Value::CreateTensor(impl_->owners[i].GetTensorMemoryInfo(), buffers_[i], bytes,
+                                                  shape.data(), shape.size(), type));
+      }
     }
     // Only the outputs some request of the batch asked for are fetched; ORT
     // writes each straight into host memory it allocates (pinned on CUDA),

@@ -11,6 +11,13 @@
 // size up to max_rows runs from the same buffers and nothing proportional to
 // the payload is allocated per batch.
 //
+// For batches whose rows are already in device memory (CUDA shared memory)
+// a GPU instance also keeps device buffers of the same size
+// (EnsureDeviceBuffers, made on the first such batch, from a DeviceMemory):
+// the rows are copied into them device to device, host rows of the batch
+// from the host buffers with one copy each, and RunFrom(kDevice) hands them
+// to ORT as device-resident inputs, so ORT copies no input.
+//
 // Ownership: the staging keeps a pointer to its Session, which must outlive
 // it. Thread-safety: none; one instance worker owns and uses it (the buffers
 // are rewritten by every batch).
@@ -21,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "ort/device_memory.h"
 #include "ort/session.h"
 #include "ort/tensor.h"
 #include "status/expected.h"
@@ -57,6 +65,14 @@ class InputStaging {
   // True when the buffers are page-locked (CUDA pinned) memory.
   bool pinned() const { return pinned_; }
 
+  // Makes the device buffers (once; later calls with the same memory and
+  // device do nothing). Errors: Allocate's.
+  Status EnsureDeviceBuffers(std::shared_ptr<DeviceMemory> memory, int device);
+  bool has_device_buffers() const { return !device_buffers_.empty(); }
+  // The device address of input i's device buffer (max_rows * row_bytes(i)).
+  // REQUIRES: has_device_buffers().
+  uint64_t device_data(size_t i) const { return device_buffers_[i]; }
+
   // Runs `session` (the one given to Create, or another Session of the same
   // model on the same device) on the first `rows` rows of every buffer, the
   // input i shaped [rows, row_shape...] unless `shapes` gives it another
@@ -69,13 +85,24 @@ class InputStaging {
   Expected<std::vector<Tensor>> Run(const Session& session, int64_t rows,
                                     const std::vector<std::vector<int64_t>>& shapes = {},
                                     const std::vector<std::string>& outputs = {}) const;
+  // As Run, from the device buffers (device-resident inputs, on the GPU the
+  // device buffers are on). REQUIRES: has_device_buffers().
+  Expected<std::vector<Tensor>> RunFromDevice(const Session& session, int64_t rows,
+                                              const std::vector<std::vector<int64_t>>& shapes,
+                                              const std::vector<std::string>& outputs) const;
 
  private:
   struct Impl;
   InputStaging() = default;
+  Expected<std::vector<Tensor>> RunOn(const Session& session, int64_t rows,
+                                      const std::vector<std::vector<int64_t>>& shapes,
+                                      const std::vector<std::string>& outputs, bool from_device) const;
   std::vector<StagedInputSpec> specs_;
   std::vector<size_t> row_bytes_;
   std::vector<uint8_t*> buffers_;
+  std::shared_ptr<DeviceMemory> device_memory_;  // set with device_buffers_
+  int device_ = -1;
+  std::vector<uint64_t> device_buffers_;
   int64_t max_rows_ = 0;
   bool pinned_ = false;
   std::unique_ptr<Impl> impl_;  // the ORT values that own the buffers

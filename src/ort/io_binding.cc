@@ -187,6 +187,24 @@ Status BoundRunner::SetInput(size_t i, const uint8_t* src, size_t bytes) {
   return Status::Ok();
 }
 
+Expected<uint64_t> BoundRunner::InputDeviceAddress(size_t i) const {
+  if (!impl_ || i >= impl_->inputs.size() || ort_internal::OnCpu(impl_->inputs[i].GetTensorMemoryInfo())) {
+    return Unimplemented("input " + std::to_string(i) + " of " + session_->label() + " is not bound in device memory");
+  }
+  return reinterpret_cast<uint64_t>(impl_->inputs[i].GetTensorRawData());
+}
+
+Expected<uint64_t> BoundRunner::OutputDeviceAddress(const std::string& name) const {
+  if (impl_) {
+    for (size_t i = 0; i < impl_->outputs.size() && i < impl_->output_names.size(); ++i) {
+      if (impl_->output_names[i] == name && !ort_internal::OnCpu(impl_->outputs[i].GetTensorMemoryInfo())) {
+        return reinterpret_cast<uint64_t>(impl_->outputs[i].GetTensorRawData());
+      }
+    }
+  }
+  return Unimplemented("output '" + name + "' of " + session_->label() + " is not preallocated in device memory");
+}
+
 Expected<std::vector<Tensor>> BoundRunner::FetchOutputs(const std::vector<std::string>& wanted) {
   auto asked = [&](const std::string& name) {
     return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();

@@ -72,6 +72,15 @@ class BoundRunner {
   // the bound host tensor otherwise. How `serve` feeds each batch to a
   // CUDA-graph session. InvalidArgument when the size differs.
   Status SetInput(size_t i, const uint8_t* src, size_t bytes);
+  // The device address of bound input i's fixed buffer (kResident and
+  // kCudaGraph on CUDA), where `serve` copies rows that are already in
+  // device memory, device to device. Unimplemented when input i is bound in
+  // host memory.
+  Expected<uint64_t> InputDeviceAddress(size_t i) const;
+  // The device address of output `name`'s fixed buffer (kCudaGraph on
+  // CUDA: outputs preallocated at fixed addresses), holding the last Run's
+  // output. Unimplemented when the outputs are not preallocated on the device.
+  Expected<uint64_t> OutputDeviceAddress(const std::string& name) const;
 
   // The outputs of the last Run, copied to host memory: those named in
   // `names` (every output when empty), in model order.

@@ -13,10 +13,11 @@ namespace {
 
 Ort::Env& Env() { return *static_cast<Ort::Env*>(Runtime::Get().env_handle()); }
 
-// A symbol of the CUDA runtime the CUDA EP already loaded (or can load), or
-// null. ORT's own Env::CopyTensors only knows data transfers of EPs
-// registered as plugin libraries, not the classic CUDA EP ortgpu appends,
-// so it is CopyBytes' fallback.
+}  // namespace
+
+// ORT's own Env::CopyTensors only knows data transfers of EPs registered as
+// plugin libraries, not the classic CUDA EP ortgpu appends, so it is
+// CopyBytes' fallback.
 void* CudartSymbol(const char* name) {
   for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
     void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
@@ -27,6 +28,8 @@ void* CudartSymbol(const char* name) {
   }
   return nullptr;
 }
+
+namespace {
 
 using CudaMemcpyFn = int (*)(void* dst, const void* src, size_t count, int kind);
 using CudaSyncFn = int (*)();

@@ -18,6 +18,10 @@ namespace ortgpu::ort_internal {
 inline constexpr int kCudaMemcpyHostToDevice = 1;
 inline constexpr int kCudaMemcpyDeviceToHost = 2;
 
+// A symbol of the CUDA runtime the CUDA EP already loaded (or can load), or
+// null.
+void* CudartSymbol(const char* name);
+
 // Copies `bytes` between host and device memory with the cudart the CUDA EP
 // loaded, else with ORT's CopyTensors on views of the two buffers
 // (`device_value` gives the device side's memory info and shape).

@@ -208,6 +208,7 @@ Expected<std::string> Session::RunProfiled(const std::vector<Tensor>& inputs, co
 Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs,
                                                const std::vector<std::string>& output_names,
                                                const std::string& profile_prefix) const {
+  for (const auto& t : inputs) ORTGPU_RETURN_IF_ERROR(RequireHostBytes(t, "model " + label_ + "'s host-tensor run"));
   ORTGPU_RETURN_IF_ERROR(ValidateInputs(inputs));
   try {
     Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);

@@ -173,12 +173,20 @@ Status ValidateTensorSize(const Tensor& t) {
                            "with");
   }
   const uint64_t want = static_cast<uint64_t>(*n) * es;
-  if (t.data.size() != want) {
+  if (t.byte_size() != want) {
     return InvalidArgument("tensor '" + t.name + "' of type " + std::string(ShortName(t.dtype)) + " and shape " +
                            ShapeToString(t.shape) + " needs " + std::to_string(want) + " bytes, got " +
-                           std::to_string(t.data.size()));
+                           std::to_string(t.byte_size()));
   }
   return Status::Ok();
+}
+
+Status RequireHostBytes(const Tensor& t, const std::string& reader) {
+  if (!t.on_device()) return Status::Ok();
+  return InvalidArgument("input '" + t.name + "' is in " + t.device->where + " on GPU " +
+                         std::to_string(t.device->device) + ", but " + reader +
+                         " reads host memory only; send this input in the request body or in system shared memory, "
+                         "or serve the model on a GPU instance of a batching model (max_batch_size > 0)");
 }
 
 float HalfToFloat(uint16_t h) {

@@ -165,15 +165,31 @@ class TensorBytes {
   size_t view_size_ = 0;
 };
 
+// The bytes of a tensor that live in device memory instead of `data`: a
+// client's CUDA shared memory region, read by the GPU where it is (no copy
+// to the host). `owner` keeps the region mapped while the view exists.
+struct DeviceView {
+  std::shared_ptr<const void> owner;
+  uint64_t address = 0;  // device address of the first byte
+  size_t size = 0;       // bytes
+  int device = -1;       // the CUDA device ordinal the memory is on
+  std::string where;     // what it is, for messages: "CUDA shared memory region 'in'"
+};
+
 struct Tensor {
   std::string name;
   DataType dtype = DataType::kUndefined;
   std::vector<int64_t> shape;
   TensorBytes data;                   // ElementCount * ElementSize bytes (non-string)
   std::vector<std::string> strings;   // ElementCount elements (kString only)
+  // Set: the bytes are in device memory (then `data` is empty). Only a GPU
+  // instance's batch path reads them (device to device); anything that
+  // needs host bytes refuses such a tensor with RequireHostBytes.
+  std::optional<DeviceView> device;
 
   int64_t element_count() const { return ElementCount(shape).value_or(0); }
-  size_t byte_size() const { return data.size(); }
+  size_t byte_size() const { return device ? device->size : data.size(); }
+  bool on_device() const { return device.has_value(); }
 
   template <typename T>
   T* data_as() { return reinterpret_cast<T*>(data.data()); }
@@ -188,6 +204,11 @@ struct Tensor {
 // Checks that `t` holds exactly the bytes (or strings) its dtype and shape
 // call for; the message names the tensor, the expected and the actual size.
 Status ValidateTensorSize(const Tensor& t);
+
+// InvalidArgument when `t` is in device memory, saying where its bytes are
+// and that `reader` (what wanted them: "model 'm' on the CPU") reads host
+// memory only, and what to send instead; Ok for a host tensor.
+Status RequireHostBytes(const Tensor& t, const std::string& reader);
 
 // Converts one element to double, for comparisons and reports (fp16/bf16
 // decoded). REQUIRES: t.dtype is numeric or bool; i < element_count().

@@ -178,6 +178,19 @@ Expected<SharedMemoryRegistry::View> SharedMemoryRegistry::Find(const std::strin
   return v;
 }
 
+Expected<std::optional<DeviceView>> SharedMemoryRegistry::FindOnDevice(const std::string& name, uint64_t offset,
+                                                                       uint64_t size) const {
+  ORTGPU_ASSIGN_OR_RETURN(std::shared_ptr<Region> r, Lookup(name, offset, size));
+  if (r->cuda == nullptr) return std::optional<DeviceView>();
+  DeviceView v;
+  v.address = r->device_address + offset;
+  v.size = static_cast<size_t>(size);
+  v.device = r->info.device_id;
+  v.where = fmt::format("CUDA shared memory region '{}'", name);
+  v.owner = std::move(r);
+  return std::optional<DeviceView>(std::move(v));
+}
+
 Status SharedMemoryRegistry::Write(const std::string& name, uint64_t offset, std::string_view bytes) const {
   ORTGPU_ASSIGN_OR_RETURN(std::shared_ptr<Region> r, Lookup(name, offset, bytes.size()));
   if (bytes.empty()) return Status::Ok();
@@ -255,6 +268,21 @@ Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry&
     const std::string where = fmt::format("input '{}'", t.name);
     ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(it->second, where));
     if (!ref) continue;
+    if (t.dtype != DataType::kString) {
+      // A CUDA region's bytes stay on the device (no copy); the size check
+      // is the same as for host bytes.
+      ORTGPU_ASSIGN_OR_RETURN(auto device, shm.FindOnDevice(ref->region, ref->offset, ref->byte_size));
+      if (device) {
+        t.data.clear();
+        t.device = std::move(*device);
+        if (Status st = ValidateTensorSize(t); !st.ok()) {
+          return InvalidArgument(fmt::format("{}: shared_memory_byte_size is {}, but shape [{}] of {} needs {}", where,
+                                             ref->byte_size, ShapeToString(t.shape), KServeName(t.dtype),
+                                             static_cast<size_t>(t.element_count()) * ElementSize(t.dtype)));
+        }
+        continue;
+      }
+    }
     ORTGPU_ASSIGN_OR_RETURN(auto view, shm.Find(ref->region, ref->offset, ref->byte_size));
     if (t.dtype == DataType::kString) {
       ORTGPU_RETURN_IF_ERROR(

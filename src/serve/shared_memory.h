@@ -5,10 +5,16 @@
 // byte size; CUDA: the raw handle, the GPU, byte size), and then names that
 // region instead of sending tensor bytes: inputs are read from it and
 // outputs written into it. A system region's inputs are read in place (the
-// tensor borrows the mapped bytes); a CUDA region's are copied to the host
-// once (device to host) and its outputs copied in (host to device), through
-// the gpu::CudaIpc seam: the batch is joined in host memory, so device
-// inputs are not yet handed to ORT as they are.
+// tensor borrows the mapped bytes). A CUDA region's fixed-size inputs stay
+// on the device: the tensor carries a DeviceView (the region's device
+// address at the offset, its GPU, the region as owner) and no host bytes,
+// and a GPU instance joins them into its batch device to device
+// (SessionRunner); whatever needs host bytes of such a tensor (a CPU
+// instance, an unbatched model) refuses it with RequireHostBytes. A CUDA
+// region's BYTES (string) inputs are copied to the host once, as strings
+// are parsed on the host. Outputs are written into a CUDA region host to
+// device, through the gpu::CudaIpc seam (docs/PROTOCOL.md says which paths
+// are zero-copy).
 //
 // Region names are one namespace for both kinds, as in Triton. A region
 // stays mapped while any tensor still borrows it, even once it is
@@ -81,6 +87,10 @@ class SharedMemoryRegistry {
   // owns the copy). NotFound for an unknown region; InvalidArgument when the
   // range is outside it.
   Expected<View> Find(const std::string& name, uint64_t offset, uint64_t size) const;
+  // The device memory of `size` bytes at `offset` inside CUDA region
+  // `name`, kept mapped by the view's owner; nullopt for a system region.
+  // Errors as Find's.
+  Expected<std::optional<DeviceView>> FindOnDevice(const std::string& name, uint64_t offset, uint64_t size) const;
   // Writes `bytes` at `offset` into region `name` (a CUDA region: host to
   // device). Errors as Find's.
   Status Write(const std::string& name, uint64_t offset, std::string_view bytes) const;
@@ -116,7 +126,8 @@ std::string SerializedTensorBytes(const Tensor& t);
 Status ParseSerializedStrings(std::string_view raw, Tensor& t);
 
 // Points the data of every input of request.shared_memory_inputs at its
-// region (BYTES inputs are parsed from it). NotFound for an unknown region;
+// region (BYTES inputs are parsed from it; a CUDA region's other inputs
+// become device views, Tensor::device). NotFound for an unknown region;
 // InvalidArgument when the byte size does not match the input's shape.
 Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry& shm);
 

@@ -34,6 +34,11 @@ class FakeCudaIpc final : public gpu::CudaIpc {
     std::lock_guard lock(mu_);
     return opened_;
   }
+  // Copies made so far from "device" memory to the host.
+  int to_host_count() const {
+    std::lock_guard lock(mu_);
+    return to_host_;
+  }
 
   Expected<uint64_t> Open(const std::string& handle, int device) override {
     std::lock_guard lock(mu_);
@@ -50,6 +55,10 @@ class FakeCudaIpc final : public gpu::CudaIpc {
     return Status::Ok();
   }
   Status ToHost(void* dst, uint64_t src, size_t bytes, int) override {
+    {
+      std::lock_guard lock(mu_);
+      ++to_host_;
+    }
     std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
     return Status::Ok();
   }
@@ -66,6 +75,7 @@ class FakeCudaIpc final : public gpu::CudaIpc {
   mutable std::mutex mu_;
   uint64_t next_ = 0;
   int opened_ = 0;
+  int to_host_ = 0;
   std::map<std::string, Buffer> buffers_;
 };
 

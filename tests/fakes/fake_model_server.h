@@ -87,6 +87,15 @@ class FakeModelServer : public ModelServer {
   Status UnloadModel(const std::string& model) override { return LoadModel(model); }
 
   void Infer(InferRequest request, InferCallback done) override {
+    // Inputs in (fake) CUDA shared memory: the fakes' device memory is host
+    // memory, so they are read at once, as a GPU instance's batch would,
+    // and no region stays held by a parked or remembered request.
+    for (Tensor& t : request.inputs) {
+      if (!t.on_device()) continue;
+      const auto* at = reinterpret_cast<const uint8_t*>(t.device->address);
+      t.data.assign(at, at + t.device->size);
+      t.device.reset();
+    }
     Status st = Check(request.model_name, request.model_version);
     if (st.ok() && request.model_name == "broken") st = Unavailable("model 'broken' is UNAVAILABLE");
     if (!st.ok()) {

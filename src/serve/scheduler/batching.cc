@@ -21,6 +21,9 @@ std::string BatchKey(const std::vector<Tensor>& inputs) {
 Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                           int64_t padding_rows) {
   if (requests.empty()) return InvalidArgument("an empty batch has nothing to concatenate");
+  for (const auto* req : requests) {
+    for (const Tensor& t : *req) ORTGPU_RETURN_IF_ERROR(RequireHostBytes(t, "joining a batch in host memory"));
+  }
   std::vector<Tensor> out;
   for (const Tensor& first : *requests.front()) {
     Tensor joined;

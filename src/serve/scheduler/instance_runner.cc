@@ -1,6 +1,7 @@
 #include "serve/scheduler/instance_runner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -93,16 +94,28 @@ std::shared_ptr<const InstanceSessions> OnlyMain(std::unique_ptr<Session> sessio
   s->main = std::move(session);
   return s;
 }
+
+// The GPU of a CUDA session (its device_id option, 0 by default); -1 for
+// any other provider.
+int CudaDevice(const Session& session) {
+  if (session.options().provider != Provider::kCuda) return -1;
+  auto it = session.options().cuda_options.find("device_id");
+  return it == session.options().cuda_options.end() ? 0 : std::atoi(it->second.c_str());
+}
 }  // namespace
 
 SessionRunner::SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules)
-    : sessions_(OnlyMain(std::move(session))), rules_(std::move(rules)) {}
+    : SessionRunner(OnlyMain(std::move(session)), std::move(rules)) {}
 
 SessionRunner::SessionRunner(InstanceSessions sessions, ReshapeRules rules)
-    : sessions_(std::make_shared<InstanceSessions>(std::move(sessions))), rules_(std::move(rules)) {}
+    : SessionRunner(std::make_shared<InstanceSessions>(std::move(sessions)), std::move(rules)) {}
 
 SessionRunner::SessionRunner(std::shared_ptr<const InstanceSessions> sessions, ReshapeRules rules)
-    : sessions_(std::move(sessions)), rules_(std::move(rules)) {}
+    : sessions_(std::move(sessions)), rules_(std::move(rules)) {
+  if (sessions_->main != nullptr && (device_ = CudaDevice(*sessions_->main)) >= 0) {
+    device_memory_ = CudaRuntimeDeviceMemory();
+  }
+}
 
 SessionRunner::~SessionRunner() = default;
 
@@ -187,7 +200,19 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   int64_t rows = padding_rows;
   for (const auto* req : requests) rows += req->front().shape[0];
   ORTGPU_RETURN_IF_ERROR(EnsureStaging(first, rows));
+  // Rows already in device memory (CUDA shared memory) make the batch join
+  // on the GPU; only a GPU instance can.
+  const Tensor* on_device = nullptr;
+  for (const auto* req : requests) {
+    for (const Tensor& t : *req) {
+      if (t.on_device() && on_device == nullptr) on_device = &t;
+    }
+  }
+  if (on_device != nullptr && device_memory_ == nullptr) {
+    return RequireHostBytes(*on_device, "model " + sessions_->main->label() + " runs on the CPU and");
+  }
   copies_.clear();
+  pieces_.clear();
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < staging_->input_count(); ++i) {
     const StagedInputSpec& spec = staging_->spec(i);
@@ -202,10 +227,23 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
         if (it == req->end()) return InvalidArgument("input '" + spec.name + "' is missing from a request of the batch");
         t = &*it;
       }
-      copies_.push_back({dst, t->data.data(), t->data.size()});
-      dst += t->data.size();
+      const size_t offset = static_cast<size_t>(dst - staging_->data(i));
+      if (t->on_device()) {
+        pieces_.push_back({i, offset, t->byte_size(), &*t->device});
+      } else {
+        copies_.push_back({dst, t->data.data(), t->data.size()});
+        if (on_device != nullptr) pieces_.push_back({i, offset, t->data.size()});
+      }
+      dst += t->byte_size();
     }
-    if (padding_rows > 0) copies_.push_back({dst, nullptr, static_cast<size_t>(padding_rows) * row_bytes});
+    if (padding_rows > 0) {
+      const size_t bytes = static_cast<size_t>(padding_rows) * row_bytes;
+      if (on_device != nullptr) {
+        pieces_.push_back({i, static_cast<size_t>(dst - staging_->data(i)), bytes, nullptr, /*padding=*/true});
+      } else {
+        copies_.push_back({dst, nullptr, bytes});
+      }
+    }
     std::vector<int64_t> shape{rows};
     shape.insert(shape.end(), spec.row_shape.begin(), spec.row_shape.end());
     if (auto it = rules_.inputs.find(spec.name); it != rules_.inputs.end()) {
@@ -220,8 +258,15 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   }
   GatherRows(copies_);
   copies_.clear();
-  inputs_ready_ns = clock.NowNanos();
   Expected<std::vector<Tensor>> results = Status(Internal("not run"));
+  if (on_device != nullptr) {
+    results = RunOnDevice(rows, shapes, outputs, clock, inputs_ready_ns);
+    pieces_.clear();
+    if (!results.ok()) return results.status();
+    ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(*results, rows));
+    return results;
+  }
+  inputs_ready_ns = clock.NowNanos();
   if (sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0) {
     results = RunGraph(SessionFor(rows), rows, shapes, outputs);
   } else {
@@ -234,9 +279,72 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   return results;
 }
 
+Expected<std::vector<Tensor>> SessionRunner::RunOnDevice(int64_t rows, const std::vector<std::vector<int64_t>>& shapes,
+                                                         const std::vector<std::string>& outputs, const Clock& clock,
+                                                         int64_t& inputs_ready_ns) {
+  DeviceMemory& memory = *device_memory_;
+  const bool graph = sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0;
+  auto made = graphs_.find(rows);
+  if (graph && (made == graphs_.end() || made->second == nullptr)) {
+    // The first batch of a CUDA-graph size makes its BoundRunner from host
+    // inputs: bring the device rows to the staging once (warm-up makes
+    // every graph before READY, so traffic does not get here).
+    for (const DevicePiece& p : pieces_) {
+      if (p.from != nullptr) {
+        ORTGPU_RETURN_IF_ERROR(
+            memory.ToHost(staging_->data(p.input) + p.offset, p.from->address, p.bytes, p.from->device));
+        ORTGPU_RETURN_IF_ERROR(memory.Wait(p.from->device));
+      } else if (p.padding) {
+        std::memset(staging_->data(p.input) + p.offset, 0, p.bytes);
+      }
+    }
+    inputs_ready_ns = clock.NowNanos();
+    return RunGraph(SessionFor(rows), rows, shapes, outputs);
+  }
+  // The buffers the run reads: the graph's fixed inputs, or the staging's
+  // device buffers.
+  std::vector<uint64_t> base(staging_->input_count());
+  if (graph) {
+    for (size_t i = 0; i < base.size(); ++i) {
+      ORTGPU_ASSIGN_OR_RETURN(base[i], made->second->InputDeviceAddress(i));
+    }
+  } else {
+    ORTGPU_RETURN_IF_ERROR(staging_->EnsureDeviceBuffers(device_memory_, device_));
+    for (size_t i = 0; i < base.size(); ++i) base[i] = staging_->device_data(i);
+  }
+  // Host rows next to each other in the batch go up in one copy.
+  for (size_t k = 0; k < pieces_.size();) {
+    const DevicePiece& p = pieces_[k];
+    if (p.from != nullptr) {
+      ORTGPU_RETURN_IF_ERROR(
+          memory.DeviceToDevice(base[p.input] + p.offset, device_, p.from->address, p.from->device, p.bytes)
+              .WithContext("reading input '" + staging_->spec(p.input).name + "' from " + p.from->where));
+      ++k;
+    } else if (p.padding) {
+      ORTGPU_RETURN_IF_ERROR(memory.Zero(base[p.input] + p.offset, p.bytes, device_));
+      ++k;
+    } else {
+      size_t bytes = p.bytes, next = k + 1;
+      for (; next < pieces_.size() && pieces_[next].input == p.input && pieces_[next].from == nullptr &&
+             !pieces_[next].padding && pieces_[next].offset == p.offset + bytes;
+           ++next) {
+        bytes += pieces_[next].bytes;
+      }
+      ORTGPU_RETURN_IF_ERROR(memory.ToDevice(base[p.input] + p.offset, staging_->data(p.input) + p.offset, bytes, device_));
+      k = next;
+    }
+  }
+  ORTGPU_RETURN_IF_ERROR(memory.Wait(device_));
+  inputs_ready_ns = clock.NowNanos();
+  if (graph) return RunGraph(SessionFor(rows), rows, shapes, outputs, /*inputs_in_place=*/true);
+  std::optional<GpuTurn::Held> held;
+  if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
+  return staging_->RunFromDevice(SessionFor(rows), rows, shapes, outputs);
+}
+
 Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, int64_t rows,
                                                       const std::vector<std::vector<int64_t>>& shapes,
-                                                      const std::vector<std::string>& outputs) {
+                                                      const std::vector<std::string>& outputs, bool inputs_in_place) {
   std::unique_ptr<BoundRunner>& graph = graphs_[rows];
   if (graph == nullptr) {
     std::vector<Tensor> inputs;
@@ -263,7 +371,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, in
                                        " (remove enable_cuda_graph from config.pbtxt if the model cannot be captured)");
     }
     graph = std::move(made).value();
-  } else {
+  } else if (!inputs_in_place) {
     for (size_t i = 0; i < staging_->input_count(); ++i) {
       ORTGPU_RETURN_IF_ERROR(graph->SetInput(i, staging_->data(i), static_cast<size_t>(rows) * staging_->row_bytes(i)));
     }

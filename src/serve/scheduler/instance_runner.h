@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ort/device_memory.h"
 #include "ort/input_staging.h"
 #include "ort/io_binding.h"
 #include "ort/session.h"
@@ -131,6 +132,15 @@ class SessionRunner : public InstanceRunner {
     turn_whole_runs_ = whole_runs;
   }
   GpuTurn* gpu_turn() const override { return turn_.get(); }
+  // Where a batch with rows already in device memory (Tensor::device: CUDA
+  // shared memory) is joined: `memory` on GPU `device`. A CUDA instance
+  // has the CUDA runtime on its session's device_id by default; a CPU one
+  // none, and such a batch is refused (InvalidArgument naming the input,
+  // its region and GPU). Tests give a FakeDeviceMemory to a CPU session.
+  void SetDeviceMemory(std::shared_ptr<DeviceMemory> memory, int device) {
+    device_memory_ = std::move(memory);
+    device_ = device;
+  }
 
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   // Joins the requests' rows straight into the instance's staging buffers
@@ -139,6 +149,11 @@ class SessionRunner : public InstanceRunner {
   // byte, no allocation proportional to the batch once the buffers exist.
   // Batches with string inputs, or unbatched models, take the default path.
   // Only `outputs` are fetched from the device (all when empty).
+  //
+  // A batch with rows in device memory is joined on the GPU instead, into
+  // the buffer the run reads (RunOnDevice): device rows device to device,
+  // host rows through the pinned staging with one host-to-device copy per
+  // contiguous run, padding zeroed on the device.
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                          int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
                                          const std::vector<std::string>& outputs = {}) override;
@@ -170,7 +185,22 @@ class SessionRunner : public InstanceRunner {
   // of a size creates the runner.
   Expected<std::vector<Tensor>> RunGraph(const Session& session, int64_t rows,
                                          const std::vector<std::vector<int64_t>>& shapes,
-                                         const std::vector<std::string>& outputs);
+                                         const std::vector<std::string>& outputs, bool inputs_in_place = false);
+  // One piece of a batch joined on the device: `bytes` at `offset` of
+  // input `input`'s buffer, from host staging (the same offset), from
+  // device memory (`from`), or zeros (padding).
+  struct DevicePiece {
+    size_t input = 0;
+    size_t offset = 0;
+    size_t bytes = 0;
+    const DeviceView* from = nullptr;  // null: host row (staged) or padding
+    bool padding = false;
+  };
+  // Runs a batch whose pieces_ include device rows (see RunBatch): the
+  // host rows are already in the pinned staging.
+  Expected<std::vector<Tensor>> RunOnDevice(int64_t rows, const std::vector<std::vector<int64_t>>& shapes,
+                                            const std::vector<std::string>& outputs, const Clock& clock,
+                                            int64_t& inputs_ready_ns);
 
   std::shared_ptr<const InstanceSessions> sessions_;
   ReshapeRules rules_;
@@ -179,6 +209,9 @@ class SessionRunner : public InstanceRunner {
   std::map<int64_t, std::unique_ptr<BoundRunner>> graphs_;  // by batch rows (cuda_graphs only)
   std::function<Status(InstanceRunner&)> worker_warmup_;
   std::vector<RowCopy> copies_;  // the current batch's joining, reused
+  std::vector<DevicePiece> pieces_;  // a device batch's joining, reused
+  std::shared_ptr<DeviceMemory> device_memory_;  // null: a CPU instance
+  int device_ = -1;
   std::shared_ptr<GpuTurn> turn_;
   bool turn_whole_runs_ = false;
 };

@@ -1,0 +1,184 @@
+// Batches whose rows are already in device memory (CUDA shared memory,
+// issue 10), with the device faked on the host (FakeDeviceMemory): the rows
+// are joined device to device into the buffer the run reads, host rows of a
+// mixed batch go up in one copy per run of them, padding is zeroed on the
+// device, and the outputs match the same batch sent as host tensors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fakes/fake_device_memory.h"
+#include "onnx/model_builder.h"
+#include "serve/scheduler/batching.h"
+#include "serve/scheduler/instance_runner.h"
+
+namespace ortgpu::serve {
+namespace {
+
+using ::testing::HasSubstr;
+using ortgpu::testing::FakeDeviceMemory;
+
+// y = x * w + b over x [batch, 4].
+std::unique_ptr<Session> Linear() {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch"});
+  b.AddFloatInitializer("w", {4, 3}, 1.0f, 7);
+  b.AddFloatInitializer("b", {3}, 1.0f, 8);
+  b.AddNode("MatMul", {"x", "w"}, {"xw"});
+  b.AddNode("Add", {"xw", "b"}, {"y"});
+  b.AddOutput("y", DataType::kFloat, {-1, 3}, {"batch"});
+  SessionOptions o;
+  o.intra_op_threads = 1;
+  auto s = Session::LoadFromBytes(b.Serialize(), o, "linear");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+std::vector<Tensor> HostRequest(int64_t rows, float base) {
+  Tensor t = Tensor::Zeros("x", DataType::kFloat, {rows, 4});
+  for (int64_t i = 0; i < t.element_count(); ++i) t.data_as<float>()[i] = base + 0.25f * static_cast<float>(i);
+  return {t};
+}
+
+// The same request with its bytes in "device memory" (host memory the
+// fakes use as such) on GPU `device`, kept alive by the view's owner.
+std::vector<Tensor> DeviceRequest(int64_t rows, float base, int device = 0) {
+  std::vector<Tensor> req = HostRequest(rows, base);
+  Tensor& t = req[0];
+  auto memory = std::make_shared<std::vector<uint8_t>>(t.data.begin(), t.data.end());
+  DeviceView v;
+  v.address = reinterpret_cast<uint64_t>(memory->data());
+  v.size = memory->size();
+  v.device = device;
+  v.where = "CUDA shared memory region 'g0'";
+  v.owner = memory;
+  t.data.clear();
+  t.device = std::move(v);
+  return req;
+}
+
+ReshapeRules Batched() {
+  ReshapeRules r;
+  r.batched = true;
+  r.max_batch_size = 8;
+  return r;
+}
+
+class DeviceBatchTest : public ::testing::Test {
+ protected:
+  DeviceBatchTest() : runner_(Linear(), Batched()), reference_(Linear(), Batched()) {
+    runner_.SetDeviceMemory(memory_, 0);
+  }
+  // What the batch gives when every row is sent as a host tensor.
+  std::vector<Tensor> Reference(const std::vector<const std::vector<Tensor>*>& host_batch, int64_t padding) {
+    auto joined = ConcatBatch(host_batch, padding);
+    EXPECT_TRUE(joined.ok()) << joined.status().ToString();
+    auto out = reference_.Run(*joined);
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return out.ok() ? *out : std::vector<Tensor>{};
+  }
+
+  std::shared_ptr<FakeDeviceMemory> memory_ = std::make_shared<FakeDeviceMemory>();
+  SessionRunner runner_;
+  SessionRunner reference_;
+  const Clock& clock_ = RealClock();
+  int64_t ready_ = 0;
+};
+
+TEST_F(DeviceBatchTest, ASingleDeviceRequestMakesNoHostCopy) {
+  auto dev = DeviceRequest(2, 0.5f);
+  auto host = HostRequest(2, 0.5f);
+  auto got = runner_.RunBatch({&dev}, 0, clock_, ready_);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const auto want = Reference({&host}, 0);
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].shape, want[0].shape);
+  EXPECT_EQ((*got)[0].data, want[0].data);
+  const auto c = memory_->counts();
+  EXPECT_EQ(c.to_device, 0);
+  EXPECT_EQ(c.to_host, 0);
+  EXPECT_EQ(c.on_device, 1);
+  EXPECT_EQ(c.on_device_bytes, 2u * 4 * sizeof(float));
+  EXPECT_EQ(c.allocations, 1);  // the device batch buffer, made once
+}
+
+TEST_F(DeviceBatchTest, BatchedDeviceRequestsWithPaddingMatchHostRequests) {
+  auto a = DeviceRequest(1, 0.5f), b = DeviceRequest(3, -2.0f), c = DeviceRequest(2, 4.0f);
+  auto ha = HostRequest(1, 0.5f), hb = HostRequest(3, -2.0f), hc = HostRequest(2, 4.0f);
+  for (int round = 0; round < 2; ++round) {  // the second batch reuses the device buffer
+    auto got = runner_.RunBatch({&a, &b, &c}, 2, clock_, ready_);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    const auto want = Reference({&ha, &hb, &hc}, 2);
+    EXPECT_EQ((*got)[0].shape, want[0].shape);
+    EXPECT_EQ((*got)[0].data, want[0].data);  // padding rows zeroed on the device (the fake fills with 0xAB)
+  }
+  const auto counts = memory_->counts();
+  EXPECT_EQ(counts.to_device, 0);
+  EXPECT_EQ(counts.to_host, 0);
+  EXPECT_EQ(counts.on_device, 6);
+  EXPECT_EQ(counts.zeroed, 2);
+  EXPECT_EQ(counts.allocations, 1);
+}
+
+TEST_F(DeviceBatchTest, MixedBatchSendsHostRowsUpInOneCopyPerRun) {
+  auto a = HostRequest(1, 0.5f), b = HostRequest(2, 1.0f), c = DeviceRequest(2, 4.0f), d = HostRequest(1, -1.0f);
+  auto hc = HostRequest(2, 4.0f);
+  auto got = runner_.RunBatch({&a, &b, &c, &d}, 0, clock_, ready_);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const auto want = Reference({&a, &b, &hc, &d}, 0);
+  EXPECT_EQ((*got)[0].data, want[0].data);
+  const auto counts = memory_->counts();
+  EXPECT_EQ(counts.to_device, 2);  // rows of a and b together, then d
+  EXPECT_EQ(counts.to_device_bytes, 4u * 4 * sizeof(float));
+  EXPECT_EQ(counts.on_device, 1);
+  EXPECT_EQ(counts.to_host, 0);
+}
+
+TEST_F(DeviceBatchTest, HostOnlyBatchesKeepTheHostPath) {
+  auto a = HostRequest(2, 0.5f);
+  auto got = runner_.RunBatch({&a}, 1, clock_, ready_);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const auto counts = memory_->counts();
+  EXPECT_EQ(counts.allocations, 0);
+  EXPECT_EQ(counts.to_device + counts.on_device + counts.zeroed, 0);
+}
+
+TEST_F(DeviceBatchTest, RowsOnAnotherGpuArePeerCopiedOrRefusedNamingBothGpus) {
+  auto a = DeviceRequest(1, 0.5f, /*device=*/1);
+  auto ha = HostRequest(1, 0.5f);
+  auto got = runner_.RunBatch({&a}, 0, clock_, ready_);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].data, Reference({&ha}, 0)[0].data);
+  EXPECT_EQ(memory_->counts().peer, 1);
+
+  memory_->RefusePeerCopies();
+  got = runner_.RunBatch({&a}, 0, clock_, ready_);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(got.status().message(), HasSubstr("on GPU 1 and the model runs on GPU 0"));
+  EXPECT_THAT(got.status().message(), HasSubstr("CUDA shared memory region 'g0'"));
+  // The runner is fine afterwards.
+  auto host = HostRequest(1, 0.5f);
+  EXPECT_TRUE(runner_.RunBatch({&host}, 0, clock_, ready_).ok());
+}
+
+// A CPU instance cannot read device memory: the batch is refused with what
+// the input is and where, and what to send instead.
+TEST_F(DeviceBatchTest, ACpuInstanceRefusesDeviceRowsClearly) {
+  SessionRunner cpu(Linear(), Batched());
+  auto a = DeviceRequest(1, 0.5f);
+  auto got = cpu.RunBatch({&a}, 0, clock_, ready_);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(got.status().message(), HasSubstr("input 'x' is in CUDA shared memory region 'g0' on GPU 0"));
+  EXPECT_THAT(got.status().message(), HasSubstr("runs on the CPU"));
+  EXPECT_THAT(got.status().message(), HasSubstr("system shared memory"));
+  auto host = HostRequest(1, 0.5f);
+  EXPECT_TRUE(cpu.RunBatch({&host}, 0, clock_, ready_).ok());
+  // The host-tensor paths (an unbatched model, Run) refuse it too.
+  auto run = cpu.Run(a);
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(run.status().message(), HasSubstr("reads host memory only"));
+}
+
+}  // namespace
+}  // namespace ortgpu::serve
