@@ -37,6 +37,25 @@ Expected<Tensor> BorrowHostOutput(const std::string& name, Ort::Value value) {
   return t;
 }
 
+// `value` where the session left it, as a Tensor with a DeviceView that
+// keeps the value alive.
+Tensor DeviceOutput(const std::string& name, Ort::Value value, int device) {
+  auto info = value.GetTensorTypeAndShapeInfo();
+  Tensor t;
+  t.name = name;
+  t.dtype = static_cast<DataType>(info.GetElementType());
+  t.shape = info.GetShape();
+  auto owner = std::make_shared<Ort::Value>(std::move(value));
+  DeviceView view;
+  view.address = reinterpret_cast<uint64_t>(owner->GetTensorRawData());
+  view.size = info.GetElementCount() * ElementSize(t.dtype);
+  view.device = device;
+  view.where = "the run's output";
+  view.owner = std::move(owner);
+  t.device = std::move(view);
+  return t;
+}
+
 }  // namespace
 
 InputStaging::~InputStaging() {
@@ -124,20 +143,23 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
 
 Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t rows,
                                                 const std::vector<std::vector<int64_t>>& shapes,
-                                                const std::vector<std::string>& wanted) const {
-  return RunOn(session, rows, shapes, wanted, /*from_device=*/false);
+                                                const std::vector<std::string>& wanted,
+                                                const std::vector<std::string>& on_device) const {
+  return RunOn(session, rows, shapes, wanted, on_device, /*from_device=*/false);
 }
 
 Expected<std::vector<Tensor>> InputStaging::RunFromDevice(const Session& session, int64_t rows,
                                                           const std::vector<std::vector<int64_t>>& shapes,
-                                                          const std::vector<std::string>& wanted) const {
+                                                          const std::vector<std::string>& wanted,
+                                                          const std::vector<std::string>& on_device) const {
   if (device_buffers_.empty()) return Internal("the device batch buffers of model " + session.label() + " were not made");
-  return RunOn(session, rows, shapes, wanted, /*from_device=*/true);
+  return RunOn(session, rows, shapes, wanted, on_device, /*from_device=*/true);
 }
 
 Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_t rows,
                                                   const std::vector<std::vector<int64_t>>& shapes,
-                                                  const std::vector<std::string>& wanted, bool from_device) const {
+                                                  const std::vector<std::string>& wanted,
+                                                  const std::vector<std::string>& on_device, bool from_device) const {
   if (rows < 1 || rows > max_rows_) {
     return InvalidArgument("a batch of " + std::to_string(rows) + " rows does not fit the staging buffers of " +
                            std::to_string(max_rows_) + " rows");
@@ -189,7 +211,19 @@ Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_
     Ort::IoBinding binding(session.native());
     for (size_t i = 0; i < specs_.size(); ++i) binding.BindInput(specs_[i].name.c_str(), values[i]);
     Ort::MemoryInfo out_memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
-    for (const std::string* n : out_names) binding.BindOutput(n->c_str(), out_memory);
+    // Outputs left where the session makes them: the CUDA EP's device
+    // memory (CPU memory for a CPU session).
+    const bool cuda = session.options().provider == Provider::kCuda;
+    const int session_device = [&] {
+      auto it = session.options().cuda_options.find("device_id");
+      return it == session.options().cuda_options.end() ? 0 : std::atoi(it->second.c_str());
+    }();
+    Ort::MemoryInfo device_out = cuda ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, session_device, OrtMemTypeDefault)
+                                      : Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    auto left_on_device = [&](const std::string& n) {
+      return std::find(on_device.begin(), on_device.end(), n) != on_device.end();
+    };
+    for (const std::string* n : out_names) binding.BindOutput(n->c_str(), left_on_device(*n) ? device_out : out_memory);
     {
       Ort::RunOptions run_options;
       std::shared_lock capture(ort_internal::CudaCaptureMutex());  // not while a graph is being captured
@@ -199,6 +233,10 @@ Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_
     std::vector<Tensor> out;
     out.reserve(results.size());
     for (size_t i = 0; i < results.size() && i < out_names.size(); ++i) {
+      if (left_on_device(*out_names[i])) {
+        out.push_back(DeviceOutput(*out_names[i], std::move(results[i]), cuda ? session_device : 0));
+        continue;
+      }
       ORTGPU_ASSIGN_OR_RETURN(Tensor t, BorrowHostOutput(*out_names[i], std::move(results[i])));
       out.push_back(std::move(t));
     }

@@ -82,21 +82,28 @@ class InputStaging {
   // arena, and the tensors borrow that memory (TensorBytes) rather than
   // copying it again.
   // REQUIRES: 1 <= rows <= max_rows; shapes empty or one per input.
+  //
+  // The outputs named in `on_device` (a subset of `outputs`) are left where
+  // the session made them (device memory on CUDA; host memory on the CPU)
+  // and returned as Tensors with a DeviceView that owns the ORT value.
   Expected<std::vector<Tensor>> Run(const Session& session, int64_t rows,
                                     const std::vector<std::vector<int64_t>>& shapes = {},
-                                    const std::vector<std::string>& outputs = {}) const;
+                                    const std::vector<std::string>& outputs = {},
+                                    const std::vector<std::string>& on_device = {}) const;
   // As Run, from the device buffers (device-resident inputs, on the GPU the
   // device buffers are on). REQUIRES: has_device_buffers().
   Expected<std::vector<Tensor>> RunFromDevice(const Session& session, int64_t rows,
                                               const std::vector<std::vector<int64_t>>& shapes,
-                                              const std::vector<std::string>& outputs) const;
+                                              const std::vector<std::string>& outputs,
+                                              const std::vector<std::string>& on_device = {}) const;
 
  private:
   struct Impl;
   InputStaging() = default;
   Expected<std::vector<Tensor>> RunOn(const Session& session, int64_t rows,
                                       const std::vector<std::vector<int64_t>>& shapes,
-                                      const std::vector<std::string>& outputs, bool from_device) const;
+                                      const std::vector<std::string>& outputs, const std::vector<std::string>& on_device,
+                                      bool from_device) const;
   std::vector<StagedInputSpec> specs_;
   std::vector<size_t> row_bytes_;
   std::vector<uint8_t*> buffers_;

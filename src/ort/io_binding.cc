@@ -194,12 +194,23 @@ Expected<uint64_t> BoundRunner::InputDeviceAddress(size_t i) const {
   return reinterpret_cast<uint64_t>(impl_->inputs[i].GetTensorRawData());
 }
 
-Expected<uint64_t> BoundRunner::OutputDeviceAddress(const std::string& name) const {
+Expected<Tensor> BoundRunner::DeviceOutput(const std::string& name) const {
   if (impl_) {
     for (size_t i = 0; i < impl_->outputs.size() && i < impl_->output_names.size(); ++i) {
-      if (impl_->output_names[i] == name && !ort_internal::OnCpu(impl_->outputs[i].GetTensorMemoryInfo())) {
-        return reinterpret_cast<uint64_t>(impl_->outputs[i].GetTensorRawData());
-      }
+      const Ort::Value& v = impl_->outputs[i];
+      if (impl_->output_names[i] != name || ort_internal::OnCpu(v.GetTensorMemoryInfo())) continue;
+      auto info = v.GetTensorTypeAndShapeInfo();
+      Tensor t;
+      t.name = name;
+      t.dtype = static_cast<DataType>(info.GetElementType());
+      t.shape = info.GetShape();
+      DeviceView view;
+      view.address = reinterpret_cast<uint64_t>(v.GetTensorRawData());
+      view.size = info.GetElementCount() * ElementSize(t.dtype);
+      view.device = v.GetTensorMemoryInfo().GetDeviceId();
+      view.where = "the CUDA graph's output buffer";
+      t.device = std::move(view);
+      return t;
     }
   }
   return Unimplemented("output '" + name + "' of " + session_->label() + " is not preallocated in device memory");

@@ -77,10 +77,11 @@ class BoundRunner {
   // device memory, device to device. Unimplemented when input i is bound in
   // host memory.
   Expected<uint64_t> InputDeviceAddress(size_t i) const;
-  // The device address of output `name`'s fixed buffer (kCudaGraph on
-  // CUDA: outputs preallocated at fixed addresses), holding the last Run's
-  // output. Unimplemented when the outputs are not preallocated on the device.
-  Expected<uint64_t> OutputDeviceAddress(const std::string& name) const;
+  // Output `name` of the last Run where it is (kCudaGraph on CUDA: the
+  // fixed device buffer), as a Tensor with a DeviceView and no bytes; valid
+  // until the next Run. Unimplemented when the outputs are not preallocated
+  // on the device.
+  Expected<Tensor> DeviceOutput(const std::string& name) const;
 
   // The outputs of the last Run, copied to host memory: those named in
   // `names` (every output when empty), in model order.

@@ -43,6 +43,13 @@ struct InferRequest {
   // (shared_memory_region, shared_memory_offset, shared_memory_byte_size).
   // The front end fills those tensors' data before the core sees them.
   std::map<std::string, Parameters> shared_memory_inputs;
+  // Outputs the client placed in a CUDA shared memory region, by name: the
+  // device memory they go to (the region's address at the offset, its GPU,
+  // shared_memory_byte_size bytes; the region as owner). When every request
+  // of a batch has one for an output, a GPU instance writes it there device
+  // to device and returns it as a placeholder (Tensor::device set, no
+  // bytes); otherwise the front end writes it from the host as usual.
+  std::map<std::string, DeviceView> device_outputs;
   int64_t received_ns = 0;  // when the server finished reading it
   // On the scheduler's Clock (ServerDeps::clock, steady_clock by default):
   // once it passes, the request is answered DeadlineExceeded without running

@@ -304,6 +304,17 @@ Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry&
   return Status::Ok();
 }
 
+Status ResolveDeviceOutputs(InferRequest& request, const SharedMemoryRegistry& shm) {
+  for (const RequestedOutput& o : request.outputs) {
+    if (o.parameters.count("classification") > 0) continue;  // classified on the host
+    ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(o.parameters, fmt::format("output '{}'", o.name)));
+    if (!ref) continue;
+    ORTGPU_ASSIGN_OR_RETURN(auto device, shm.FindOnDevice(ref->region, ref->offset, ref->byte_size));
+    if (device) request.device_outputs[o.name] = std::move(*device);
+  }
+  return Status::Ok();
+}
+
 Status WriteSharedMemoryOutputs(InferResponse& response, const std::vector<RequestedOutput>& requested,
                                 const SharedMemoryRegistry& shm) {
   for (size_t i = 0; i < response.outputs.size(); ++i) {
@@ -313,19 +324,22 @@ Status WriteSharedMemoryOutputs(InferResponse& response, const std::vector<Reque
       const std::string where = fmt::format("output '{}'", t.name);
       ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(r.parameters, where));
       if (!ref) break;
-      const std::string bytes = SerializedTensorBytes(t);
-      if (bytes.size() > ref->byte_size) {
+      // Written device to device by the instance already: only recorded.
+      const size_t written = t.on_device() ? static_cast<size_t>(t.element_count()) * ElementSize(t.dtype) : 0;
+      const std::string bytes = t.on_device() ? std::string() : SerializedTensorBytes(t);
+      const size_t size = t.on_device() ? written : bytes.size();
+      if (size > ref->byte_size) {
         return InvalidArgument(fmt::format("{} has {} bytes but its shared memory region '{}' takes {}; give a larger "
                                            "shared_memory_byte_size",
-                                           where, bytes.size(), ref->region, ref->byte_size));
+                                           where, size, ref->region, ref->byte_size));
       }
-      ORTGPU_RETURN_IF_ERROR(shm.Write(ref->region, ref->offset, bytes));
+      if (!t.on_device()) ORTGPU_RETURN_IF_ERROR(shm.Write(ref->region, ref->offset, bytes));
       if (response.output_parameters.size() < response.outputs.size()) {
         response.output_parameters.resize(response.outputs.size());
       }
       Parameters& p = response.output_parameters[i];
       p["shared_memory_region"] = nlohmann::json(ref->region).dump();
-      p["shared_memory_byte_size"] = std::to_string(bytes.size());
+      p["shared_memory_byte_size"] = std::to_string(size);
       if (ref->offset > 0) p["shared_memory_offset"] = std::to_string(ref->offset);
       break;
     }

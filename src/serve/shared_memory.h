@@ -131,10 +131,17 @@ Status ParseSerializedStrings(std::string_view raw, Tensor& t);
 // InvalidArgument when the byte size does not match the input's shape.
 Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry& shm);
 
+// Fills request.device_outputs: every requested output placed in a CUDA
+// region (and not asked for classification), as its region's device memory.
+// Errors as Find's.
+Status ResolveDeviceOutputs(InferRequest& request, const SharedMemoryRegistry& shm);
+
 // Writes every output that `requested` places in a shared memory region
 // into it and records the region in response.output_parameters (the
-// encoders then send it without data). InvalidArgument when an output is
-// larger than its region's byte size.
+// encoders then send it without data). An output the instance already
+// wrote into its CUDA region (Tensor::device set, no bytes) is only
+// recorded. InvalidArgument when an output is larger than its region's
+// byte size.
 Status WriteSharedMemoryOutputs(InferResponse& response, const std::vector<RequestedOutput>& requested,
                                 const SharedMemoryRegistry& shm);
 

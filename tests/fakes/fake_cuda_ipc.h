@@ -34,10 +34,14 @@ class FakeCudaIpc final : public gpu::CudaIpc {
     std::lock_guard lock(mu_);
     return opened_;
   }
-  // Copies made so far from "device" memory to the host.
+  // Copies made so far from "device" memory to the host, and back.
   int to_host_count() const {
     std::lock_guard lock(mu_);
     return to_host_;
+  }
+  int to_device_count() const {
+    std::lock_guard lock(mu_);
+    return to_device_;
   }
 
   Expected<uint64_t> Open(const std::string& handle, int device) override {
@@ -63,6 +67,10 @@ class FakeCudaIpc final : public gpu::CudaIpc {
     return Status::Ok();
   }
   Status ToDevice(uint64_t dst, const void* src, size_t bytes, int) override {
+    {
+      std::lock_guard lock(mu_);
+      ++to_device_;
+    }
     std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
     return Status::Ok();
   }
@@ -76,6 +84,7 @@ class FakeCudaIpc final : public gpu::CudaIpc {
   uint64_t next_ = 0;
   int opened_ = 0;
   int to_host_ = 0;
+  int to_device_ = 0;
   std::map<std::string, Buffer> buffers_;
 };
 

@@ -100,5 +100,34 @@ TEST_F(CudaRegionTest, AStringInputIsCopiedToTheHostOnce) {
   EXPECT_EQ(ipc_->to_host_count(), 1);
 }
 
+// An output the instance wrote into its CUDA region already (a
+// placeholder) is only recorded; others are written host to device.
+TEST_F(CudaRegionTest, OutputsResolveToTheRegionAndWrittenOnesAreOnlyRecorded) {
+  InferRequest r;
+  r.outputs.push_back({"y", false, {{"shared_memory_region", "\"g0\""}, {"shared_memory_byte_size", "16"},
+                                    {"shared_memory_offset", "32"}}});
+  r.outputs.push_back({"z", false, {{"shared_memory_region", "\"g0\""}, {"shared_memory_byte_size", "8"},
+                                    {"classification", "2"}}});
+  ASSERT_TRUE(ResolveDeviceOutputs(r, registry_).ok());
+  ASSERT_EQ(r.device_outputs.size(), 1u);  // classified outputs stay on the host
+  EXPECT_EQ(r.device_outputs.at("y").address, reinterpret_cast<uint64_t>(ipc_->Memory(handle_).data()) + 32);
+  EXPECT_EQ(r.device_outputs.at("y").size, 16u);
+
+  InferResponse response;
+  Tensor written;
+  written.name = "y";
+  written.dtype = DataType::kFloat;
+  written.shape = {1, 4};
+  written.device = DeviceView{};
+  response.outputs.push_back(written);
+  ASSERT_TRUE(WriteSharedMemoryOutputs(response, {r.outputs[0]}, registry_).ok());
+  EXPECT_EQ(ipc_->to_device_count(), 0);
+  EXPECT_EQ(response.output_parameters[0].at("shared_memory_byte_size"), "16");
+
+  response.outputs[0] = Tensor::Zeros("y", DataType::kFloat, {1, 4});
+  ASSERT_TRUE(WriteSharedMemoryOutputs(response, {r.outputs[0]}, registry_).ok());
+  EXPECT_EQ(ipc_->to_device_count(), 1);  // the host fallback
+}
+
 }  // namespace
 }  // namespace ortgpu::serve

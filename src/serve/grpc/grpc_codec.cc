@@ -70,22 +70,38 @@ void CopyParameters(const google::protobuf::Map<std::string, inference::InferPar
   for (const auto& [key, value] : from) to[key] = GrpcParameterToJsonText(value);
 }
 
-// The tensor's shared memory region, when its parameters name one.
-Expected<std::optional<SharedMemoryRegistry::View>> SharedMemoryOf(
+// A tensor's bytes in a shared memory region: host bytes (a system
+// region, or a CUDA region's copied to the host), or a CUDA region's device
+// memory left where it is.
+struct RegionBytes {
+  SharedMemoryRegistry::View host;
+  std::optional<DeviceView> device;
+};
+
+// The tensor's shared memory region, when its parameters name one. With
+// `on_device` a CUDA region is not copied: its device memory is returned
+// (fixed-size inputs, and outputs, whose region is only checked here).
+Expected<std::optional<RegionBytes>> SharedMemoryOf(
     const google::protobuf::Map<std::string, inference::InferParameter>& params, const std::string& where,
-    const SharedMemoryRegistry* shm) {
+    const SharedMemoryRegistry* shm, bool on_device) {
   Parameters p;
   CopyParameters(params, p);
   ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(p, where));
-  if (!ref) return std::optional<SharedMemoryRegistry::View>();
+  if (!ref) return std::optional<RegionBytes>();
   if (shm == nullptr) return Unimplemented(fmt::format("{}: this server has no shared memory", where));
-  ORTGPU_ASSIGN_OR_RETURN(auto view, shm->Find(ref->region, ref->offset, ref->byte_size));
-  return std::optional<SharedMemoryRegistry::View>(std::move(view));
+  RegionBytes bytes;
+  if (on_device) {
+    ORTGPU_ASSIGN_OR_RETURN(bytes.device, shm->FindOnDevice(ref->region, ref->offset, ref->byte_size));
+    if (bytes.device) return std::optional<RegionBytes>(std::move(bytes));
+  }
+  ORTGPU_ASSIGN_OR_RETURN(bytes.host, shm->Find(ref->region, ref->offset, ref->byte_size));
+  return std::optional<RegionBytes>(std::move(bytes));
 }
 
 // `raw` (moved from) or `region` holds the bytes; neither: typed contents.
 Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in, std::string* raw,
-                             const std::optional<SharedMemoryRegistry::View>& region) {
+                             const std::optional<RegionBytes>& bytes) {
+  const SharedMemoryRegistry::View* region = bytes ? &bytes->host : nullptr;
   Tensor t;
   t.name = in.name();
   if (t.name.empty()) return InvalidArgument("an input has no name");
@@ -113,11 +129,16 @@ Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in,
           ParseSerializedStrings(std::string_view(reinterpret_cast<const char*>(region->data), region->size), t));
     } else {
       const size_t want = static_cast<size_t>(*count) * ElementSize(t.dtype);
-      if (region->size != want) {
+      const size_t got = bytes->device ? bytes->device->size : region->size;
+      if (got != want) {
         return InvalidArgument(fmt::format("input '{}': shared_memory_byte_size is {}, but shape {} of {} needs {}",
-                                           t.name, region->size, ShapeText(in.shape()), in.datatype(), want));
+                                           t.name, got, ShapeText(in.shape()), in.datatype(), want));
       }
-      t.data.Borrow(region->owner, region->data, region->size);  // read in place, no copy
+      if (bytes->device) {
+        t.device = bytes->device;  // stays on the device: a GPU instance joins it device to device
+      } else {
+        t.data.Borrow(region->owner, region->data, region->size);  // read in place, no copy
+      }
     }
   } else if (raw != nullptr) {
     if (t.dtype == DataType::kString) {
@@ -143,7 +164,7 @@ Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in,
     ORTGPU_RETURN_IF_ERROR(FromContents(in.contents(), t));
   }
   const int64_t got = t.dtype == DataType::kString ? static_cast<int64_t>(t.strings.size())
-                                                   : static_cast<int64_t>(t.data.size() / ElementSize(t.dtype));
+                                                   : static_cast<int64_t>(t.byte_size() / ElementSize(t.dtype));
   if (got != *count) {
     return InvalidArgument(fmt::format("input '{}': {} elements were sent, but shape {} needs {}", t.name, got,
                                        ShapeText(in.shape()), *count));
@@ -160,10 +181,12 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   r.model_version = request.model_version();
   r.id = request.id();
   CopyParameters(request.parameters(), r.parameters);
-  std::vector<std::optional<SharedMemoryRegistry::View>> regions;
+  std::vector<std::optional<RegionBytes>> regions;
   int in_memory = 0;  // inputs not in a shared memory region
   for (const auto& in : request.inputs()) {
-    ORTGPU_ASSIGN_OR_RETURN(auto region, SharedMemoryOf(in.parameters(), fmt::format("input '{}'", in.name()), shm));
+    // Strings are parsed on the host; other inputs may stay on the device.
+    ORTGPU_ASSIGN_OR_RETURN(auto region, SharedMemoryOf(in.parameters(), fmt::format("input '{}'", in.name()), shm,
+                                                        /*on_device=*/in.datatype() != "BYTES"));
     if (!region) ++in_memory;
     regions.push_back(std::move(region));
   }
@@ -193,12 +216,15 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   for (const auto& out : request.outputs()) {
     if (out.name().empty()) return InvalidArgument("a requested output has no name");
     const std::string where = fmt::format("output '{}'", out.name());
-    ORTGPU_RETURN_IF_ERROR(SharedMemoryOf(out.parameters(), where, shm).status());  // the region exists, early
+    // The region exists, early (and a CUDA one is not read for it).
+    ORTGPU_RETURN_IF_ERROR(SharedMemoryOf(out.parameters(), where, shm, /*on_device=*/true).status());
     RequestedOutput o;
     o.name = out.name();
     CopyParameters(out.parameters(), o.parameters);
     r.outputs.push_back(std::move(o));
   }
+  // Outputs in CUDA regions a GPU instance may write device to device.
+  if (shm != nullptr) ORTGPU_RETURN_IF_ERROR(ResolveDeviceOutputs(r, *shm));
   return r;
 }
 

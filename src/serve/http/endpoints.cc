@@ -305,6 +305,10 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                                : Unimplemented("this server has no shared memory");
     if (!st.ok()) decoded = st;
   }
+  if (decoded && shm != nullptr) {
+    // Outputs in CUDA regions a GPU instance may write device to device.
+    if (Status st = ResolveDeviceOutputs(*decoded, *shm); !st.ok()) decoded = st;
+  }
   if (!decoded) {
     HttpReply r = ErrorReply(decoded.status());
     r.model = route.model;

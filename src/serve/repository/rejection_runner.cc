@@ -16,8 +16,9 @@ Expected<std::vector<Tensor>> RejectionExplainingRunner::Run(const std::vector<T
 
 Expected<std::vector<Tensor>> RejectionExplainingRunner::RunBatch(
     const std::vector<const std::vector<Tensor>*>& requests, int64_t padding_rows, const Clock& clock,
-    int64_t& inputs_ready_ns, const std::vector<std::string>& outputs) {
-  auto out = inner_->RunBatch(requests, padding_rows, clock, inputs_ready_ns, outputs);
+    int64_t& inputs_ready_ns, const std::vector<std::string>& outputs,
+    const std::vector<const OutputDestinations*>& destinations) {
+  auto out = inner_->RunBatch(requests, padding_rows, clock, inputs_ready_ns, outputs, destinations);
   if (out.ok() || requests.empty()) return out;
   int64_t rows = padding_rows;
   for (const auto* r : requests) rows += r->empty() || r->front().shape.empty() ? 1 : r->front().shape[0];

@@ -30,7 +30,8 @@ class RejectionExplainingRunner : public InstanceRunner {
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                          int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
-                                         const std::vector<std::string>& outputs = {}) override;
+                                         const std::vector<std::string>& outputs = {},
+                                         const std::vector<const OutputDestinations*>& destinations = {}) override;
 
  private:
   std::unique_ptr<InstanceRunner> inner_;

@@ -83,7 +83,7 @@ Expected<std::vector<std::vector<Tensor>>> SplitBatch(std::vector<Tensor>& outpu
     const int64_t per_row = total == 0 ? 0 : t.element_count() / total;
     // Every request's piece is a view of the batch's buffer (one buffer per
     // output and batch, freed when the last response using it is sent).
-    if (t.dtype != DataType::kString) t.data.Share();
+    if (t.dtype != DataType::kString && !t.on_device()) t.data.Share();
     const size_t elem = ElementSize(t.dtype);
     int64_t row = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -93,7 +93,9 @@ Expected<std::vector<std::vector<Tensor>>> SplitBatch(std::vector<Tensor>& outpu
       piece.shape = t.shape;
       piece.shape[0] = rows[i];
       const int64_t begin = row * per_row, end = (row + rows[i]) * per_row;
-      if (t.dtype == DataType::kString) {
+      if (t.on_device()) {
+        piece.device = t.device;  // written into each request's region already: no bytes to cut
+      } else if (t.dtype == DataType::kString) {
         piece.strings.assign(t.strings.begin() + begin, t.strings.begin() + end);
       } else {
         piece.data = t.data.Slice(static_cast<size_t>(begin) * elem, static_cast<size_t>(end - begin) * elem);

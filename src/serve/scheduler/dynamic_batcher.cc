@@ -354,7 +354,16 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
   // The runner joins the inputs (into its reused staging buffers) and says
   // when they were ready, so compute_input stays the joining time.
   int64_t infer_start = 0;
-  auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start, WantedOutputs(batch));
+  // Where requests want outputs in device memory (CUDA shared memory).
+  std::vector<const OutputDestinations*> destinations;
+  for (const auto& p : batch) {
+    if (!p.item.request.device_outputs.empty()) destinations.push_back(&p.item.request.device_outputs);
+  }
+  if (!destinations.empty()) {
+    destinations.clear();
+    for (const auto& p : batch) destinations.push_back(&p.item.request.device_outputs);
+  }
+  auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start, WantedOutputs(batch), destinations);
   const int64_t infer_end = clock_.NowNanos();
   if (infer_start == 0) infer_start = infer_end;  // failed before the inputs were ready
   t.compute_input_ns = infer_start - start;

@@ -63,7 +63,8 @@ void GatherRows(const std::vector<RowCopy>& copies, size_t max_threads) {
 
 Expected<std::vector<Tensor>> InstanceRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                        int64_t padding_rows, const Clock& clock,
-                                                       int64_t& inputs_ready_ns, const std::vector<std::string>&) {
+                                                       int64_t& inputs_ready_ns, const std::vector<std::string>&,
+                                                       const std::vector<const OutputDestinations*>&) {
   if (requests.size() == 1 && padding_rows == 0) {  // runs on the request's own tensors
     inputs_ready_ns = clock.NowNanos();
     return Run(*requests.front());
@@ -191,7 +192,8 @@ Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t ro
 Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                       int64_t padding_rows, const Clock& clock,
                                                       int64_t& inputs_ready_ns,
-                                                      const std::vector<std::string>& outputs) {
+                                                      const std::vector<std::string>& outputs,
+                                                      const std::vector<const OutputDestinations*>& destinations) {
   const std::vector<Tensor>& first = *requests.front();
   const bool stageable =
       rules_.batched && !first.empty() && first.size() == sessions_->main->inputs().size() &&
@@ -213,6 +215,17 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   }
   copies_.clear();
   pieces_.clear();
+  // Outputs every request wants in its CUDA region stay on the device.
+  device_outputs_.clear();
+  if (device_memory_ != nullptr && destinations.size() == requests.size()) {
+    for (const auto& o : sessions_->main->outputs()) {
+      if (!outputs.empty() && std::find(outputs.begin(), outputs.end(), o.name) == outputs.end()) continue;
+      if (std::all_of(destinations.begin(), destinations.end(),
+                      [&](const OutputDestinations* d) { return d != nullptr && d->count(o.name) > 0; })) {
+        device_outputs_.push_back(o.name);
+      }
+    }
+  }
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < staging_->input_count(); ++i) {
     const StagedInputSpec& spec = staging_->spec(i);
@@ -262,19 +275,22 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   if (on_device != nullptr) {
     results = RunOnDevice(rows, shapes, outputs, clock, inputs_ready_ns);
     pieces_.clear();
-    if (!results.ok()) return results.status();
-    ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(*results, rows));
-    return results;
-  }
-  inputs_ready_ns = clock.NowNanos();
-  if (sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0) {
-    results = RunGraph(SessionFor(rows), rows, shapes, outputs);
   } else {
-    std::optional<GpuTurn::Held> held;
-    if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
-    results = staging_->Run(SessionFor(rows), rows, shapes, outputs);
+    inputs_ready_ns = clock.NowNanos();
+    if (sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0) {
+      results = RunGraph(SessionFor(rows), rows, shapes, outputs);
+    } else {
+      std::optional<GpuTurn::Held> held;
+      if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
+      results = staging_->Run(SessionFor(rows), rows, shapes, outputs, device_outputs_);
+    }
   }
   if (!results.ok()) return results.status();
+  if (!device_outputs_.empty()) {
+    std::vector<int64_t> request_rows;
+    for (const auto* req : requests) request_rows.push_back(req->front().shape[0]);
+    ORTGPU_RETURN_IF_ERROR(WriteDeviceOutputs(*results, request_rows, destinations));
+  }
   ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(*results, rows));
   return results;
 }
@@ -339,7 +355,50 @@ Expected<std::vector<Tensor>> SessionRunner::RunOnDevice(int64_t rows, const std
   if (graph) return RunGraph(SessionFor(rows), rows, shapes, outputs, /*inputs_in_place=*/true);
   std::optional<GpuTurn::Held> held;
   if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
-  return staging_->RunFromDevice(SessionFor(rows), rows, shapes, outputs);
+  return staging_->RunFromDevice(SessionFor(rows), rows, shapes, outputs, device_outputs_);
+}
+
+Status SessionRunner::WriteDeviceOutputs(std::vector<Tensor>& results, const std::vector<int64_t>& request_rows,
+                                         const std::vector<const OutputDestinations*>& destinations) {
+  DeviceMemory& memory = *device_memory_;
+  for (Tensor& t : results) {
+    if (!t.on_device()) continue;
+    const int64_t total = t.shape.empty() ? 0 : t.shape[0];
+    const size_t row_bytes = total > 0 ? t.device->size / static_cast<size_t>(total) : 0;
+    bool fits = true;
+    for (size_t i = 0; i < request_rows.size(); ++i) {
+      fits = fits && static_cast<size_t>(request_rows[i]) * row_bytes <= destinations[i]->at(t.name).size;
+    }
+    if (!fits) {
+      // A region too small for its rows: the front end's host write says so.
+      Tensor host;
+      host.name = t.name;
+      host.dtype = t.dtype;
+      host.shape = t.shape;
+      host.data.resize(t.device->size);
+      ORTGPU_RETURN_IF_ERROR(memory.ToHost(host.data.data(), t.device->address, t.device->size, t.device->device));
+      ORTGPU_RETURN_IF_ERROR(memory.Wait(t.device->device));
+      t = std::move(host);
+      continue;
+    }
+    size_t offset = 0;
+    std::vector<int> waits;
+    for (size_t i = 0; i < request_rows.size(); ++i) {
+      const DeviceView& dst = destinations[i]->at(t.name);
+      const size_t bytes = static_cast<size_t>(request_rows[i]) * row_bytes;
+      ORTGPU_RETURN_IF_ERROR(
+          memory.DeviceToDevice(dst.address, dst.device, t.device->address + offset, t.device->device, bytes)
+              .WithContext("writing output '" + t.name + "' into " + dst.where));
+      offset += bytes;
+      if (std::find(waits.begin(), waits.end(), dst.device) == waits.end()) waits.push_back(dst.device);
+    }
+    for (int d : waits) ORTGPU_RETURN_IF_ERROR(memory.Wait(d));
+    // The placeholder: the shape, no bytes, and the run's buffer released.
+    DeviceView written;
+    written.where = "the requests' CUDA shared memory regions";
+    t.device = std::move(written);
+  }
+  return Status::Ok();
 }
 
 Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, int64_t rows,
@@ -384,7 +443,32 @@ Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, in
     return run.WithContext("replaying the CUDA graph of batch size " + std::to_string(rows) +
                            " (remove enable_cuda_graph from config.pbtxt if the model cannot be captured)");
   }
-  return graph->FetchOutputs(outputs);
+  if (device_outputs_.empty()) return graph->FetchOutputs(outputs);
+  // Outputs left in the graph's fixed buffers (copied into the requests'
+  // regions next, before this worker's next replay); the others fetched.
+  auto on_device = [&](const std::string& n) {
+    return std::find(device_outputs_.begin(), device_outputs_.end(), n) != device_outputs_.end();
+  };
+  std::vector<std::string> fetched;
+  for (const auto& o : session.outputs()) {
+    const bool asked = outputs.empty() || std::find(outputs.begin(), outputs.end(), o.name) != outputs.end();
+    if (asked && !on_device(o.name)) fetched.push_back(o.name);
+  }
+  std::vector<Tensor> host;
+  if (!fetched.empty()) {
+    ORTGPU_ASSIGN_OR_RETURN(host, graph->FetchOutputs(fetched));
+  }
+  std::vector<Tensor> out;
+  for (const auto& o : session.outputs()) {
+    if (on_device(o.name)) {
+      ORTGPU_ASSIGN_OR_RETURN(Tensor t, graph->DeviceOutput(o.name));
+      out.push_back(std::move(t));
+    }
+    for (Tensor& t : host) {
+      if (t.name == o.name) out.push_back(std::move(t));
+    }
+  }
+  return out;
 }
 
 }  // namespace ortgpu::serve

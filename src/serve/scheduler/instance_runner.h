@@ -24,6 +24,10 @@
 
 namespace ortgpu::serve {
 
+// Where a request wants outputs written in device memory (its CUDA shared
+// memory regions), by output name (InferRequest::device_outputs).
+using OutputDestinations = std::map<std::string, DeviceView>;
+
 class InstanceRunner {
  public:
   virtual ~InstanceRunner() = default;
@@ -48,11 +52,16 @@ class InstanceRunner {
   // request unpadded on its own tensors, and otherwise joins the requests
   // with ConcatBatch; either way it calls Run. `outputs` names the outputs
   // some request of the batch asked for (empty: all); a runner may return
-  // only those, and the default returns all.
+  // only those, and the default returns all. `destinations` (empty, or
+  // one per request, each possibly empty): a runner may write an output
+  // that every request has a destination for straight into them, device to
+  // device, and return it as a placeholder (Tensor::device set, no bytes);
+  // the default ignores them.
   // REQUIRES: requests non-empty, all of one BatchKey, every input rank >= 1.
   virtual Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                                  int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
-                                                 const std::vector<std::string>& outputs = {});
+                                                 const std::vector<std::string>& outputs = {},
+                                                 const std::vector<const OutputDestinations*>& destinations = {});
 };
 
 // One piece of a batch's joining: `bytes` from `src` to `dst`, or zeros
@@ -154,9 +163,15 @@ class SessionRunner : public InstanceRunner {
   // the buffer the run reads (RunOnDevice): device rows device to device,
   // host rows through the pinned staging with one host-to-device copy per
   // contiguous run, padding zeroed on the device.
+  //
+  // An output every request of a GPU batch placed in a CUDA region is
+  // left on the device by the run (the graph's fixed output buffer, or
+  // bound to device memory) and copied device to device into each
+  // request's region at its rows; it comes back as a placeholder.
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                          int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
-                                         const std::vector<std::string>& outputs = {}) override;
+                                         const std::vector<std::string>& outputs = {},
+                                         const std::vector<const OutputDestinations*>& destinations = {}) override;
   // `inputs` as the model itself takes them (the config's reshape applied).
   Expected<std::vector<Tensor>> ModelInputs(const std::vector<Tensor>& inputs) const;
   // The main session (placement checks profile it).
@@ -201,6 +216,12 @@ class SessionRunner : public InstanceRunner {
   Expected<std::vector<Tensor>> RunOnDevice(int64_t rows, const std::vector<std::vector<int64_t>>& shapes,
                                             const std::vector<std::string>& outputs, const Clock& clock,
                                             int64_t& inputs_ready_ns);
+  // Copies every output left on the device (Tensor::device) into the
+  // requests' destinations, device to device, at each request's rows, and
+  // makes it a placeholder; an output a destination is too small for is
+  // brought to the host instead (the front end then says which).
+  Status WriteDeviceOutputs(std::vector<Tensor>& results, const std::vector<int64_t>& request_rows,
+                            const std::vector<const OutputDestinations*>& destinations);
 
   std::shared_ptr<const InstanceSessions> sessions_;
   ReshapeRules rules_;
@@ -210,6 +231,7 @@ class SessionRunner : public InstanceRunner {
   std::function<Status(InstanceRunner&)> worker_warmup_;
   std::vector<RowCopy> copies_;  // the current batch's joining, reused
   std::vector<DevicePiece> pieces_;  // a device batch's joining, reused
+  std::vector<std::string> device_outputs_;  // the current batch's outputs left on the device
   std::shared_ptr<DeviceMemory> device_memory_;  // null: a CPU instance
   int device_ = -1;
   std::shared_ptr<GpuTurn> turn_;

@@ -586,6 +586,7 @@ TEST_F(GrpcServerTest, CudaSharedMemoryCarriesInputsAndOutputs) {
   std::memcpy(out, ipc->Memory(handle).data() + 8, sizeof out);
   EXPECT_EQ(out[0], 3.0f);
   EXPECT_EQ(out[1], 0.5f);
+  EXPECT_EQ(ipc->to_host_count(), 0);  // the input stayed on the "device" (issue 10)
 
   inference::CudaSharedMemoryUnregisterRequest unreg;
   unreg.set_name("g0");

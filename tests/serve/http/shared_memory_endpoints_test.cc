@@ -116,6 +116,7 @@ TEST_F(SharedMemoryEndpointsTest, InputsAndOutputsTravelThroughACudaRegion) {
   std::memcpy(back, ipc->Memory(handle).data() + 16, sizeof back);
   EXPECT_EQ(back[0], 1.5f);
   EXPECT_EQ(back[1], -2.0f);
+  EXPECT_EQ(ipc->to_host_count(), 0);  // the input stayed on the "device" (issue 10)
 
   // A second registration under the name, or a handle of another size, is refused.
   r = c.Post("/v2/cudasharedmemory/region/g0/register",

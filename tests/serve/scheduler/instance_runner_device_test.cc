@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "fakes/fake_device_memory.h"
 #include "onnx/model_builder.h"
 #include "serve/scheduler/batching.h"
@@ -178,6 +180,88 @@ TEST_F(DeviceBatchTest, ACpuInstanceRefusesDeviceRowsClearly) {
   auto run = cpu.Run(a);
   ASSERT_FALSE(run.ok());
   EXPECT_THAT(run.status().message(), HasSubstr("reads host memory only"));
+}
+
+// Outputs every request of the batch placed in a CUDA region are written
+// device to device at each request's rows and come back as placeholders.
+class DeviceOutputTest : public DeviceBatchTest {
+ protected:
+  // A destination of `bytes` bytes for output y, in "device memory".
+  OutputDestinations Destination(size_t bytes) {
+    buffers_.push_back(std::make_shared<std::vector<uint8_t>>(bytes, 0));
+    DeviceView v;
+    v.address = reinterpret_cast<uint64_t>(buffers_.back()->data());
+    v.size = bytes;
+    v.device = 0;
+    v.where = "CUDA shared memory region 'out'";
+    v.owner = buffers_.back();
+    return {{"y", v}};
+  }
+  std::vector<float> Written(size_t k, size_t floats) const {
+    std::vector<float> f(floats);
+    std::memcpy(f.data(), buffers_[k]->data(), floats * sizeof(float));
+    return f;
+  }
+  static std::vector<float> Rows(const Tensor& t, size_t first, size_t count) {
+    const float* p = t.data_as<float>() + first * 3;
+    return std::vector<float>(p, p + count * 3);
+  }
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> buffers_;
+};
+
+TEST_F(DeviceOutputTest, OutputsInCudaRegionsAreWrittenDeviceToDevice) {
+  auto a = DeviceRequest(2, 0.5f), b = DeviceRequest(1, -3.0f);
+  auto ha = HostRequest(2, 0.5f), hb = HostRequest(1, -3.0f);
+  OutputDestinations da = Destination(2 * 3 * sizeof(float)), db = Destination(64);
+  auto got = runner_.RunBatch({&a, &b}, 1, clock_, ready_, {"y"}, {&da, &db});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 1u);
+  const Tensor& y = (*got)[0];
+  EXPECT_TRUE(y.on_device());  // a placeholder: written already
+  EXPECT_TRUE(y.data.empty());
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{4, 3}));  // padding included, as for host outputs
+  const auto want = Reference({&ha, &hb}, 1);
+  EXPECT_EQ(Written(0, 6), Rows(want[0], 0, 2));
+  EXPECT_EQ(Written(1, 3), Rows(want[0], 2, 1));
+  const auto counts = memory_->counts();
+  EXPECT_EQ(counts.on_device, 4);  // two input rows, two output slices
+  EXPECT_EQ(counts.to_host + counts.to_device, 0);
+
+  // Split per request, each piece is a placeholder of its own rows.
+  auto split = SplitBatch(*got, {2, 1}, 1);
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  EXPECT_TRUE((*split)[0][0].on_device());
+  EXPECT_EQ((*split)[0][0].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ((*split)[1][0].shape, (std::vector<int64_t>{1, 3}));
+}
+
+TEST_F(DeviceOutputTest, HostInputsWithDeviceOutputsToo) {
+  auto a = HostRequest(2, 0.5f);
+  OutputDestinations da = Destination(2 * 3 * sizeof(float));
+  auto got = runner_.RunBatch({&a}, 0, clock_, ready_, {}, {&da});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE((*got)[0].on_device());
+  EXPECT_EQ(Written(0, 6), Rows(Reference({&a}, 0)[0], 0, 2));
+  EXPECT_EQ(memory_->counts().on_device, 1);
+}
+
+// When not every request of the batch has the output in a region, or one
+// region is too small, the output comes to the host as before and the
+// front end writes (or refuses) it.
+TEST_F(DeviceOutputTest, OtherwiseTheOutputComesToTheHost) {
+  auto a = DeviceRequest(1, 0.5f), b = DeviceRequest(1, 2.0f);
+  OutputDestinations da = Destination(12), none;
+  auto got = runner_.RunBatch({&a, &b}, 0, clock_, ready_, {"y"}, {&da, &none});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_FALSE((*got)[0].on_device());
+  EXPECT_EQ((*got)[0].data.size(), 2u * 3 * sizeof(float));
+
+  OutputDestinations small = Destination(4), fine = Destination(12);
+  got = runner_.RunBatch({&a, &b}, 0, clock_, ready_, {"y"}, {&small, &fine});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_FALSE((*got)[0].on_device());
+  EXPECT_EQ((*got)[0].data.size(), 2u * 3 * sizeof(float));
+  EXPECT_EQ(memory_->counts().to_host, 1);  // brought back once, whole
 }
 
 }  // namespace
