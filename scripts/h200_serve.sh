@@ -35,6 +35,14 @@ export LD_LIBRARY_PATH=/tmp/ortgpu-gpu/lib
 LUA=benchmarks/wrk_binary_infer.lua
 DURATION=${DURATION:-15}
 have_perf() { ortgpu perf --help >/dev/null 2>&1; }
+# The best served ResNet-50 config (the resnet part's b32-2inst-graph): [32],
+# 2 instances, CUDA graphs.
+BEST_RESNET_CONFIG='max_batch_size: 32
+input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
+output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }
+instance_group [{ count: 2 kind: KIND_GPU }]
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }'
 
 # serve_repo NAME MODEL CONFIG_TEXT: a one-model repository in /tmp/repo-NAME
 serve_repo() {
@@ -268,12 +276,7 @@ instance_group [{ count: 1 kind: KIND_GPU }]')
       stop_server
     done
     ortgpu bench "$R" --provider cuda --batch 32 --io cuda-graph --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
-    repo=$(serve_repo resnet50 "$R" 'max_batch_size: 32
-input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
-output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
-optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }
-instance_group [{ count: 2 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }')
+    repo=$(serve_repo resnet50 "$R" "$BEST_RESNET_CONFIG")
     if start_server $repo "$out/serve_grpc_resnet.log"; then
       perf_both resnet50 resnet50 ${RESNET_CONCURRENCY:-64} 4
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
@@ -310,12 +313,7 @@ if [[ " $parts " == *" cudashm "* ]]; then
       --no-progress --json > "$out/cudashm_bench.json" 2> "$out/cudashm_bench.err"
     in_process=$(items_per_s "$out/cudashm_bench.json")
     echo "in-process (bench --io cuda-graph, batch 32): $in_process images/s"
-    repo=$(serve_repo resnet50 "$R" 'max_batch_size: 32
-input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
-output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
-optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }
-instance_group [{ count: 2 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }')
+    repo=$(serve_repo resnet50 "$R" "$BEST_RESNET_CONFIG")
     if start_server $repo "$out/serve_cudashm_resnet.log"; then
       echo "=== ResNet-50 b32-2inst-graph through CUDA shared memory: scripts/cuda_shm_client.py"
       python3 scripts/cuda_shm_client.py --url http://127.0.0.1:8000 --model resnet50 --iterations 50 | tee "$out/cudashm_client.json"

@@ -1,6 +1,7 @@
-// Tensor: a host-memory tensor as ortgpu moves it between the network, files
-// and ONNX Runtime: an element type, a shape, and the bytes in row-major
-// order (or, for STRING/BYTES tensors, one std::string per element).
+// Tensor: a tensor as ortgpu moves it between the network, files and ONNX
+// Runtime: an element type, a shape, and the bytes in row-major order in
+// host memory (or, for STRING/BYTES tensors, one std::string per element),
+// or a view of them in device memory (DeviceView: CUDA shared memory).
 //
 // DataType uses ONNX's TensorProto.DataType numbering, so it converts to and
 // from ORT's ONNXTensorElementDataType with a cast. A Tensor owns its data,
@@ -184,7 +185,9 @@ struct Tensor {
   std::vector<std::string> strings;   // ElementCount elements (kString only)
   // Set: the bytes are in device memory (then `data` is empty). Only a GPU
   // instance's batch path reads them (device to device); anything that
-  // needs host bytes refuses such a tensor with RequireHostBytes.
+  // needs host bytes refuses such a tensor with RequireHostBytes. An output
+  // with it set and a view of no bytes is a placeholder: the instance
+  // wrote it into the request's CUDA shared memory region already.
   std::optional<DeviceView> device;
 
   int64_t element_count() const { return ElementCount(shape).value_or(0); }

@@ -12,9 +12,12 @@
 // (SessionRunner); whatever needs host bytes of such a tensor (a CPU
 // instance, an unbatched model) refuses it with RequireHostBytes. A CUDA
 // region's BYTES (string) inputs are copied to the host once, as strings
-// are parsed on the host. Outputs are written into a CUDA region host to
-// device, through the gpu::CudaIpc seam (docs/PROTOCOL.md says which paths
-// are zero-copy).
+// are parsed on the host. Outputs placed in a CUDA region are resolved to
+// device memory too (ResolveDeviceOutputs): a GPU batch whose requests all
+// want an output there writes it device to device and returns a
+// placeholder, which WriteSharedMemoryOutputs only records; any other
+// output is written into the region host to device, through the
+// gpu::CudaIpc seam (docs/SERVING.md says which paths are zero-copy).
 //
 // Region names are one namespace for both kinds, as in Triton. A region
 // stays mapped while any tensor still borrows it, even once it is
