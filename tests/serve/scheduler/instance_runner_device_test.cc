@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "fakes/fake_device_memory.h"
-#include "onnx/model_builder.h"
 #include "serve/scheduler/batching.h"
+#include "serve/scheduler/linear_model.h"
 #include "serve/scheduler/instance_runner.h"
 
 namespace ortgpu::serve {
@@ -19,21 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using ortgpu::testing::FakeDeviceMemory;
 
-// y = x * w + b over x [batch, 4].
-std::unique_ptr<Session> Linear() {
-  onnx::ModelBuilder b;
-  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch"});
-  b.AddFloatInitializer("w", {4, 3}, 1.0f, 7);
-  b.AddFloatInitializer("b", {3}, 1.0f, 8);
-  b.AddNode("MatMul", {"x", "w"}, {"xw"});
-  b.AddNode("Add", {"xw", "b"}, {"y"});
-  b.AddOutput("y", DataType::kFloat, {-1, 3}, {"batch"});
-  SessionOptions o;
-  o.intra_op_threads = 1;
-  auto s = Session::LoadFromBytes(b.Serialize(), o, "linear");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using testing::Linear;
 
 std::vector<Tensor> HostRequest(int64_t rows, float base) {
   Tensor t = Tensor::Zeros("x", DataType::kFloat, {rows, 4});
