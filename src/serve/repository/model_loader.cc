@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -194,7 +195,78 @@ std::string NoWarmupWarning(const std::string& model, const Status& last_failure
          "UNAVAILABLE";
 }
 
+
+// "97.5 MB", "12.3 kB", "64 bytes".
+std::string Megabytes(int64_t bytes) {
+  if (bytes >= 1'000'000) return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
+  if (bytes >= 1'000) return fmt::format("{:.1f} kB", static_cast<double>(bytes) / 1e3);
+  return fmt::format("{} bytes", bytes);
+}
+
+// The shared weights of one model on one device (share_weights), and what
+// ORT did with them in the sessions made there.
+struct DeviceWeights {
+  WeightsDevice device;
+  std::shared_ptr<SharedInitializers> store;  // null: not shared on this device
+  std::string not_shared;                     // why not, when store is null
+  int sessions = 0;
+  size_t offered = 0;       // initializers offered to the first session
+  int64_t used_bytes = 0;   // bytes of the shared values the sessions use, summed over sessions
+  bool use_known = true;    // every session's log said what it used
+  std::set<std::string> copied;  // planned by ORT in other memory
+
+  // Called after each session made with the store. The first one shows
+  // which values the optimised graph still has on this device; the rest
+  // are dropped from the store (their memory freed), since the model's
+  // other sessions, optimised alike, would not use them either.
+  void Record(const Session& session) {
+    const SharedInitializerUse& use = session.shared_initializer_use();
+    if (sessions++ == 0) {
+      offered = store->count();
+      if (use.known) store->Retain(std::set<std::string>(use.used.begin(), use.used.end()));
+    }
+    use_known = use_known && use.known;
+    used_bytes += store->BytesOf(use.used);
+    copied.insert(use.copied.begin(), use.copied.end());
+  }
+
+  std::string Describe() const {
+    if (store == nullptr) return "weights: not shared on " + device.Describe() + ": " + not_shared;
+    std::string out = fmt::format("weights: {} initializer{}, {}, one copy on {} shared by {} session{}", store->count(), store->count() == 1 ? "" : "s",
+                                  Megabytes(store->bytes()), device.Describe(), sessions, sessions == 1 ? "" : "s");
+    out += use_known ? " (saved " + Megabytes(std::max<int64_t>(0, used_bytes - store->bytes())) + ")"
+                     : " (ORT's log did not say which it used)";
+    const size_t dropped = offered > store->count() ? offered - store->count() : 0;
+    if (dropped > copied.size()) {
+      out += fmt::format("; {} more were replaced by ORT's graph optimisations (layout or fusion), each session has "
+                         "its own of those", dropped - copied.size());
+    }
+    if (!copied.empty()) {
+      out += fmt::format("; {} are placed by ORT in other memory (e.g. shape inputs on the CPU) and copied per session",
+                         copied.size());
+    }
+    if (!store->skipped().empty()) {
+      out += fmt::format("; {} left to each session ({}{})", store->skipped().size(), store->skipped().front(),
+                         store->skipped().size() > 1 ? ", ..." : "");
+    }
+    return out;
+  }
+};
+
 }  // namespace
+
+Expected<ShareWeights> ParseShareWeights(std::string_view text) {
+  if (text.empty() || text == "auto") return ShareWeights::kAuto;
+  if (text == "on" || text == "1" || text == "true") return ShareWeights::kOn;
+  if (text == "off" || text == "0" || text == "false") return ShareWeights::kOff;
+  return InvalidArgument("parameter share_weights is '" + std::string(text) +
+                         "'; valid: auto (the default: one copy of the weights per device where it can be made), "
+                         "on (a load error where it cannot), off (every session loads its own)");
+}
+
+WeightsFactory RealWeightsFactory() {
+  return [](const std::string& path, const WeightsDevice& device) { return SharedInitializers::Load(path, device); };
+}
 
 BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instances) {
   BatchPolicy p;
@@ -380,6 +452,38 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // gpu_turns, GpuTurnMode).
   ORTGPU_ASSIGN_OR_RETURN(const GpuTurnMode turn_mode, ParseGpuTurnMode(ConfigParameters(config)["gpu_turns"]));
   std::map<int, std::shared_ptr<GpuTurn>> turns;
+  // One copy of the weights per device the instances run on (config
+  // parameter share_weights), made before the device's first session.
+  ORTGPU_ASSIGN_OR_RETURN(const ShareWeights share, ParseShareWeights(ConfigParameters(config)["share_weights"]));
+  std::map<std::pair<Provider, int>, DeviceWeights> weights;
+  auto make_session = [&](SessionOptions so) -> Expected<std::unique_ptr<Session>> {
+    DeviceWeights* shared = nullptr;
+    if (share != ShareWeights::kOff && deps.weights_factory) {
+      const auto id = so.cuda_options.find("device_id");
+      const WeightsDevice device{so.provider,
+                                 so.provider == Provider::kCpu || id == so.cuda_options.end() ? 0 : std::atoi(id->second.c_str())};
+      auto [it, fresh] = weights.try_emplace({device.provider, device.device_id});
+      shared = &it->second;
+      if (fresh) {
+        shared->device = device;
+        auto store = deps.weights_factory(path, device);
+        const Code code = store.ok() ? Code::kOk : store.status().code();
+        if (store.ok()) {
+          shared->store = std::move(store).value();
+        } else if (share == ShareWeights::kOn || code == Code::kInvalidArgument || code == Code::kNotFound) {
+          // The model's own files are broken (ORT would fail on them too), or sharing was demanded.
+          return store.status().WithContext("share_weights: reading the weights of model '" + source.name + "'");
+        } else {
+          shared->not_shared = store.status().message() + "; each session loads its own";
+          spdlog::warn("model '{}': {}", source.name, shared->Describe());
+        }
+      }
+      if (shared->store != nullptr) so.shared_initializers = shared->store;
+    }
+    auto session = deps.session_factory(path, so);
+    if (session.ok() && shared != nullptr && shared->store != nullptr) shared->Record(**session);
+    return session;
+  };
   for (size_t i = 0; i < instances.size(); ++i) {
     SessionOptions so = base;
     if (instances[i].kind == InstanceKind::kGpu) {
@@ -389,7 +493,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       so.provider = Provider::kCpu;
       so.cuda_options.clear();
     }
-    auto session = deps.session_factory(path, so);
+    auto session = make_session(so);
     if (!session.ok()) return session.status().WithContext("loading " + instances[i].Describe(i) + " of model '" + source.name + "' version " + std::to_string(version));
     if (i == 0) {
       // Complete the config from the first session: every instance runs the same file.
@@ -441,7 +545,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     auto build_sessions = [&](std::unique_ptr<Session> main) -> Expected<InstanceSessions> {
       InstanceSessions sessions;
       if (main == nullptr) {
-        auto made = deps.session_factory(path, so);
+        auto made = make_session(so);
         if (!made.ok()) return made.status().WithContext("loading a worker's sessions of " + instances[i].Describe(i));
         main = std::move(made).value();
       }
@@ -453,7 +557,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
         const size_t count = graphs ? shapes.sizes.size() : shapes.sizes.size() - 1;
         Status failed;
         for (size_t k = 0; k < count && !shapes.sizes.empty(); ++k) {
-          auto extra = deps.session_factory(path, sized);
+          auto extra = make_session(sized);
           if (!extra.ok()) {
             failed = extra.status().WithContext("loading the batch-" + std::to_string(shapes.sizes[k]) + " session of " +
                                                 instances[i].Describe(i) + " of model '" + source.name + "'");
@@ -602,6 +706,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));
     ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(first_runner->session(), inputs));
+  }
+  for (const auto& [key, w] : weights) {
+    model->weights.push_back(w.Describe());
+    if (w.store != nullptr) model->shared_weights.push_back(w.store);
   }
   const int mbs = model->config.max_batch_size();
   model->inputs = Describe(model->config.input(), mbs);

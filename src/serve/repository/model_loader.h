@@ -15,10 +15,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ort/random_inputs.h"
 #include "ort/session.h"
+#include "ort/shared_initializers.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
 #include "serve/repository/model_repository.h"
@@ -34,6 +36,21 @@ enum class InstanceKind { kGpu, kCpu };
 using SessionFactory =
     std::function<Expected<std::unique_ptr<Session>>(const std::string& model_path, const SessionOptions& options)>;
 SessionFactory RealSessionFactory();
+
+// Reads a model's weights into one device's memory, to be shared by the
+// model's sessions there; the real one is SharedInitializers::Load.
+using WeightsFactory = std::function<Expected<std::shared_ptr<SharedInitializers>>(const std::string& model_path,
+                                                                                  const WeightsDevice& device)>;
+WeightsFactory RealWeightsFactory();
+
+// config.pbtxt's `parameters { key: "share_weights" ... }`: whether the
+// sessions of a model on one device share one copy of its weights. kAuto
+// (the default) shares where it can and loads per-session weights, with a
+// warning, where the shared copy cannot be made (no CUDA runtime, GPU
+// full); kOn makes that a load error; kOff gives every session its own.
+enum class ShareWeights { kAuto, kOn, kOff };
+// "auto" (or empty), "on"/"true"/"1", "off"/"false"/"0".
+Expected<ShareWeights> ParseShareWeights(std::string_view text);
 
 // Decides whether a GPU session keeps its compute on the GPU.
 class PlacementChecker {
@@ -83,6 +100,9 @@ struct LoaderDeps {
   const PlacementChecker* placement = nullptr;  // null: require_gpu only forbids CPU instances
   const Clock* clock = nullptr;               // required
   SchedulerObserver* observer = nullptr;      // nullable
+  // Makes the shared weights of a model on a device (share_weights); null:
+  // every session loads its own.
+  WeightsFactory weights_factory;
   // Wraps each instance's runner before its warm-up, so a test can record
   // what runs on it (warm-up and requests alike); null: no wrapper.
   std::function<std::unique_ptr<InstanceRunner>(std::unique_ptr<InstanceRunner>)> wrap_runner;
@@ -138,6 +158,13 @@ struct LoadedModel {
   // The GPU instances' batch runs take turns on their GPU (GpuTurn; config
   // parameter gpu_turns: auto = with CUDA graphs).
   bool gpu_turns = false;
+  // What the sessions share, one line per device, for the log: "weights:
+  // 161 initializers, 97.5 MB, one copy on GPU 0 shared by 6 sessions
+  // (saved 488 MB)"; empty with share_weights off.
+  std::vector<std::string> weights;
+  // The shared copies, one per device the model runs on (the sessions keep
+  // them alive too; held here so they outlive every session of the model).
+  std::vector<std::shared_ptr<const SharedInitializers>> shared_weights;
   // Set when the config asks for CUDA graphs that cannot be honoured (no
   // GPU instance, or batches that are not padded to fixed sizes).
   std::string cuda_graph_warning;
