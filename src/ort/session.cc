@@ -105,6 +105,7 @@ SharedInitializerUse ReadSharedInitializerUse(const std::vector<OrtLogRecord>& r
     if (std::string n = name_after(r.message, "Using user supplied initializer with name ("); !n.empty()) {
       use.used.push_back(n);
     } else if (std::string c = name_after(r.message, "Cannot use user supplied initializer with name: ("); !c.empty()) {
+      if (use.copied.empty()) use.copied_reason = r.message;
       use.copied.push_back(c);
     }
   }

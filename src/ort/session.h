@@ -46,6 +46,8 @@ struct SharedInitializerUse {
   std::vector<std::string> used;
   // Offered initializers ORT planned on another device, so it made its own copy.
   std::vector<std::string> copied;
+  // ORT's words for the first of those (the planned and the offered device).
+  std::string copied_reason;
 };
 
 class Session {

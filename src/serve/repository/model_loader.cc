@@ -214,6 +214,7 @@ struct DeviceWeights {
   int64_t used_bytes = 0;   // bytes of the shared values the sessions use, summed over sessions
   bool use_known = true;    // every session's log said what it used
   std::set<std::string> copied;  // planned by ORT in other memory
+  std::string copied_reason;     // ORT's words for one of them
 
   // Called after each session made with the store. The first one shows
   // which values the optimised graph still has on this device; the rest
@@ -228,6 +229,7 @@ struct DeviceWeights {
     use_known = use_known && use.known;
     used_bytes += store->BytesOf(use.used);
     copied.insert(use.copied.begin(), use.copied.end());
+    if (copied_reason.empty()) copied_reason = use.copied_reason;
   }
 
   std::string Describe() const {
@@ -242,8 +244,8 @@ struct DeviceWeights {
                          "its own of those", dropped - copied.size());
     }
     if (!copied.empty()) {
-      out += fmt::format("; {} are placed by ORT in other memory (e.g. shape inputs on the CPU) and copied per session",
-                         copied.size());
+      out += fmt::format("; {} are placed by ORT in other memory (e.g. shape inputs on the CPU) and copied per "
+                         "session (ORT: {})", copied.size(), copied_reason);
     }
     if (!store->skipped().empty()) {
       out += fmt::format("; {} left to each session ({}{})", store->skipped().size(), store->skipped().front(),
