@@ -234,6 +234,8 @@ struct DeviceWeights {
 
   std::string Describe() const {
     if (store == nullptr) return "weights: not shared on " + device.Describe() + ": " + not_shared;
+    // Nothing to say for one session, or a model without weights.
+    if (sessions < 2 || offered == 0) return "";
     std::string out = fmt::format("weights: {} initializer{}, {}, one copy on {} shared by {} session{}", store->count(), store->count() == 1 ? "" : "s",
                                   Megabytes(store->bytes()), device.Describe(), sessions, sessions == 1 ? "" : "s");
     out += use_known ? " (saved " + Megabytes(std::max<int64_t>(0, used_bytes - store->bytes())) + ")"
@@ -710,7 +712,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(first_runner->session(), inputs));
   }
   for (const auto& [key, w] : weights) {
-    model->weights.push_back(w.Describe());
+    if (std::string line = w.Describe(); !line.empty()) model->weights.push_back(line);
     if (w.store != nullptr) model->shared_weights.push_back(w.store);
   }
   const int mbs = model->config.max_batch_size();

@@ -160,7 +160,8 @@ struct LoadedModel {
   bool gpu_turns = false;
   // What the sessions share, one line per device, for the log: "weights:
   // 161 initializers, 97.5 MB, one copy on GPU 0 shared by 6 sessions
-  // (saved 488 MB)"; empty with share_weights off.
+  // (saved 488 MB)"; none with share_weights off, for a device with one
+  // session, or for a model without weights.
   std::vector<std::string> weights;
   // The shared copies, one per device the model runs on (the sessions keep
   // them alive too; held here so they outlive every session of the model).
