@@ -209,7 +209,10 @@ struct DeviceWeights {
   WeightsDevice device;
   std::shared_ptr<SharedInitializers> store;  // null: not shared on this device
   std::string not_shared;                     // why not, when store is null
-  int sessions = 0;
+  Code failure = Code::kOk;                   // of the last attempt to make the store
+  bool retried = false;                       // made a second attempt (see make_session)
+  int sessions_without = 0;                   // sessions made before there was a store
+  int sessions = 0;                           // sessions made with the store
   size_t offered = 0;       // initializers offered to the first session
   int64_t used_bytes = 0;   // bytes of the shared values the sessions use, summed over sessions
   bool use_known = true;    // every session's log said what it used
@@ -236,8 +239,13 @@ struct DeviceWeights {
     if (store == nullptr) return "weights: not shared on " + device.Describe() + ": " + not_shared;
     // Nothing to say for one session, or a model without weights.
     if (sessions < 2 || offered == 0) return "";
-    std::string out = fmt::format("weights: {} initializer{}, {}, one copy on {} shared by {} session{}", store->count(), store->count() == 1 ? "" : "s",
-                                  Megabytes(store->bytes()), device.Describe(), sessions, sessions == 1 ? "" : "s");
+    std::string out = fmt::format("weights: {} initializer{}, {}, one copy on {} shared by {} session{}", store->count(),
+                                  store->count() == 1 ? "" : "s", Megabytes(store->bytes()), device.Describe(), sessions,
+                                  sessions == 1 ? "" : "s");
+    if (sessions_without > 0) {
+      out += fmt::format(" and {} made before it existed with a copy of their own (the CUDA runtime loaded with them)",
+                         sessions_without);
+    }
     out += use_known ? " (saved " + Megabytes(std::max<int64_t>(0, used_bytes - store->bytes())) + ")"
                      : " (ORT's log did not say which it used)";
     const size_t dropped = offered > store->count() ? offered - store->count() : 0;
@@ -468,24 +476,37 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                  so.provider == Provider::kCpu || id == so.cuda_options.end() ? 0 : std::atoi(id->second.c_str())};
       auto [it, fresh] = weights.try_emplace({device.provider, device.device_id});
       shared = &it->second;
-      if (fresh) {
+      // The CUDA runtime may be loadable only once the CUDA EP has loaded
+      // it (its RUNPATH, not ours): a store that failed Unavailable before
+      // the device's first session is tried once more after it.
+      const bool retry = !fresh && shared->store == nullptr && !shared->retried && shared->sessions_without > 0 &&
+                         shared->failure == Code::kUnavailable;
+      if (fresh || retry) {
         shared->device = device;
+        shared->retried = retry;
         auto store = deps.weights_factory(path, device);
-        const Code code = store.ok() ? Code::kOk : store.status().code();
+        shared->failure = store.ok() ? Code::kOk : store.status().code();
         if (store.ok()) {
           shared->store = std::move(store).value();
-        } else if (share == ShareWeights::kOn || code == Code::kInvalidArgument || code == Code::kNotFound) {
+          shared->not_shared.clear();
+        } else if (share == ShareWeights::kOn || shared->failure == Code::kInvalidArgument ||
+                   shared->failure == Code::kNotFound) {
           // The model's own files are broken (ORT would fail on them too), or sharing was demanded.
           return store.status().WithContext("share_weights: reading the weights of model '" + source.name + "'");
         } else {
           shared->not_shared = store.status().message() + "; each session loads its own";
-          spdlog::warn("model '{}': {}", source.name, shared->Describe());
         }
       }
       if (shared->store != nullptr) so.shared_initializers = shared->store;
     }
     auto session = deps.session_factory(path, so);
-    if (session.ok() && shared != nullptr && shared->store != nullptr) shared->Record(**session);
+    if (session.ok() && shared != nullptr) {
+      if (shared->store != nullptr) {
+        shared->Record(**session);
+      } else {
+        ++shared->sessions_without;
+      }
+    }
     return session;
   };
   for (size_t i = 0; i < instances.size(); ++i) {
@@ -712,7 +733,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(first_runner->session(), inputs));
   }
   for (const auto& [key, w] : weights) {
-    if (std::string line = w.Describe(); !line.empty()) model->weights.push_back(line);
+    const std::string line = w.Describe();
+    if (w.store == nullptr) spdlog::warn("model '{}': {}", source.name, line);
+    if (!line.empty()) model->weights.push_back(line);
     if (w.store != nullptr) model->shared_weights.push_back(w.store);
   }
   const int mbs = model->config.max_batch_size();

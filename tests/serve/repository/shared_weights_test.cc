@@ -36,7 +36,10 @@ struct Sharing {
 
 // Loads version 1 of `name` whose GPU instances get CPU sessions (no GPU
 // here) and CPU-memory stores, recording which store each session got.
-Sharing LoadRecordingStores(const TempRepository& repo, const std::string& name, InstanceKind kind) {
+// `unavailable_first`: the first store asked for fails Unavailable, as
+// with a CUDA runtime that only the CUDA EP can load.
+Sharing LoadRecordingStores(const TempRepository& repo, const std::string& name, InstanceKind kind,
+                            bool unavailable_first = false) {
   auto source = ModelRepository::FromDirectory(repo.root()).ReadModel(name);
   EXPECT_TRUE(source.ok()) << source.status().ToString();
   auto parsed = ParseModelConfig(source->config_text, source->config_path);
@@ -55,8 +58,10 @@ Sharing LoadRecordingStores(const TempRepository& repo, const std::string& name,
     cpu.cuda_options.clear();
     return Session::Load(path, cpu);
   };
-  deps.weights_factory = [&out](const std::string& path, const WeightsDevice& device) {
+  deps.weights_factory = [&out, unavailable_first](const std::string& path,
+                                                   const WeightsDevice& device) -> Expected<std::shared_ptr<SharedInitializers>> {
     out.stores_made.push_back(device);
+    if (unavailable_first && out.stores_made.size() == 1) return Unavailable("libcudart is not loaded");
     return SharedInitializers::Load(path, WeightsDevice{});
   };
   out.model = LoadModelVersion(*source, parsed->config, 1, options, deps);
@@ -89,6 +94,26 @@ TEST(SharedWeightsTest, EverySessionOfAModelOnOneGpuGetsTheSameStoreAndEachGpuIt
   EXPECT_NE(lines[0].find("weights: 1 initializer, 64 bytes, one copy on GPU 0 shared by 6 sessions (saved 320 bytes)"), std::string::npos)
       << lines[0];
   EXPECT_NE(lines[1].find("one copy on GPU 1 shared by 3 sessions"), std::string::npos) << lines[1];
+}
+
+TEST(SharedWeightsTest, AStoreTheCudaRuntimeCouldNotMakeBeforeTheFirstSessionIsMadeAfterIt) {
+  TempRepository repo;
+  repo.AddModel("m", 1, MatMulModel());
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 1 kind: KIND_GPU } ]
+  )pb");
+  Sharing s = LoadRecordingStores(repo, "m", InstanceKind::kGpu, /*unavailable_first=*/true);
+  ASSERT_TRUE(s.model.ok()) << s.model.status().ToString();
+  ASSERT_EQ(s.stores_made.size(), 2u);  // before the first session, and once after it
+  ASSERT_EQ(s.by_gpu[0].size(), 3u);
+  EXPECT_EQ(s.by_gpu[0][0], nullptr);
+  EXPECT_NE(s.by_gpu[0][1], nullptr);
+  EXPECT_EQ(s.by_gpu[0][2], s.by_gpu[0][1]);
+  ASSERT_EQ((*s.model)->weights.size(), 1u);
+  EXPECT_NE((*s.model)->weights[0].find("shared by 2 sessions and 1 made before it existed"), std::string::npos)
+      << (*s.model)->weights[0];
 }
 
 TEST(SharedWeightsTest, ShareWeightsOffGivesEverySessionItsOwnWeights) {
