@@ -122,9 +122,10 @@ Expected<std::shared_ptr<SharedInitializers>> SharedInitializers::Load(const std
   if (!file.ok()) return file.status().WithContext("reading the weights of " + model_path + " to share them");
   ::onnx::ModelProto model;
   if (file->size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromArray(file->data(), static_cast<int>(file->size()))) {
-    return InvalidArgument(model_path + " is not an ONNX model ortgpu can parse (" + Megabytes(file->size()) +
-                           "; protobuf files stop at 2 GB, larger models keep their weights in external data files), so "
-                           "its weights cannot be shared; set share_weights to off in config.pbtxt");
+    // Unimplemented, not InvalidArgument: ORT may still say best what is wrong with the file.
+    return Unimplemented(model_path + " is not an ONNX model ortgpu can parse (" + Megabytes(file->size()) +
+                         "; protobuf files stop at 2 GB, larger models keep their weights in external data files), "
+                         "so its weights cannot be shared");
   }
   file = std::string();  // the proto holds its own copy
   try {

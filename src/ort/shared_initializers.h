@@ -66,7 +66,8 @@ class SharedInitializers {
   // memory (`memory` for a GPU; null: CudaWeightMemory()). Errors name the
   // initializer and the file: a missing or short external data file is
   // NotFound / InvalidArgument saying where it was looked for, a GPU allocation
-  // that fails is ResourceExhausted or Unavailable (no CUDA runtime).
+  // that fails is ResourceExhausted or Unavailable (no CUDA runtime), a
+  // file that is no ONNX model Unimplemented (ORT's own load says why).
   static Expected<std::shared_ptr<SharedInitializers>> Load(const std::string& model_path,
                                                             const WeightsDevice& device,
                                                             WeightMemory* memory = nullptr);

@@ -179,6 +179,31 @@ TEST(SharedWeightsTest, AMissingExternalDataFileMakesTheModelUnavailableSayingWh
   EXPECT_NE(msg.find("copy the data file saved with the model into that folder"), std::string::npos) << msg;
 }
 
+TEST(SharedWeightsTest, TheServerListsAModelWithAShortExternalDataFileAsUnavailableWithTheReason) {
+  ::onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(MatMulModel()));
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* e = w->add_external_data();
+  e->set_key("location");
+  e->set_value("weights.bin");
+  TempRepository repo;
+  repo.AddModel("short", 1, m.SerializeAsString());
+  repo.WriteFile("short/1/weights.bin", "12345678");  // W takes 64 bytes
+  repo.AddModel("good", 1, MatMulModel());
+  auto core = testing::Start(testing::CpuOptions(repo));
+  ASSERT_NE(core, nullptr);
+  auto index = core->RepositoryIndex(false);
+  ASSERT_NE(testing::Find(index, "good"), nullptr);
+  EXPECT_EQ(testing::Find(index, "good")->state, ModelState::kReady);
+  const ModelVersionStatus* bad = testing::Find(index, "short");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->state, ModelState::kUnavailable);
+  EXPECT_NE(bad->reason.find("needs 64 bytes at offset 0 of external file"), std::string::npos) << bad->reason;
+  EXPECT_NE(bad->reason.find("holds only 8 there"), std::string::npos) << bad->reason;
+}
+
 TEST(SharedWeightsTest, AnUnknownShareWeightsValueNamesTheParameterAndTheValidValues) {
   EXPECT_EQ(*ParseShareWeights(""), ShareWeights::kAuto);
   EXPECT_EQ(*ParseShareWeights("on"), ShareWeights::kOn);
