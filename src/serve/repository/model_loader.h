@@ -20,10 +20,10 @@
 
 #include "ort/random_inputs.h"
 #include "ort/session.h"
-#include "ort/shared_initializers.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
 #include "serve/repository/model_repository.h"
+#include "serve/repository/shared_weights.h"
 #include "serve/scheduler/dynamic_batcher.h"
 #include "serve/scheduler/model_stats.h"
 #include "sys/clock.h"
@@ -37,20 +37,6 @@ using SessionFactory =
     std::function<Expected<std::unique_ptr<Session>>(const std::string& model_path, const SessionOptions& options)>;
 SessionFactory RealSessionFactory();
 
-// Reads a model's weights into one device's memory, to be shared by the
-// model's sessions there; the real one is SharedInitializers::Load.
-using WeightsFactory = std::function<Expected<std::shared_ptr<SharedInitializers>>(const std::string& model_path,
-                                                                                  const WeightsDevice& device)>;
-WeightsFactory RealWeightsFactory();
-
-// config.pbtxt's `parameters { key: "share_weights" ... }`: whether the
-// sessions of a model on one device share one copy of its weights. kAuto
-// (the default) shares where it can and loads per-session weights, with a
-// warning, where the shared copy cannot be made (no CUDA runtime, GPU
-// full); kOn makes that a load error; kOff gives every session its own.
-enum class ShareWeights { kAuto, kOn, kOff };
-// "auto" (or empty), "on"/"true"/"1", "off"/"false"/"0".
-Expected<ShareWeights> ParseShareWeights(std::string_view text);
 
 // Decides whether a GPU session keeps its compute on the GPU.
 class PlacementChecker {

@@ -28,6 +28,19 @@ std::string MatMulModel() {
   return b.Serialize();
 }
 
+// MatMulModel with W's data in external file `location`.
+std::string MatMulModelWithExternalW(const std::string& location) {
+  ::onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(MatMulModel()));
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* e = w->add_external_data();
+  e->set_key("location");
+  e->set_value(location);
+  return m.SerializeAsString();
+}
+
 struct Sharing {
   Expected<std::shared_ptr<LoadedModel>> model = Status(Internal("not loaded"));
   std::vector<WeightsDevice> stores_made;                    // what the weights factory was asked for
@@ -150,16 +163,8 @@ TEST(SharedWeightsTest, CpuInstancesShareOneCopyAndSayWhatItSaved) {
 }
 
 TEST(SharedWeightsTest, AMissingExternalDataFileMakesTheModelUnavailableSayingWhichFile) {
-  ::onnx::ModelProto m;
-  ASSERT_TRUE(m.ParseFromString(MatMulModel()));
-  auto* w = m.mutable_graph()->mutable_initializer(0);
-  w->clear_float_data();
-  w->set_data_location(::onnx::TensorProto::EXTERNAL);
-  auto* e = w->add_external_data();
-  e->set_key("location");
-  e->set_value("model.onnx.data");
   TempRepository repo;
-  repo.AddModel("m", 1, m.SerializeAsString());
+  repo.AddModel("m", 1, MatMulModelWithExternalW("model.onnx.data"));
   repo.WriteConfig("m", "max_batch_size: 4\ninstance_group [ { kind: KIND_CPU } ]\n");
   auto source = ModelRepository::FromDirectory(repo.root()).ReadModel("m");
   ASSERT_TRUE(source.ok());
@@ -180,16 +185,8 @@ TEST(SharedWeightsTest, AMissingExternalDataFileMakesTheModelUnavailableSayingWh
 }
 
 TEST(SharedWeightsTest, TheServerListsAModelWithAShortExternalDataFileAsUnavailableWithTheReason) {
-  ::onnx::ModelProto m;
-  ASSERT_TRUE(m.ParseFromString(MatMulModel()));
-  auto* w = m.mutable_graph()->mutable_initializer(0);
-  w->clear_float_data();
-  w->set_data_location(::onnx::TensorProto::EXTERNAL);
-  auto* e = w->add_external_data();
-  e->set_key("location");
-  e->set_value("weights.bin");
   TempRepository repo;
-  repo.AddModel("short", 1, m.SerializeAsString());
+  repo.AddModel("short", 1, MatMulModelWithExternalW("weights.bin"));
   repo.WriteFile("short/1/weights.bin", "12345678");  // W takes 64 bytes
   repo.AddModel("good", 1, MatMulModel());
   auto core = testing::Start(testing::CpuOptions(repo));
