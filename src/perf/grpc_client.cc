@@ -14,8 +14,21 @@
 
 namespace ortgpu::perf {
 
-Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model,
-                                                              const std::vector<Tensor>& inputs) {
+namespace {
+
+void SetSharedMemoryParameters(const RegionRef& ref, google::protobuf::Map<std::string, inference::InferParameter>& p) {
+  p["shared_memory_region"].set_string_param(ref.region);
+  p["shared_memory_offset"].set_int64_param(static_cast<int64_t>(ref.offset));
+  p["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(ref.byte_size));
+}
+
+}  // namespace
+
+Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs,
+                                                              const SharedMemoryPlan* shm) {
+  if (shm != nullptr && (shm->inputs.size() != inputs.size() || shm->outputs.size() != model.outputs.size())) {
+    return InvalidArgument("the shared memory plan does not have a region for every input and output");
+  }
   inference::ModelInferRequest r;
   r.set_model_name(model.name);
   r.set_model_version(model.version);
@@ -25,6 +38,10 @@ Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& m
     in->set_name(t.name);
     in->set_datatype(std::string(KServeName(t.dtype)));
     for (int64_t d : t.shape) in->add_shape(d);
+    if (shm != nullptr) {
+      SetSharedMemoryParameters(shm->inputs[static_cast<size_t>(r.inputs_size() - 1)], *in->mutable_parameters());
+      continue;
+    }
     std::string& raw = *r.add_raw_input_contents();
     if (t.dtype == DataType::kString) {
       for (const auto& s : t.strings) {
@@ -36,7 +53,11 @@ Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& m
       raw.assign(reinterpret_cast<const char*>(t.data.data()), t.data.size());
     }
   }
-  for (const auto& name : model.outputs) r.add_outputs()->set_name(name);
+  for (size_t i = 0; i < model.outputs.size(); ++i) {
+    auto* out = r.add_outputs();
+    out->set_name(model.outputs[i]);
+    if (shm != nullptr) SetSharedMemoryParameters(shm->outputs[i], *out->mutable_parameters());
+  }
   return r;
 }
 

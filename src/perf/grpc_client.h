@@ -37,8 +37,10 @@ inline constexpr int kMaxGrpcChannels = 64;
 
 // The ModelInferRequest for `inputs`: raw_input_contents in input order
 // (BYTES in Triton's length-prefixed form), every output of `model` asked
-// for. Errors: a tensor whose bytes do not match its shape.
-Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs);
+// for; with `shm`, each input and output names its region instead (no raw
+// contents). Errors: a tensor whose bytes do not match its shape.
+Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs,
+                                                              const SharedMemoryPlan* shm = nullptr);
 
 class GrpcLoadClient : public LoadGenerator {
  public:
