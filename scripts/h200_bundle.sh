@@ -62,7 +62,9 @@ for f in r["findings"]:
     print(f"{f['status']:5} {f['id']:28} {f['seen'][:150]}")
 PY
 
-# A one-model repository: ResNet-50 on the GPU, dynamic batching, 2 instances.
+# A one-model repository: ResNet-50 on the GPU in the recommended config of
+# docs/BENCHMARKS.md ("H200: GPU turns"): dynamic batching [32], 2 instances,
+# NHWC and CUDA graphs (so batches take turns on the GPU).
 repo=/tmp/repo-bundle
 rm -rf "$repo"; mkdir -p "$repo/resnet50/1"; ln -sf "$R" "$repo/resnet50/1/model.onnx"
 cat >"$repo/resnet50/config.pbtxt" <<'EOF'
@@ -70,7 +72,8 @@ max_batch_size: 32
 input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
 output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
 instance_group [{ count: 2 kind: KIND_GPU }]
-dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda" parameters { key: "prefer_nhwc" value: "1" } parameters { key: "enable_cuda_graph" value: "1" } }] } }
 EOF
 "${ortgpu[@]}" serve --model-repository "$repo" --require-gpu --http-port 8000 --grpc-port 8001 --metrics-port 8002 \
   >"$out/serve.log" 2>&1 &

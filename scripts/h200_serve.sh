@@ -4,7 +4,7 @@
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
 # built, `ortgpu perf` must be in the carried bundle.
 #
-#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc] [cudashm]   (default: all)
+#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc] [weights] [cudashm]   (default: all)
 #
 # ceiling what loopback HTTP alone gives for ResNet-50's 602 KB binary
 #         request: wrk against the bare Beast server (no model, no decode)
@@ -19,6 +19,11 @@
 #         requests, the best served config: [32], 2 instances, CUDA graphs)
 #         through `ortgpu perf`, over HTTP and over gRPC (-i grpc) against the
 #         same server, beside bench --io cuda-graph
+# weights GPU memory after load with 1, 2 and 4 instances, config parameter
+#         share_weights on against off, for ResNet-50 (the b32-2inst-graph
+#         config, and a plain one without prefer_nhwc or graphs) and BERT:
+#         one server start each, which answers scripts/infer_digest.py once
+#         (on's outputs compared with off's) and stops; into weights.txt
 # cudashm ResNet-50 through CUDA shared memory (issue 10) on the best served
 #         config (b32-2inst-graph): scripts/cuda_shm_client.py (outputs
 #         against binary HTTP, latency of each), then, when `ortgpu perf`
@@ -26,7 +31,7 @@
 #         (64 connections), each as a ratio of bench --io cuda-graph (batch 32)
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
-parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc cudashm}
+parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc weights cudashm}
 mkdir -p "$out"
 models=/tmp/models
 [ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
@@ -338,6 +343,44 @@ if [[ " $parts " == *" cudashm "* ]]; then
       stop_server
     fi
   } > "$out/cudashm.txt" 2>&1
+fi
+
+if [[ " $parts " == *" weights "* ]]; then
+  {
+    resnet_io='max_batch_size: 32
+input [{ name: "input" data_type: TYPE_FP32 dims: [3, 224, 224] }]
+output [{ name: "output" data_type: TYPE_FP32 dims: [1000] }]
+dynamic_batching { preferred_batch_size: [32] max_queue_delay_microseconds: 2000 }'
+    bert_cfg='max_batch_size: 32
+input [{ name: "input_ids" data_type: TYPE_INT64 dims: [128] }, { name: "attention_mask" data_type: TYPE_INT64 dims: [128] }, { name: "token_type_ids" data_type: TYPE_INT64 dims: [128] }]
+dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 2000 }'
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed 's/^/GPU memory before any server: /'
+    for model in ${WEIGHTS_MODELS:-resnet-graph resnet-plain bert}; do
+      case $model in
+        resnet-graph) file=$R name=resnet50 digest="input 1x3x224x224 output" cfg="$resnet_io
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: \"cuda\" parameters { key: \"prefer_nhwc\" value: \"1\" } parameters { key: \"enable_cuda_graph\" value: \"1\" } }] } }" ;;
+        resnet-plain) file=$R name=resnet50 digest="input 1x3x224x224 output" cfg=$resnet_io ;;
+        bert) file=$B name=bert cfg=$bert_cfg
+              digest="input_ids:INT64,attention_mask:INT64,token_type_ids:INT64 1x128 last_hidden_state" ;;
+      esac
+      for n in ${WEIGHTS_INSTANCES:-1 2 4}; do
+        for share in off on; do
+          tag=$model-$n-$share
+          repo=$(serve_repo $name "$file" "$cfg
+instance_group [{ count: $n kind: KIND_GPU }]
+parameters { key: \"share_weights\" value { string_value: \"$share\" } }")
+          start_server $repo "$out/serve_weights_$tag.log" || { echo "$tag: serve failed (serve_weights_$tag.log)"; continue; }
+          python3 scripts/infer_digest.py http://127.0.0.1:8000 $name $digest 8 > "$out/digest_weights_$tag.json"; ok=$?
+          mem=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader | head -1)
+          cmp=''
+          [ $share = on ] && cmp=$(python3 scripts/infer_digest.py --compare "$out/digest_weights_$model-$n-off.json" "$out/digest_weights_$tag.json")
+          echo "$tag: memory.used $mem; digest exit $ok${cmp:+; outputs against off: $cmp}"
+          grep -o 'weights: .*' "$out/serve_weights_$tag.log" | sed 's/^/    /'
+          stop_server
+        done
+      done
+    done
+  } > "$out/weights.txt" 2>&1
 fi
 
 if [[ " $parts " == *" perfwrk "* ]]; then

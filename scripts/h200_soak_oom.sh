@@ -141,9 +141,9 @@ $(cuda_params prefer_nhwc 1 enable_cuda_graph 1)"
       done ) &
     sampler=$!
     steps=$(python3 -c "print(','.join(['$conc'] * $minutes))")
-    echo "\$ ortgpu perf --model resnet50 --concurrency $steps --measurement-interval 20000 --max-trials 3 --threads 2"
+    echo "\$ ortgpu perf --model resnet50 --concurrency $steps --measurement-interval 20000 --max-trials 3 --threads 4"
     ortgpu perf --url $HTTP --model resnet50 --concurrency "$steps" --measurement-interval 20000 --max-trials 3 \
-      --threads 2 --no-progress --html "$out/soak.html" --json > "$out/soak.json" 2> "$out/soak_perf.err"
+      --threads 4 --no-progress --html "$out/soak.html" --json > "$out/soak.json" 2> "$out/soak_perf.err"
     echo "perf exit $?"
     kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
     python3 - "$out/soak.json" "$out/soak_memory.csv" <<'PY'

@@ -6,6 +6,11 @@ the same digest: `--compare A.json B.json` checks that (exit 1 if not).
 
   infer_digest.py URL MODEL INPUT SHAPE OUTPUT [N] [SEED]   (SHAPE: 1x3x224x224)
   infer_digest.py --compare A.json B.json
+
+INPUT is one input name, or several of one SHAPE comma-separated, each
+NAME[:DATATYPE] (FP32 by default; INT64 inputs get random 0s and 1s, valid
+token ids, masks and segment ids for BERT):
+  input_ids:INT64,attention_mask:INT64,token_type_ids:INT64
 """
 import concurrent.futures, json, random, struct, sys, urllib.request
 
@@ -15,10 +20,17 @@ def one(url, model, inp, shape, out, seed):
     count = 1
     for d in shape:
         count *= d
-    data = struct.pack("<%df" % count, *[rnd.uniform(-2, 2) for _ in range(count)])
-    header = json.dumps({"inputs": [{"name": inp, "datatype": "FP32", "shape": shape,
-                                     "parameters": {"binary_data_size": len(data)}}],
-                         "outputs": [{"name": out, "parameters": {"binary_data": True}}]}).encode()
+    inputs, data = [], b""
+    for spec in inp.split(","):
+        name, _, dtype = spec.partition(":")
+        dtype = dtype or "FP32"
+        if dtype == "INT64":
+            part = struct.pack("<%dq" % count, *[rnd.randrange(2) for _ in range(count)])
+        else:
+            part = struct.pack("<%df" % count, *[rnd.uniform(-2, 2) for _ in range(count)])
+        inputs.append({"name": name, "datatype": dtype, "shape": shape, "parameters": {"binary_data_size": len(part)}})
+        data += part
+    header = json.dumps({"inputs": inputs, "outputs": [{"name": out, "parameters": {"binary_data": True}}]}).encode()
     req = urllib.request.Request(url + "/v2/models/%s/infer" % model, data=header + data, method="POST",
                                  headers={"Inference-Header-Content-Length": str(len(header)),
                                           "Content-Type": "application/octet-stream"})

@@ -32,6 +32,9 @@ struct PerfFlags {
   std::vector<std::string> input_files;
   uint32_t seed = 1;
   bool json_tensors = false;
+  std::string shared_memory = "none";
+  uint64_t output_shm_bytes = 102400;
+  int shm_device = 0;
   std::vector<int> concurrency;
   std::string concurrency_range;
   std::vector<double> rates;
@@ -94,6 +97,13 @@ Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
   o.metrics_url = f.metrics_url;
   o.rows = f.batch;
   o.format = f.json_tensors ? perf::TensorFormat::kJson : perf::TensorFormat::kBinary;
+  ORTGPU_ASSIGN_OR_RETURN(o.shared_memory.mode, perf::ParseSharedMemoryMode(f.shared_memory));
+  if (o.shared_memory.mode != perf::SharedMemoryMode::kNone && f.json_tensors) {
+    return InvalidArgument("--json-tensors and --shared-memory exclude each other: with shared memory no tensor "
+                           "travels in the request");
+  }
+  o.shared_memory.output_bytes = f.output_shm_bytes;
+  o.shared_memory.device = f.shm_device;
   for (const auto& s : f.shapes) ORTGPU_RETURN_IF_ERROR(bench::ParseShapeFlag(s, o.inputs));
   for (const auto& s : f.int_ranges) ORTGPU_RETURN_IF_ERROR(bench::ParseIntRangeFlag(s, o.inputs));
   for (const auto& s : f.input_files) ORTGPU_RETURN_IF_ERROR(bench::ParseInputFlag(s, o.inputs));
@@ -234,6 +244,17 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
       ->allow_extra_args(false);
   cmd->add_option("--seed", f->seed, "Seed of the generated inputs and of Poisson arrivals")->default_val(1);
   cmd->add_flag("--json-tensors", f->json_tensors, "Send and receive tensors as JSON instead of binary tensor data");
+  cmd->add_option("--shared-memory", f->shared_memory,
+                  "none, system or cuda: put the inputs and outputs in shared memory registered with the server "
+                  "(on the same machine) instead of the requests, as perf_analyzer's flag")
+      ->default_val("none");
+  cmd->add_option("--output-shared-memory-size", f->output_shm_bytes,
+                  "With --shared-memory: bytes of the region for each output")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->default_val(102400);
+  cmd->add_option("--shared-memory-device", f->shm_device, "With --shared-memory cuda: the GPU the regions live on")
+      ->check(CLI::Range(0, 1024))
+      ->default_val(0);
   cmd->add_option("--concurrency", f->concurrency, "Requests outstanding, comma-separated steps (1,4,16,64); default 1")
       ->delimiter(',')
       ->check(CLI::PositiveNumber)

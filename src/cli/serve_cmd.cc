@@ -38,6 +38,7 @@ struct ServeFlags {
   int http_port = 8000;
   int metrics_port = 8002;
   int grpc_port = 8001;
+  int grpc_threads = 0;
   size_t max_body_bytes = 64u << 20;
   int64_t request_timeout_ms = 60'000;
   int64_t busy_poll_us = 0;
@@ -140,6 +141,7 @@ int RunServeCommand(const ServeFlags& flags) {
   options.core.loader.busy_poll_ns = flags.busy_poll_us * 1000;
   options.metrics_port = flags.metrics_port;
   options.grpc_port = flags.grpc_port;
+  options.grpc_infer_threads = flags.grpc_threads;
   options.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
   options.http.max_connections = flags.max_connections;
   options.core.max_output_bytes = flags.max_output_bytes;
@@ -239,8 +241,12 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
                   "Network threads that read, parse and answer HTTP requests; 0: one per core, at most 8")
       ->check(CLI::Range(0, 256))
       ->default_val(0);
+  cmd->add_option("--grpc-threads", flags->grpc_threads,
+                  "Threads that read, decode and queue gRPC inference calls; 0: one per core, at most 4")
+      ->check(CLI::Range(0, 256))
+      ->default_val(0);
   cmd->add_option("--busy-poll-us", flags->busy_poll_us,
-                  "Network threads and instance workers poll this long for work before they sleep: lower latency "
+                  "Network threads (HTTP and gRPC) and instance workers poll this long for work before they sleep: lower latency "
                   "for a few microseconds of CPU after each request (0: sleep at once)")
       ->check(CLI::Range(int64_t{0}, int64_t{10'000}))
       ->default_val(0);

@@ -50,6 +50,27 @@ class DriverCudaIpc final : public CudaIpc {
     return InContext(device, [&] { return htod_(dst, src, bytes); }, "cuMemcpyHtoD");
   }
 
+  Expected<uint64_t> Allocate(size_t bytes, int device) override {
+    uint64_t address = 0;
+    Status st = InContext(device, [&] { return alloc_(&address, bytes); }, "cuMemAlloc");
+    if (!st.ok() && st.code() == Code::kInternal) {
+      return ResourceExhausted(st.message() + ": GPU " + std::to_string(device) + " has no room for " +
+                               std::to_string(bytes) + " bytes");
+    }
+    ORTGPU_RETURN_IF_ERROR(st);
+    return address;
+  }
+
+  Status Free(uint64_t address, int device) override {
+    return InContext(device, [&] { return free_(address); }, "cuMemFree");
+  }
+
+  Expected<std::string> ExportHandle(uint64_t address, int device) override {
+    CUipcMemHandle h;
+    ORTGPU_RETURN_IF_ERROR(InContext(device, [&] { return ipc_get_(&h, address); }, "cuIpcGetMemHandle"));
+    return std::string(h.reserved, kCudaIpcHandleBytes);
+  }
+
  private:
   Status Load() {
     std::lock_guard lock(mu_);
@@ -66,7 +87,9 @@ class DriverCudaIpc final : public CudaIpc {
                                    FunctionSlot("cuCtxPushCurrent_v2", push_), FunctionSlot("cuCtxPopCurrent_v2", pop_),
                                    FunctionSlot("cuIpcOpenMemHandle_v2", ipc_open_),
                                    FunctionSlot("cuIpcCloseMemHandle", ipc_close_),
-                                   FunctionSlot("cuMemcpyDtoH_v2", dtoh_), FunctionSlot("cuMemcpyHtoD_v2", htod_)});
+                                   FunctionSlot("cuMemcpyDtoH_v2", dtoh_), FunctionSlot("cuMemcpyHtoD_v2", htod_),
+                                   FunctionSlot("cuMemAlloc_v2", alloc_), FunctionSlot("cuMemFree_v2", free_),
+                                   FunctionSlot("cuIpcGetMemHandle", ipc_get_)});
     load_status_ = MissingSymbolsError(lib->path, "CUDA IPC", missing, "CUDA shared memory needs a newer NVIDIA driver");
     if (load_status_.ok() && init_(0) != 0) load_status_ = Unavailable("cuInit failed: no usable GPU for CUDA shared memory");
     return load_status_;
@@ -109,6 +132,9 @@ class DriverCudaIpc final : public CudaIpc {
   CUresult (*ipc_close_)(uint64_t) = nullptr;
   CUresult (*dtoh_)(void*, uint64_t, size_t) = nullptr;
   CUresult (*htod_)(uint64_t, const void*, size_t) = nullptr;
+  CUresult (*alloc_)(uint64_t*, size_t) = nullptr;
+  CUresult (*free_)(uint64_t) = nullptr;
+  CUresult (*ipc_get_)(CUipcMemHandle*, uint64_t) = nullptr;
 };
 
 }  // namespace

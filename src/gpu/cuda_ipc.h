@@ -1,7 +1,8 @@
 // CudaIpc: device memory another process shares through a CUDA IPC handle
 // (cudaIpcGetMemHandle on its side), as Triton's CUDA shared memory
 // extension uses it: open the handle on a GPU, copy bytes between that
-// memory and the host, close it. The real one binds libcuda's driver API
+// memory and the host, close it; and, for a client, allocate device memory
+// and export its handle. The real one binds libcuda's driver API
 // through the DynamicLoader seam, in the GPU's primary context (the one the
 // CUDA runtime and ORT use); tests substitute a fake that keeps "device"
 // memory on the host.
@@ -35,6 +36,14 @@ class CudaIpc {
   // `bytes` bytes from device memory at `src` into host memory, or back.
   virtual Status ToHost(void* dst, uint64_t src, size_t bytes, int device) = 0;
   virtual Status ToDevice(uint64_t dst, const void* src, size_t bytes, int device) = 0;
+
+  // The client's side (ortgpu perf --shared-memory cuda): `bytes` of this
+  // process's device memory on GPU `device` (Unavailable without a driver,
+  // ResourceExhausted when the GPU has no room), freed again, and the IPC
+  // handle (kCudaIpcHandleBytes bytes) another process opens it with.
+  virtual Expected<uint64_t> Allocate(size_t bytes, int device) = 0;
+  virtual Status Free(uint64_t address, int device) = 0;
+  virtual Expected<std::string> ExportHandle(uint64_t address, int device) = 0;
 };
 
 // libcuda's driver API (loaded on first use through `loader`, never null).

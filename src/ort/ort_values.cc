@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "ort/ort_status.h"
@@ -139,6 +140,66 @@ Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::
   } catch (const Ort::Exception& e) {
     return StatusFromOrt(e, "copying a tensor between host and GPU");
   }
+  return Status::Ok();
+}
+
+namespace {
+
+// Runs `fn` with GPU `device` current on the calling thread, then restores
+// the thread's device. Holds the capture mutex shared: cudaMalloc and
+// cudaMemcpy would fail another thread's graph capture.
+Status OnDevice(int device, const std::function<Status()>& fn) {
+  static auto get = reinterpret_cast<int (*)(int*)>(CudartSymbol("cudaGetDevice"));
+  static auto set = reinterpret_cast<int (*)(int)>(CudartSymbol("cudaSetDevice"));
+  if (get == nullptr || set == nullptr) {
+    return Unavailable("the CUDA runtime (libcudart) cannot be loaded, so GPU memory for shared weights cannot be "
+                       "allocated; run `ortgpu doctor`, or set share_weights to off in config.pbtxt");
+  }
+  std::shared_lock capture(CudaCaptureMutex());
+  int previous = 0;
+  const bool restore = get(&previous) == 0 && previous != device;
+  if (int rc = set(device); rc != 0) {
+    return Unavailable("cudaSetDevice(" + std::to_string(device) + ") failed with CUDA error " + std::to_string(rc) +
+                       "; check that GPU " + std::to_string(device) + " exists (`ortgpu doctor`)");
+  }
+  Status st = fn();
+  if (restore) set(previous);
+  return st;
+}
+
+}  // namespace
+
+Expected<void*> CudaMalloc(int device, size_t bytes) {
+  static auto malloc_fn = reinterpret_cast<int (*)(void**, size_t)>(CudartSymbol("cudaMalloc"));
+  void* ptr = nullptr;
+  Status st = OnDevice(device, [&]() -> Status {
+    if (malloc_fn == nullptr) return Unavailable("cudaMalloc is not available: libcudart is not loaded");
+    const int rc = malloc_fn(&ptr, bytes);
+    if (rc == 0) return Status::Ok();
+    constexpr int kCudaErrorMemoryAllocation = 2;
+    return Status(rc == kCudaErrorMemoryAllocation ? Code::kResourceExhausted : Code::kInternal,
+                  "cudaMalloc of " + std::to_string(bytes) + " bytes on GPU " + std::to_string(device) +
+                      " failed with CUDA error " + std::to_string(rc));
+  });
+  if (!st.ok()) return st;
+  return ptr;
+}
+
+void CudaFree(int device, void* ptr) {
+  static auto free_fn = reinterpret_cast<int (*)(void*)>(CudartSymbol("cudaFree"));
+  if (ptr == nullptr || free_fn == nullptr) return;
+  (void)OnDevice(device, [&] {
+    free_fn(ptr);
+    return Status::Ok();
+  });
+}
+
+Status CudaCopyToDevice(void* dst, const void* src, size_t bytes) {
+  CudaMemcpyFn memcpy_fn = FindCudaMemcpy();
+  if (memcpy_fn == nullptr) return Unavailable("cudaMemcpy is not available: libcudart is not loaded");
+  std::shared_lock capture(CudaCaptureMutex());
+  const int rc = memcpy_fn(dst, src, bytes, kCudaMemcpyHostToDevice);
+  if (rc != 0) return Internal("cudaMemcpy of " + std::to_string(bytes) + " bytes to the GPU failed with CUDA error " + std::to_string(rc));
   return Status::Ok();
 }
 

@@ -27,6 +27,15 @@ void* CudartSymbol(const char* name);
 // (`device_value` gives the device side's memory info and shape).
 Status CopyBytes(void* dst, const void* src, size_t bytes, int kind, const Ort::Value& device_value);
 
+// Device memory of GPU `device` through the cudart the CUDA EP loaded (the
+// calling thread's current device is restored): for buffers ortgpu owns,
+// such as shared initializers. Unavailable without a CUDA runtime,
+// ResourceExhausted when the GPU is full.
+Expected<void*> CudaMalloc(int device, size_t bytes);
+void CudaFree(int device, void* ptr);
+// A synchronous host-to-device copy (cudaMemcpy), outside the hot path.
+Status CudaCopyToDevice(void* dst, const void* src, size_t bytes);
+
 // CUDA graph capture in ORT uses the global capture mode, in which another
 // thread's synchronous CUDA calls (cudaMemcpy, cudaMalloc) fail the capture.
 // Capturing runs hold this exclusively; copies and runs of other sessions

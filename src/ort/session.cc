@@ -12,6 +12,7 @@
 #include "ort/ort_status.h"
 #include "ort/ort_values.h"
 #include "ort/runtime.h"
+#include "ort/shared_initializers.h"
 #include "sys/file_system.h"
 
 namespace ortgpu {
@@ -62,7 +63,14 @@ Ort::SessionOptions BuildOrtOptions(const SessionOptions& o) {
   for (const auto& [dim, value] : o.free_dimensions) so.AddFreeDimensionOverrideByName(dim.c_str(), value);
   if (!o.profile_prefix.empty()) so.EnableProfiling(o.profile_prefix.c_str());
   if (!o.optimized_model_path.empty()) so.SetOptimizedModelFilePath(o.optimized_model_path.c_str());
-  if (o.log_severity >= 0) so.SetLogSeverityLevel(o.log_severity);
+  int severity = o.log_severity;
+  if (o.shared_initializers != nullptr) {
+    for (const auto& [name, value] : o.shared_initializers->Offered()) so.AddInitializer(name.c_str(), value);
+    // ORT says which offered initializers it used at info level only
+    // (ReadSharedInitializerUse); the records stay in Runtime's buffer.
+    if (severity < 0 || severity > ORT_LOGGING_LEVEL_INFO) severity = ORT_LOGGING_LEVEL_INFO;
+  }
+  if (severity >= 0) so.SetLogSeverityLevel(severity);
   if (!o.log_id.empty()) so.SetLogId(o.log_id.c_str());
   if (o.provider == Provider::kCuda) {
     Ort::CUDAProviderOptions cuda;
@@ -76,9 +84,39 @@ Ort::SessionOptions BuildOrtOptions(const SessionOptions& o) {
   return so;
 }
 
+// What ORT logged about the offered initializers while the session was
+// created (session_state_utils.cc, SaveInitializedTensors): "Using user
+// supplied initializer with name (W)." for each one it took, and a warning
+// "Cannot use user supplied initializer with name: (W) because ..." for one
+// planned on another device. Only records tagged with `log_id` count when it
+// is set, so another model loading meanwhile does not mix in.
+SharedInitializerUse ReadSharedInitializerUse(const std::vector<OrtLogRecord>& records, const std::string& log_id) {
+  SharedInitializerUse use;
+  auto name_after = [](const std::string& m, const std::string& lead) -> std::string {
+    const size_t at = m.find(lead);
+    if (at == std::string::npos) return "";
+    const size_t start = at + lead.size();
+    const size_t end = m.find(')', start);
+    return end == std::string::npos ? "" : m.substr(start, end - start);
+  };
+  for (const auto& r : records) {
+    if (!log_id.empty() && r.log_id != log_id) continue;
+    if (r.message.find("Done saving initialized tensors") != std::string::npos) use.known = true;
+    if (std::string n = name_after(r.message, "Using user supplied initializer with name ("); !n.empty()) {
+      use.used.push_back(n);
+    } else if (std::string c = name_after(r.message, "Cannot use user supplied initializer with name: ("); !c.empty()) {
+      if (use.copied.empty()) use.copied_reason = r.message;
+      use.copied.push_back(c);
+    }
+  }
+  return use;
+}
+
 }  // namespace
 
-Session::~Session() = default;
+// The ORT session goes first: it may use the shared initializers that
+// options_ keeps alive.
+Session::~Session() { session_.reset(); }
 
 Expected<std::unique_ptr<Session>> Session::Load(const std::string& model_path, const SessionOptions& options) {
   return Create(&model_path, {}, options, model_path);
@@ -120,11 +158,18 @@ Expected<std::unique_ptr<Session>> Session::Create(const std::string* path, std:
   try {
     Ort::SessionOptions so = BuildOrtOptions(options);
     step = "loading model " + label;
-    if (path != nullptr) {
+    OrtPrepackedWeightsContainer* prepacked =
+        options.shared_initializers != nullptr ? options.shared_initializers->prepacked() : nullptr;
+    if (path != nullptr && prepacked != nullptr) {
+      s->session_ = std::make_unique<Ort::Session>(Env(), path->c_str(), so, prepacked);
+    } else if (path != nullptr) {
       s->session_ = std::make_unique<Ort::Session>(Env(), path->c_str(), so);
+    } else if (prepacked != nullptr) {
+      s->session_ = std::make_unique<Ort::Session>(Env(), bytes.data(), bytes.size(), so, prepacked);
     } else {
       s->session_ = std::make_unique<Ort::Session>(Env(), bytes.data(), bytes.size(), so);
     }
+    if (options.shared_initializers != nullptr) s->shared_use_ = ReadSharedInitializerUse(logs.Records(), options.log_id);
     step = "reading the inputs and outputs of " + label;
     Ort::AllocatorWithDefaultOptions alloc;
     for (size_t i = 0; i < s->session_->GetInputCount(); ++i) {

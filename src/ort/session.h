@@ -35,6 +35,21 @@ struct TensorInfo {
   std::string type_text;   // "tensor(float)"
 };
 
+// What ORT did with the weights a session was offered
+// (SessionOptions::shared_initializers), read from its log while the
+// session was created.
+struct SharedInitializerUse {
+  // False when the log did not show the session saving its initializers
+  // (records lost to a flood of other logging): nothing is known then.
+  bool known = false;
+  // Offered initializers the session uses as they are (no copy of its own).
+  std::vector<std::string> used;
+  // Offered initializers ORT planned on another device, so it made its own copy.
+  std::vector<std::string> copied;
+  // ORT's words for the first of those (the planned and the offered device).
+  std::string copied_reason;
+};
+
 class Session {
  public:
   ~Session();
@@ -54,6 +69,8 @@ class Session {
   const std::string& label() const { return label_; }
   // Wall time Load took, in milliseconds.
   double load_ms() const { return load_ms_; }
+  // With options().shared_initializers: which of them ORT used.
+  const SharedInitializerUse& shared_initializer_use() const { return shared_use_; }
 
   // Runs the model on host tensors, matched to inputs by name. Checks names,
   // types and shapes first so a bad request gets a precise message.
@@ -89,6 +106,7 @@ class Session {
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;
   double load_ms_ = 0;
+  SharedInitializerUse shared_use_;
 };
 
 }  // namespace ortgpu

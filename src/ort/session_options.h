@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "status/expected.h"
 
 namespace ortgpu {
+
+class SharedInitializers;
 
 enum class Provider { kCpu, kCuda, kTensorRt };
 std::string_view ProviderName(Provider p);              // "cpu", "cuda", "tensorrt"
@@ -49,6 +52,11 @@ struct SessionOptions {
   int log_severity = -1;
   // Tag carried by this session's log records (see ort/runtime.h).
   std::string log_id;
+  // Weights shared with other sessions of the same model on the same device
+  // (ort/shared_initializers.h): every value it offers is added with
+  // AddInitializer, and on the CPU its prepacked-weights container is used.
+  // The session keeps it alive. null: the session loads its own weights.
+  std::shared_ptr<const SharedInitializers> shared_initializers;
 };
 
 // The CUDA EP option keys ORT 1.29 accepts, with a one-line description each.

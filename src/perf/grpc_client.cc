@@ -1,5 +1,6 @@
 #include "perf/grpc_client.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -13,8 +14,21 @@
 
 namespace ortgpu::perf {
 
-Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model,
-                                                              const std::vector<Tensor>& inputs) {
+namespace {
+
+void SetSharedMemoryParameters(const RegionRef& ref, google::protobuf::Map<std::string, inference::InferParameter>& p) {
+  p["shared_memory_region"].set_string_param(ref.region);
+  p["shared_memory_offset"].set_int64_param(static_cast<int64_t>(ref.offset));
+  p["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(ref.byte_size));
+}
+
+}  // namespace
+
+Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs,
+                                                              const SharedMemoryPlan* shm) {
+  if (shm != nullptr && (shm->inputs.size() != inputs.size() || shm->outputs.size() != model.outputs.size())) {
+    return InvalidArgument("the shared memory plan does not have a region for every input and output");
+  }
   inference::ModelInferRequest r;
   r.set_model_name(model.name);
   r.set_model_version(model.version);
@@ -24,6 +38,10 @@ Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& m
     in->set_name(t.name);
     in->set_datatype(std::string(KServeName(t.dtype)));
     for (int64_t d : t.shape) in->add_shape(d);
+    if (shm != nullptr) {
+      SetSharedMemoryParameters(shm->inputs[static_cast<size_t>(r.inputs_size() - 1)], *in->mutable_parameters());
+      continue;
+    }
     std::string& raw = *r.add_raw_input_contents();
     if (t.dtype == DataType::kString) {
       for (const auto& s : t.strings) {
@@ -35,7 +53,11 @@ Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& m
       raw.assign(reinterpret_cast<const char*>(t.data.data()), t.data.size());
     }
   }
-  for (const auto& name : model.outputs) r.add_outputs()->set_name(name);
+  for (size_t i = 0; i < model.outputs.size(); ++i) {
+    auto* out = r.add_outputs();
+    out->set_name(model.outputs[i]);
+    if (shm != nullptr) SetSharedMemoryParameters(shm->outputs[i], *out->mutable_parameters());
+  }
   return r;
 }
 
@@ -65,6 +87,7 @@ struct GrpcLoadClient::State {
   std::string first_transport_error;    // guarded by mu
   bool stopping = false;                // guarded by mu
   std::thread pacer;                    // open loop
+  std::vector<std::thread> callers;     // closed loop with blocking calls: one per call
 
   // Claims the right to send one more request. REQUIRES: mu held.
   bool MaySend() {
@@ -89,7 +112,29 @@ struct GrpcLoadClient::State {
                                  [this, c](::grpc::Status st) { Done(c, st); });
   }
 
-  void Done(Call* c, const ::grpc::Status& st) {
+  // A closed-loop call on a thread of its own: blocking unary calls, one
+  // after the other. gRPC then reads each response on this thread, which
+  // saves the hand-off to gRPC's callback threads that the asynchronous
+  // calls pay (a wake-up, tens of microseconds at concurrency 1).
+  void CallLoop(Call* c) {
+    while (true) {
+      {
+        std::lock_guard lock(mu);
+        if (!MaySend()) return;
+        c->ctx = std::make_unique<::grpc::ClientContext>();
+      }
+      c->ctx->set_deadline(std::chrono::system_clock::now() + options.request_timeout);
+      c->response.Clear();
+      c->start_ns = SteadyNowNs();
+      c->delayed = false;
+      const ::grpc::Status st = c->stub->ModelInfer(c->ctx.get(), request, &c->response);
+      std::lock_guard lock(mu);
+      Record(c, st);
+    }
+  }
+
+  // Files the completion of `c`'s call. REQUIRES: mu held.
+  void Record(Call* c, const ::grpc::Status& st) {
     Completion done;
     done.end_ns = SteadyNowNs();
     done.latency_ns = done.end_ns - c->start_ns;
@@ -103,15 +148,20 @@ struct GrpcLoadClient::State {
     } else {
       done.status = kGrpcStatusBase + static_cast<int>(st.error_code());
     }
+    if (done.status == kTransportError && first_transport_error.empty()) first_transport_error = st.error_message();
+    completions.push_back(done);
+    ++completed;
+    --outstanding;
+    cv.notify_all();
+  }
+
+  void Done(Call* c, const ::grpc::Status& st) {
     int64_t next_start = 0;
     bool next_delayed = false;
     bool send = false;
     {
       std::lock_guard lock(mu);
-      if (done.status == kTransportError && first_transport_error.empty()) first_transport_error = st.error_message();
-      completions.push_back(done);
-      ++completed;
-      --outstanding;
+      Record(c, st);
       if (options.rate_per_s > 0) {
         if (!backlog.empty() && MaySend()) {
           next_start = backlog.front();
@@ -125,7 +175,6 @@ struct GrpcLoadClient::State {
         next_start = SteadyNowNs();
         send = true;
       }
-      cv.notify_all();
     }
     if (send) Send(c, next_start, next_delayed);
   }
@@ -166,7 +215,11 @@ Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::strin
   State& s = *client->state_;
   s.options = options;
   s.request = std::move(request);
-  for (int i = 0; i < options.threads; ++i) {
+  // One HTTP/2 connection per call (as the HTTP client opens one per
+  // connection), up to kMaxGrpcChannels: a connection's frames are handled
+  // by one thread at a time on each side, which bounds what one carries.
+  const int channels = std::min(options.connections, kMaxGrpcChannels);
+  for (int i = 0; i < channels; ++i) {
     ::grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetInt("ortgpu.perf.channel", i);  // a distinct argument: a channel of its own, not a shared one
@@ -176,12 +229,16 @@ Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::strin
   }
   for (int i = 0; i < options.connections; ++i) {
     auto c = std::make_unique<Call>();
-    c->stub = s.stubs[static_cast<size_t>(i % options.threads)].get();
+    c->stub = s.stubs[static_cast<size_t>(i % channels)].get();
     s.calls.push_back(std::move(c));
   }
   if (options.rate_per_s > 0) {
     for (auto& c : s.calls) s.idle.push_back(c.get());
     s.pacer = std::thread([&s] { s.Pace(); });
+    return client;
+  }
+  if (options.connections <= kBlockingCallsMaxConcurrency) {
+    for (auto& c : s.calls) s.callers.emplace_back([&s, c = c.get()] { s.CallLoop(c); });
     return client;
   }
   std::vector<Call*> first;
@@ -227,13 +284,17 @@ void GrpcLoadClient::Stop(std::chrono::milliseconds drain) {
     s.cv.notify_all();
   }
   if (s.pacer.joinable()) s.pacer.join();
-  std::unique_lock lock(s.mu);
-  if (!s.cv.wait_for(lock, drain, [&] { return s.outstanding == 0; })) {
-    for (auto& c : s.calls) {
-      if (c->ctx) c->ctx->TryCancel();  // only calls in flight still wait; the others ignore it
+  {
+    std::unique_lock lock(s.mu);
+    if (!s.cv.wait_for(lock, drain, [&] { return s.outstanding == 0; })) {
+      for (auto& c : s.calls) {
+        if (c->ctx) c->ctx->TryCancel();  // only calls in flight still wait; the others ignore it
+      }
+      s.cv.wait(lock, [&] { return s.outstanding == 0; });
     }
-    s.cv.wait(lock, [&] { return s.outstanding == 0; });
   }
+  for (auto& t : s.callers) t.join();
+  s.callers.clear();
 }
 
 }  // namespace ortgpu::perf

@@ -2,10 +2,12 @@
 // (perf_analyzer's name for it): the same closed and open loops as the HTTP
 // LoadClient (client.h), sending one pre-built inference.ModelInferRequest
 // (raw_input_contents, encoded once) over the KServe v2 gRPC service with
-// gRPC's callback API. `connections` calls are outstanding at once in the
-// closed loop; they are spread over `threads` channels, each its own HTTP/2
-// connection. A call is not allocated anything but its ClientContext and
-// response.
+// gRPC's callback API, or blocking calls for small closed loops (below).
+// `connections` calls are outstanding at once in the closed loop, each on a
+// channel (an HTTP/2 connection) of its own up to kMaxGrpcChannels, beyond
+// which they share them round-robin; gRPC's own threads run the callbacks
+// (`threads` is not used). A call is not allocated anything but its
+// ClientContext and response.
 //
 // Completion::status: 200 for OK, kTimeout for DEADLINE_EXCEEDED (the
 // client's request_timeout), kTransportError for UNAVAILABLE (no
@@ -26,11 +28,19 @@ namespace ortgpu::perf {
 
 // Completion::status of a failed gRPC call: this plus its grpc::StatusCode.
 inline constexpr int kGrpcStatusBase = 1000;
+// Closed loops of at most this many connections make blocking calls, each
+// on a thread of its own (the lowest latency: gRPC reads the response on the
+// calling thread); larger ones and open loops use gRPC's callback API on
+// one channel per connection up to kMaxGrpcChannels.
+inline constexpr int kBlockingCallsMaxConcurrency = 16;
+inline constexpr int kMaxGrpcChannels = 64;
 
 // The ModelInferRequest for `inputs`: raw_input_contents in input order
 // (BYTES in Triton's length-prefixed form), every output of `model` asked
-// for. Errors: a tensor whose bytes do not match its shape.
-Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs);
+// for; with `shm`, each input and output names its region instead (no raw
+// contents). Errors: a tensor whose bytes do not match its shape.
+Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs,
+                                                              const SharedMemoryPlan* shm = nullptr);
 
 class GrpcLoadClient : public LoadGenerator {
  public:

@@ -55,7 +55,10 @@ Expected<HttpEndpoint> ParseHttpUrl(std::string_view url, std::string_view flag)
   return e;
 }
 
-Expected<FetchResult> Fetch(const HttpEndpoint& endpoint, const std::string& target, std::chrono::milliseconds timeout) {
+namespace {
+
+Expected<FetchResult> Exchange(const HttpEndpoint& endpoint, http::verb verb, const std::string& target,
+                               const std::string& body, std::chrono::milliseconds timeout) {
   const std::string url = "http://" + endpoint.authority() + target;
   boost::asio::io_context ioc;
   beast::tcp_stream stream(ioc);
@@ -66,8 +69,13 @@ Expected<FetchResult> Fetch(const HttpEndpoint& endpoint, const std::string& tar
   // One deadline over resolve, connect, write and read, run asynchronously
   // so that the tcp_stream's timer bounds every step.
   tcp::resolver resolver(ioc);
-  http::request<http::empty_body> request{http::verb::get, target, 11};
+  http::request<http::string_body> request{verb, target, 11};
   request.set(http::field::host, endpoint.authority());
+  if (verb == http::verb::post) {
+    request.set(http::field::content_type, "application/json");
+    request.body() = body;
+    request.prepare_payload();
+  }
   stream.expires_after(timeout);
   resolver.async_resolve(endpoint.host, std::to_string(endpoint.port), [&](beast::error_code ec, tcp::resolver::results_type r) {
     if (ec) { failure = ec; return; }
@@ -91,6 +99,17 @@ Expected<FetchResult> Fetch(const HttpEndpoint& endpoint, const std::string& tar
                        "; check --url and that the server is running");
   }
   return FetchResult{response.result_int(), std::move(response.body())};
+}
+
+}  // namespace
+
+Expected<FetchResult> Fetch(const HttpEndpoint& endpoint, const std::string& target, std::chrono::milliseconds timeout) {
+  return Exchange(endpoint, http::verb::get, target, "", timeout);
+}
+
+Expected<FetchResult> Post(const HttpEndpoint& endpoint, const std::string& target, const std::string& json_body,
+                           std::chrono::milliseconds timeout) {
+  return Exchange(endpoint, http::verb::post, target, json_body, timeout);
 }
 
 }  // namespace ortgpu::perf

@@ -1,8 +1,9 @@
 // HttpEndpoint and Fetch: where `ortgpu perf` sends its load (parsed from
-// --url), and the blocking HTTP/1.1 GET it uses for everything that is not
-// load: model metadata and config, the statistics extension before and after
-// each window, and the Prometheus scrape. Each Fetch opens its own
-// connection with a deadline, so a stalled server costs at most `timeout`.
+// --url), and the blocking HTTP/1.1 GET (and POST) it uses for everything
+// that is not load: model metadata and config, the statistics extension
+// before and after each window, the Prometheus scrape and the registration
+// of shared memory regions. Each call opens its own connection with a
+// deadline, so a stalled server costs at most `timeout`.
 // Pure parsing plus a blocking call; thread-safe (no shared state).
 #pragma once
 
@@ -37,5 +38,8 @@ struct FetchResult {
 // fails (refused, reset) and DeadlineExceeded past `timeout`, each naming
 // the URL. An HTTP error status is not an error: it is in the result.
 Expected<FetchResult> Fetch(const HttpEndpoint& endpoint, const std::string& target, std::chrono::milliseconds timeout);
+// POST `json_body` (Content-Type: application/json) to `target`; as Fetch.
+Expected<FetchResult> Post(const HttpEndpoint& endpoint, const std::string& target, const std::string& json_body,
+                           std::chrono::milliseconds timeout);
 
 }  // namespace ortgpu::perf

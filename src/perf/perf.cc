@@ -325,11 +325,25 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
                                        o.rows, model.max_batch_size));
   }
   ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, MakeRequestInputs(model, o.inputs, o.rows));
-  ORTGPU_ASSIGN_OR_RETURN(EncodedRequest request, EncodeInferRequest(model, inputs, o.format, endpoint.authority()));
+  std::unique_ptr<SharedMemoryRegions> shm;  // registered for the whole run
+  if (o.shared_memory.mode != SharedMemoryMode::kNone) {
+    const auto timeout = std::min(o.request_timeout, milliseconds(10000));
+    ORTGPU_ASSIGN_OR_RETURN(
+        shm, SharedMemoryRegions::Create(o.shared_memory, inputs, model.outputs.size(),
+                                         [endpoint, timeout](const std::string& target, const std::string& body) {
+                                           return Post(endpoint, target, body, timeout);
+                                         }));
+    report.notes.push_back(fmt::format(
+        "inputs and outputs in {} shared memory (regions {} and {}): requests carry no tensor bytes",
+        o.shared_memory.mode == SharedMemoryMode::kCuda ? "CUDA" : "system", shm->plan().inputs.empty() ? "-" : shm->plan().inputs[0].region,
+        shm->plan().outputs.empty() ? "-" : shm->plan().outputs[0].region));
+  }
+  const SharedMemoryPlan* plan = shm ? &shm->plan() : nullptr;
+  ORTGPU_ASSIGN_OR_RETURN(EncodedRequest request, EncodeInferRequest(model, inputs, o.format, endpoint.authority(), plan));
   const std::vector<EncodedRequest> requests = {std::move(request)};
   inference::ModelInferRequest grpc_request;
   if (o.protocol == Protocol::kGrpc) {
-    ORTGPU_ASSIGN_OR_RETURN(grpc_request, EncodeGrpcInferRequest(model, inputs));
+    ORTGPU_ASSIGN_OR_RETURN(grpc_request, EncodeGrpcInferRequest(model, inputs, plan));
   }
 
   ServerProbe probe(o, endpoint, metrics, report);

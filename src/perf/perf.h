@@ -23,6 +23,7 @@
 #include "perf/measure.h"
 #include "perf/report.h"
 #include "perf/request_builder.h"
+#include "perf/shared_memory_regions.h"
 #include "status/expected.h"
 
 namespace ortgpu::perf {
@@ -63,6 +64,11 @@ struct PerfOptions {
   double budget_percentile = 99;            // --percentile overrides it too
   int max_concurrency = 256;                // --max-concurrency
   double max_rate = 100000;                 // --max-request-rate
+
+  // --shared-memory system|cuda: inputs and outputs in regions registered
+  // with the server (SharedMemoryRegions); --output-shared-memory-size,
+  // --shared-memory-device. mode kNone: tensor bytes travel in the requests.
+  SharedMemoryOptions shared_memory;
 
   // --compare-in-process MODEL.onnx with --provider.
   std::string compare_model;

@@ -134,9 +134,17 @@ Expected<std::vector<Tensor>> MakeRequestInputs(const ModelInfo& model, const be
   return bench::MakeInputs(inputs, spec, rows);
 }
 
+std::string SharedMemoryParametersJson(const RegionRef& ref) {
+  return "{\"shared_memory_region\":" + json(ref.region).dump() + ",\"shared_memory_offset\":" +
+         std::to_string(ref.offset) + ",\"shared_memory_byte_size\":" + std::to_string(ref.byte_size) + "}";
+}
+
 Expected<EncodedRequest> EncodeInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs, TensorFormat format,
-                                            const std::string& host) {
-  const bool binary = format == TensorFormat::kBinary;
+                                            const std::string& host, const SharedMemoryPlan* shm) {
+  if (shm != nullptr && (shm->inputs.size() != inputs.size() || shm->outputs.size() != model.outputs.size())) {
+    return InvalidArgument("the shared memory plan does not have a region for every input and output");
+  }
+  const bool binary = format == TensorFormat::kBinary && shm == nullptr;
   std::string header = "{\"inputs\":[";
   std::string binary_body;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -145,7 +153,9 @@ Expected<EncodedRequest> EncodeInferRequest(const ModelInfo& model, const std::v
     if (i > 0) header += ',';
     header += "{\"name\":" + json(t.name).dump() + ",\"datatype\":\"" + std::string(KServeName(t.dtype)) + "\",\"shape\":" +
               json(t.shape).dump();
-    if (binary) {
+    if (shm != nullptr) {
+      header += ",\"parameters\":" + SharedMemoryParametersJson(shm->inputs[i]) + "}";
+    } else if (binary) {
       const std::string bytes = BinaryData(t);
       header += ",\"parameters\":{\"binary_data_size\":" + std::to_string(bytes.size()) + "}}";
       binary_body += bytes;
@@ -156,7 +166,10 @@ Expected<EncodedRequest> EncodeInferRequest(const ModelInfo& model, const std::v
   header += "],\"outputs\":[";
   for (size_t i = 0; i < model.outputs.size(); ++i) {
     if (i > 0) header += ',';
-    header += "{\"name\":" + json(model.outputs[i]).dump() + ",\"parameters\":{\"binary_data\":" + (binary ? "true" : "false") + "}}";
+    header += "{\"name\":" + json(model.outputs[i]).dump() + ",\"parameters\":" +
+              (shm != nullptr ? SharedMemoryParametersJson(shm->outputs[i])
+                              : std::string("{\"binary_data\":") + (binary ? "true" : "false") + "}") +
+              "}";
   }
   header += "]}";
   EncodedRequest r;

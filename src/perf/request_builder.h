@@ -62,10 +62,28 @@ struct EncodedRequest {
   std::string json_header;  // the JSON part of the body (all of it with kJson), for tests and --verbose
 };
 
+// Where a tensor lives in a registered shared memory region (Triton's
+// shared_memory_region, shared_memory_offset, shared_memory_byte_size).
+struct RegionRef {
+  std::string region;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+// perf's --shared-memory: each input's and each output's region (outputs in
+// the order of ModelInfo::outputs).
+struct SharedMemoryPlan {
+  std::vector<RegionRef> inputs;
+  std::vector<RegionRef> outputs;
+};
+
 // Encodes POST {ModelPath}/infer for `inputs`, asking for every output of
-// `model` in the same format. `host` is the Host header value. Errors: a
-// tensor whose bytes do not match its shape.
+// `model` in the same format. `host` is the Host header value. With `shm`
+// every input and output names its region instead (a JSON body with no
+// tensor data; `format` does not apply). Errors: a tensor whose bytes do not
+// match its shape.
 Expected<EncodedRequest> EncodeInferRequest(const ModelInfo& model, const std::vector<Tensor>& inputs, TensorFormat format,
-                                            const std::string& host);
+                                            const std::string& host, const SharedMemoryPlan* shm = nullptr);
+// The "parameters" object of a tensor in `ref`'s region, as JSON text.
+std::string SharedMemoryParametersJson(const RegionRef& ref);
 
 }  // namespace ortgpu::perf

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -117,6 +118,10 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
     go.max_message_bytes = options.http.max_body_bytes;
     go.request_timeout = options.http.request_timeout;
     go.threads = options.grpc_threads;
+    go.infer_threads = options.grpc_infer_threads > 0
+                           ? options.grpc_infer_threads
+                           : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+    go.busy_poll = options.http.busy_poll;
     go.auth_token = options.http.access.auth_token;
     auto grpc = GrpcServer::Start(*s->core_, *s->settings_, go);
     if (!grpc.ok()) {

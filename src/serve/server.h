@@ -53,8 +53,11 @@ struct ServeOptions {
   int metrics_port = 8002;
   // Port of the gRPC endpoint on http.host; 0: any free port; < 0: no gRPC.
   int grpc_port = 8001;
-  // Threads that encode gRPC infer responses and complete the calls.
+  // Threads that encode large gRPC infer responses and complete the calls.
   int grpc_threads = 2;
+  // Threads that poll for gRPC ModelInfer calls (GrpcOptions::infer_threads);
+  // 0: one per core, at most 4.
+  int grpc_infer_threads = 0;
   // How long Shutdown() lets requests in flight finish before closing connections.
   std::chrono::milliseconds drain_timeout{30'000};
   std::chrono::milliseconds gpu_poll_interval{1000};

@@ -321,6 +321,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       }
       if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every padded batch size and worker";
       if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";
+      for (const std::string& line : (*loaded)->weights) sessions += "; " + line;
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }
@@ -368,8 +369,12 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
 Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource& source,
                                                                const inference::ModelConfig& config,
                                                                int64_t version) const {
-  LoaderDeps deps{deps_.session_factory, deps_.placement ? deps_.placement : owned_placement_.get(), deps_.clock,
-                  deps_.observer, nullptr};
+  LoaderDeps deps;
+  deps.session_factory = deps_.session_factory;
+  deps.placement = deps_.placement ? deps_.placement : owned_placement_.get();
+  deps.clock = deps_.clock;
+  deps.observer = deps_.observer;
+  deps.weights_factory = deps_.weights_factory;
   const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
   // This runs on the start-up or poll thread: an exception escaping it would
   // abort the whole server for one model whose config asks for absurd sizes.

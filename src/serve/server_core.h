@@ -73,6 +73,9 @@ struct ServerOptions {
 
 struct ServerDeps {
   SessionFactory session_factory = RealSessionFactory();
+  // The models' shared weights (config parameter share_weights); null:
+  // never shared.
+  WeightsFactory weights_factory = RealWeightsFactory();
   // null: a ProfilePlacementChecker over session_factory.
   const PlacementChecker* placement = nullptr;
   const Clock* clock = &RealClock();

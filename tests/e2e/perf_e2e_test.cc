@@ -116,18 +116,40 @@ TEST_F(PerfAgainstServe, GrpcProtocolLoadsTheSameServer) {
   ASSERT_GT(server_->grpc_port, 0) << server_->output();
   const RunResult r = RunPerf(With(Target("add_sub"), {"-i", "grpc", "--grpc-url",
                                                        "127.0.0.1:" + std::to_string(server_->grpc_port),
-                                                       "--concurrency", "2", "--measurement-interval", "300",
+                                                       "--concurrency", "2,20", "--measurement-interval", "300",
                                                        "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = JsonOf(r);
   ASSERT_TRUE(j.is_object()) << r.output;
   EXPECT_EQ(j["url"], "grpc://127.0.0.1:" + std::to_string(server_->grpc_port));
-  ASSERT_EQ(j["steps"].size(), 1u);
-  const auto& s = j["steps"][0];
-  EXPECT_GT(s["throughput"]["infer_per_s"].get<double>(), 0);
-  EXPECT_EQ(s["error_count"], 0);
-  ASSERT_TRUE(s["server"].is_object()) << s.dump();
-  EXPECT_GT(s["server"]["requests"].get<int64_t>(), 0);
+  // 2: blocking calls, a thread each; 20: the callback API on 20 channels.
+  ASSERT_EQ(j["steps"].size(), 2u);
+  for (const auto& s : j["steps"]) {
+    EXPECT_GT(s["throughput"]["infer_per_s"].get<double>(), 0);
+    EXPECT_EQ(s["error_count"], 0);
+    ASSERT_TRUE(s["server"].is_object()) << s.dump();
+    EXPECT_GT(s["server"]["requests"].get<int64_t>(), 0);
+  }
+}
+
+// --shared-memory system: the tensors travel in registered regions over
+// both protocols; every request is answered and the regions are gone after.
+TEST_F(PerfAgainstServe, SystemSharedMemoryCarriesTheTensorsOverHttpAndGrpc) {
+  for (const std::string protocol : {"http", "grpc"}) {
+    const RunResult r = RunPerf(With(Target("add_sub"), {"-i", protocol, "--grpc-url",
+                                                         "127.0.0.1:" + std::to_string(server_->grpc_port),
+                                                         "--shared-memory", "system", "--request-count", "20",
+                                                         "--json"}));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = JsonOf(r);
+    ASSERT_TRUE(j.is_object()) << r.output;
+    EXPECT_EQ(j["steps"][0]["requests"], 20) << protocol;
+    EXPECT_EQ(j["steps"][0]["error_count"], 0) << protocol;
+    EXPECT_NE(j["notes"].dump().find("system shared memory"), std::string::npos) << j["notes"].dump();
+  }
+  const RunResult none = RunPerf(With(Target("add_sub"), {"--shared-memory", "gpu", "--request-count", "1"}));
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("--shared-memory"), std::string::npos) << none.output;
 }
 
 TEST_F(PerfAgainstServe, GrpcRateModeWithAFixedCount) {

@@ -74,6 +74,37 @@ class FakeCudaIpc final : public gpu::CudaIpc {
     std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
     return Status::Ok();
   }
+  // The client's side: Allocate makes an exported buffer, ExportHandle finds
+  // its handle by address, Free forgets it.
+  Expected<uint64_t> Allocate(size_t bytes, int device) override {
+    const std::string handle = Export(bytes, device);
+    std::lock_guard lock(mu_);
+    ++allocated_;
+    return reinterpret_cast<uint64_t>(buffers_.at(handle).bytes.data());
+  }
+  Status Free(uint64_t address, int) override {
+    std::lock_guard lock(mu_);
+    for (auto it = buffers_.begin(); it != buffers_.end(); ++it) {
+      if (reinterpret_cast<uint64_t>(it->second.bytes.data()) == address) {
+        buffers_.erase(it);
+        --allocated_;
+        return Status::Ok();
+      }
+    }
+    return InvalidArgument("cuMemFree of an address never allocated");
+  }
+  Expected<std::string> ExportHandle(uint64_t address, int device) override {
+    std::lock_guard lock(mu_);
+    for (const auto& [handle, buffer] : buffers_) {
+      if (reinterpret_cast<uint64_t>(buffer.bytes.data()) == address && buffer.device == device) return handle;
+    }
+    return InvalidArgument("cuIpcGetMemHandle of an address never allocated on that GPU");
+  }
+  // Buffers Allocate made and Free has not freed.
+  int allocated_count() const {
+    std::lock_guard lock(mu_);
+    return allocated_;
+  }
 
  private:
   struct Buffer {
@@ -85,6 +116,7 @@ class FakeCudaIpc final : public gpu::CudaIpc {
   int opened_ = 0;
   int to_host_ = 0;
   int to_device_ = 0;
+  int allocated_ = 0;
   std::map<std::string, Buffer> buffers_;
 };
 

@@ -58,6 +58,30 @@ TEST(EncodeInferRequest, BinaryBodyIsTheJsonHeaderThenTheRawBytes) {
   EXPECT_EQ(std::memcmp(r->body.data() + r->json_header.size() + 48, (*inputs)[1].data.data(), 48), 0);
 }
 
+TEST(EncodeInferRequest, SharedMemoryNamesTheRegionsAndCarriesNoTensorBytes) {
+  const ModelInfo m = AddSub();
+  auto inputs = MakeRequestInputs(m, {}, 1);
+  ASSERT_TRUE(inputs.ok());
+  SharedMemoryPlan plan;
+  plan.inputs = {{"in", 0, 16}, {"in", 16, 16}};
+  plan.outputs = {{"out", 0, 100}, {"out", 100, 100}};
+  auto r = EncodeInferRequest(m, *inputs, TensorFormat::kBinary, "h:1", &plan);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->body, r->json_header);  // JSON only
+  EXPECT_NE(r->head.find("Content-Type: application/json"), std::string::npos);
+  auto header = nlohmann::json::parse(r->json_header);
+  EXPECT_FALSE(header["inputs"][1].contains("data"));
+  EXPECT_EQ(header["inputs"][1]["parameters"]["shared_memory_region"], "in");
+  EXPECT_EQ(header["inputs"][1]["parameters"]["shared_memory_offset"], 16);
+  EXPECT_EQ(header["inputs"][1]["parameters"]["shared_memory_byte_size"], 16);
+  EXPECT_EQ(header["outputs"][1]["parameters"]["shared_memory_region"], "out");
+  EXPECT_EQ(header["outputs"][1]["parameters"]["shared_memory_offset"], 100);
+  EXPECT_FALSE(header["outputs"][1]["parameters"].contains("binary_data"));
+
+  plan.outputs.pop_back();
+  EXPECT_FALSE(EncodeInferRequest(m, *inputs, TensorFormat::kBinary, "h:1", &plan).ok());
+}
+
 TEST(EncodeInferRequest, JsonTensorsCarryTheValues) {
   ModelInfo m = AddSub();
   m.version = "1";

@@ -16,6 +16,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "serve/classification.h"
+#include "serve/grpc/grpc_async_infer.h"
 #include "serve/grpc/grpc_codec.h"
 #include "serve/grpc/grpc_settings.h"
 #include "serve/http/request_access.h"
@@ -40,7 +41,7 @@ namespace {
 
 // When the core drops the request unrun: the earlier of the client's
 // deadline and the server's request timeout, on the scheduler's clock.
-int64_t DeadlineNs(const ::grpc::CallbackServerContext& ctx, std::chrono::milliseconds timeout) {
+int64_t DeadlineNs(const ::grpc::ServerContextBase& ctx, std::chrono::milliseconds timeout) {
   int64_t budget = timeout.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count()
                                        : INT64_MAX;
   const auto client = ctx.deadline();
@@ -62,6 +63,20 @@ void FillTensors(const std::vector<TensorMetadata>& from,
   }
 }
 
+// Responses whose outputs hold at most this many bytes are encoded on the
+// thread that completes the inference (State::Infer).
+constexpr size_t kInlineCompletionBytes = 64u << 10;
+
+bool InlineCompletion(const Expected<InferResponse>& result) {
+  if (!result) return true;
+  size_t bytes = 0;
+  for (const Tensor& t : result->outputs) {
+    bytes += t.byte_size();
+    for (const std::string& s : t.strings) bytes += s.size() + 4;
+  }
+  return bytes <= kInlineCompletionBytes;
+}
+
 }  // namespace
 
 struct GrpcServer::State {
@@ -80,7 +95,7 @@ struct GrpcServer::State {
   // core; `complete` runs on a worker with the response, encoded into
   // `out`, or the failure.
   template <typename Complete>
-  void Infer(::grpc::CallbackServerContext& ctx, inference::ModelInferRequest& request,
+  void Infer(::grpc::ServerContextBase& ctx, inference::ModelInferRequest& request,
              inference::ModelInferResponse* out, Complete complete) {
     if (draining) {
       complete(Unavailable("the server is shutting down; send the request to another instance"));
@@ -102,15 +117,26 @@ struct GrpcServer::State {
     }
     Begin();
     core.Infer(std::move(decoded).value(), [this, out, complete, special = std::move(special)](
-                                               Expected<InferResponse> result) {
-      // Off the instance worker: it goes back to its queue at once.
-      boost::asio::post(workers, [this, out, complete, special, result = std::move(result)]() mutable {
+                                               Expected<InferResponse> result) mutable {
+      auto finish = [this, out, complete, special](Expected<InferResponse> result) {
         Status st = result.status();
         if (st.ok() && WantsClassification(special)) st = ApplyClassification(core, special, *result);
         if (st.ok() && !special.empty()) st = WriteSharedMemoryOutputs(*result, special, settings.system_shm);
         if (st.ok()) st = EncodeGrpcInferResponse(*result, *out);
         complete(st);
         End();
+      };
+      // A small plain response is encoded and completed right here, on the
+      // instance worker: that costs it microseconds, while handing it to the
+      // pool costs the request a thread wake-up (tens of microseconds of a
+      // small model's latency). Large ones go off the worker, which returns
+      // to its queue at once.
+      if (special.empty() && InlineCompletion(result)) {
+        finish(std::move(result));
+        return;
+      }
+      boost::asio::post(workers, [finish = std::move(finish), result = std::move(result)]() mutable {
+        finish(std::move(result));
       });
     });
   }
@@ -126,7 +152,8 @@ struct GrpcServer::State {
   std::condition_variable idle;
   int in_flight = 0;  // guarded by mu
   uint16_t port = 0;
-  std::unique_ptr<::grpc::Service> service;
+  std::unique_ptr<grpc_methods::InferenceServiceBase> service;
+  std::unique_ptr<AsyncInferQueues> infer_queues;  // ModelInfer
   std::unique_ptr<::grpc::Service> health;
   std::unique_ptr<::grpc::Server> server;
 };
@@ -221,7 +248,7 @@ class StreamInfer : public ::grpc::ServerBidiReactor<inference::ModelInferReques
   bool finished_ = false;                                                  // guarded by mu_
 };
 
-class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+class InferenceService final : public grpc_methods::InferenceServiceBase {
  public:
   explicit InferenceService(State& state) : s_(state) {}
 
@@ -267,15 +294,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
     return Reply(ctx, Status::Ok());
   }
 
-  ::grpc::ServerUnaryReactor* ModelInfer(::grpc::CallbackServerContext* ctx, const inference::ModelInferRequest* req,
-                                         inference::ModelInferResponse* resp) override {
-    auto* reactor = ctx->DefaultReactor();
-    // The request message is this call's until it finishes, and not const
-    // in memory: its raw contents are moved into the tensors, not copied.
-    auto& request = const_cast<inference::ModelInferRequest&>(*req);
-    s_.Infer(*ctx, request, resp, [reactor](const Status& st) { reactor->Finish(ToGrpc(st)); });
-    return reactor;
-  }
+  // ModelInfer runs on the completion-queue API: AsyncInferQueues.
 
   ::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
       ::grpc::CallbackServerContext* ctx) override {
@@ -521,15 +540,21 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, Run
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(s.options.max_message_bytes, INT_MAX)));
   builder.RegisterService(s.service.get());
   builder.RegisterService(s.health.get());
+  s.infer_queues = std::make_unique<AsyncInferQueues>(builder, s.options.infer_threads, s.options.busy_poll);
   s.server = builder.BuildAndStart();
   if (!s.server || selected_port == 0) {
     if (s.server) s.server->Shutdown();
+    s.infer_queues->Stop();
     s.stopped = true;
     return Unavailable(fmt::format("cannot listen for gRPC on {}: the port is in use or the address is not one of "
                                    "this machine's; choose another --grpc-port (0: any free port, -1: no gRPC)",
                                    address));
   }
   s.port = static_cast<uint16_t>(selected_port);
+  s.infer_queues->Start(*s.service, [&s](::grpc::ServerContext& ctx, inference::ModelInferRequest& request,
+                                         inference::ModelInferResponse* response, AsyncInferQueues::Done done) {
+    s.Infer(ctx, request, response, std::move(done));
+  });
   return g;
 }
 
@@ -550,6 +575,13 @@ void GrpcServer::Stop() {
   // Cancels the calls still open; returns once every one was completed
   // (the workers keep completing the infers the core hands back).
   state_->server->Shutdown(std::chrono::system_clock::now());
+  {
+    // Shutdown has cancelled the ModelInfer calls; each is still answered
+    // (Finish) once the core completes it, before the queues may close.
+    std::unique_lock lock(state_->mu);
+    state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
+  }
+  state_->infer_queues->Stop();
   state_->workers.join();
   state_->blocking.join();
 }

@@ -4,12 +4,14 @@
 // the same core, batcher, queue cap and status mapping (GrpcCodeFor). RPCs
 // and codes: docs/PROTOCOL.md.
 //
-// Threads (docs/ARCHITECTURE.md): gRPC's callback API runs each RPC's
-// handler on gRPC's own threads, which only decode and hand the request to
-// the ModelServer; no thread waits for an inference. The instance worker
-// that completes an infer posts the encoding of its response and the
-// completion of the call to a small pool owned here (`threads`), and
-// returns to the GPU. Model load/unload run on a one-thread blocking pool.
+// Threads (docs/ARCHITECTURE.md): ModelInfer calls are read, decoded and
+// handed to the ModelServer by the pollers of AsyncInferQueues
+// (`infer_threads`, gRPC's completion-queue API); every other RPC runs on
+// gRPC's own threads through its callback API. No thread waits for an
+// inference. The instance worker that completes an infer encodes a small
+// response and completes the call itself; a large one it posts to a small
+// pool owned here (`threads`), and returns to the GPU. Model load/unload run
+// on a one-thread blocking pool.
 //
 // Lifecycle: Start() -> serving -> BeginDrain() (ServerReady false, new
 // infers UNAVAILABLE) -> WaitIdle() -> Stop() (cancels what is left, waits
@@ -42,8 +44,15 @@ struct GrpcOptions {
   // An infer is dropped unrun (DEADLINE_EXCEEDED) once the earlier of the
   // client's deadline and this passes; 0: only the client's deadline.
   std::chrono::milliseconds request_timeout{60'000};
-  // Threads that encode infer responses and complete the calls.
+  // Threads that encode large infer responses and complete the calls
+  // (small ones are completed by the thread that ran the inference).
   int threads = 2;
+  // Threads that poll the completion queues of ModelInfer, each reading,
+  // decoding and queueing the calls that arrive on its queue
+  // (AsyncInferQueues), and how long each keeps polling after an event
+  // before it blocks (0: block at once; serve --busy-poll-us).
+  int infer_threads = 2;
+  std::chrono::microseconds busy_poll{0};
   // With a token (--auth-token-file) the repository, logging, trace and
   // shared-memory register/unregister RPCs need the metadata
   // "authorization: Bearer <token>" (UNAUTHENTICATED otherwise), as their

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 #include "ort/ort_status.h"
 #include "serve/repository/contained_path.h"
 #include "serve/repository/rejection_runner.h"
+#include "serve/repository/shared_weights.h"
 #include "serve/repository/warmup_inputs.h"
 #include "serve/scheduler/batching.h"
 #include "serve/scheduler/gpu_turn.h"
@@ -193,6 +195,8 @@ std::string NoWarmupWarning(const std::string& model, const Status& last_failure
          ".onnx` pass --config FILE.pbtxt or --warmup-input NAME=FILE.npy; --strict-warmup keeps such models "
          "UNAVAILABLE";
 }
+
+
 
 }  // namespace
 
@@ -380,6 +384,51 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // gpu_turns, GpuTurnMode).
   ORTGPU_ASSIGN_OR_RETURN(const GpuTurnMode turn_mode, ParseGpuTurnMode(ConfigParameters(config)["gpu_turns"]));
   std::map<int, std::shared_ptr<GpuTurn>> turns;
+  // One copy of the weights per device the instances run on (config
+  // parameter share_weights), made before the device's first session.
+  ORTGPU_ASSIGN_OR_RETURN(const ShareWeights share, ParseShareWeights(ConfigParameters(config)["share_weights"]));
+  std::map<std::pair<Provider, int>, DeviceWeights> weights;
+  auto make_session = [&](SessionOptions so) -> Expected<std::unique_ptr<Session>> {
+    DeviceWeights* shared = nullptr;
+    if (share != ShareWeights::kOff && deps.weights_factory) {
+      const auto id = so.cuda_options.find("device_id");
+      const WeightsDevice device{so.provider,
+                                 so.provider == Provider::kCpu || id == so.cuda_options.end() ? 0 : std::atoi(id->second.c_str())};
+      auto [it, fresh] = weights.try_emplace({device.provider, device.device_id});
+      shared = &it->second;
+      // The CUDA runtime may be loadable only once the CUDA EP has loaded
+      // it (its RUNPATH, not ours): a store that failed Unavailable before
+      // the device's first session is tried once more after it.
+      const bool retry = !fresh && shared->store == nullptr && !shared->retried && shared->sessions_without > 0 &&
+                         shared->failure == Code::kUnavailable;
+      if (fresh || retry) {
+        shared->device = device;
+        shared->retried = retry;
+        auto store = deps.weights_factory(path, device);
+        shared->failure = store.ok() ? Code::kOk : store.status().code();
+        if (store.ok()) {
+          shared->store = std::move(store).value();
+          shared->not_shared.clear();
+        } else if (share == ShareWeights::kOn || shared->failure == Code::kInvalidArgument ||
+                   shared->failure == Code::kNotFound) {
+          // The model's own files are broken (ORT would fail on them too), or sharing was demanded.
+          return store.status().WithContext("share_weights: reading the weights of model '" + source.name + "'");
+        } else {
+          shared->not_shared = store.status().message() + "; each session loads its own";
+        }
+      }
+      if (shared->store != nullptr) so.shared_initializers = shared->store;
+    }
+    auto session = deps.session_factory(path, so);
+    if (session.ok() && shared != nullptr) {
+      if (shared->store != nullptr) {
+        shared->Record(**session);
+      } else {
+        ++shared->sessions_without;
+      }
+    }
+    return session;
+  };
   for (size_t i = 0; i < instances.size(); ++i) {
     SessionOptions so = base;
     if (instances[i].kind == InstanceKind::kGpu) {
@@ -389,7 +438,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       so.provider = Provider::kCpu;
       so.cuda_options.clear();
     }
-    auto session = deps.session_factory(path, so);
+    auto session = make_session(so);
     if (!session.ok()) return session.status().WithContext("loading " + instances[i].Describe(i) + " of model '" + source.name + "' version " + std::to_string(version));
     if (i == 0) {
       // Complete the config from the first session: every instance runs the same file.
@@ -441,7 +490,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     auto build_sessions = [&](std::unique_ptr<Session> main) -> Expected<InstanceSessions> {
       InstanceSessions sessions;
       if (main == nullptr) {
-        auto made = deps.session_factory(path, so);
+        auto made = make_session(so);
         if (!made.ok()) return made.status().WithContext("loading a worker's sessions of " + instances[i].Describe(i));
         main = std::move(made).value();
       }
@@ -453,7 +502,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
         const size_t count = graphs ? shapes.sizes.size() : shapes.sizes.size() - 1;
         Status failed;
         for (size_t k = 0; k < count && !shapes.sizes.empty(); ++k) {
-          auto extra = deps.session_factory(path, sized);
+          auto extra = make_session(sized);
           if (!extra.ok()) {
             failed = extra.status().WithContext("loading the batch-" + std::to_string(shapes.sizes[k]) + " session of " +
                                                 instances[i].Describe(i) + " of model '" + source.name + "'");
@@ -602,6 +651,12 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));
     ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(first_runner->session(), inputs));
+  }
+  for (const auto& [key, w] : weights) {
+    const std::string line = w.Describe();
+    if (w.store == nullptr) spdlog::warn("model '{}': {}", source.name, line);
+    if (!line.empty()) model->weights.push_back(line);
+    if (w.store != nullptr) model->shared_weights.push_back(w.store);
   }
   const int mbs = model->config.max_batch_size();
   model->inputs = Describe(model->config.input(), mbs);

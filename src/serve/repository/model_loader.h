@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ort/random_inputs.h"
@@ -22,6 +23,7 @@
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
 #include "serve/repository/model_repository.h"
+#include "serve/repository/shared_weights.h"
 #include "serve/scheduler/dynamic_batcher.h"
 #include "serve/scheduler/model_stats.h"
 #include "sys/clock.h"
@@ -34,6 +36,7 @@ enum class InstanceKind { kGpu, kCpu };
 using SessionFactory =
     std::function<Expected<std::unique_ptr<Session>>(const std::string& model_path, const SessionOptions& options)>;
 SessionFactory RealSessionFactory();
+
 
 // Decides whether a GPU session keeps its compute on the GPU.
 class PlacementChecker {
@@ -83,6 +86,9 @@ struct LoaderDeps {
   const PlacementChecker* placement = nullptr;  // null: require_gpu only forbids CPU instances
   const Clock* clock = nullptr;               // required
   SchedulerObserver* observer = nullptr;      // nullable
+  // Makes the shared weights of a model on a device (share_weights); null:
+  // every session loads its own.
+  WeightsFactory weights_factory;
   // Wraps each instance's runner before its warm-up, so a test can record
   // what runs on it (warm-up and requests alike); null: no wrapper.
   std::function<std::unique_ptr<InstanceRunner>(std::unique_ptr<InstanceRunner>)> wrap_runner;
@@ -138,6 +144,14 @@ struct LoadedModel {
   // The GPU instances' batch runs take turns on their GPU (GpuTurn; config
   // parameter gpu_turns: auto = with CUDA graphs).
   bool gpu_turns = false;
+  // What the sessions share, one line per device, for the log: "weights:
+  // 161 initializers, 97.5 MB, one copy on GPU 0 shared by 6 sessions
+  // (saved 488 MB)"; none with share_weights off, for a device with one
+  // session, or for a model without weights.
+  std::vector<std::string> weights;
+  // The shared copies, one per device the model runs on (the sessions keep
+  // them alive too; held here so they outlive every session of the model).
+  std::vector<std::shared_ptr<const SharedInitializers>> shared_weights;
   // Set when the config asks for CUDA graphs that cannot be honoured (no
   // GPU instance, or batches that are not padded to fixed sizes).
   std::string cuda_graph_warning;

@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -240,6 +242,60 @@ TEST_F(GrpcServerTest, ModelInferRawContentsRoundTrip) {
   std::memcpy(out, resp.raw_output_contents(0).data(), sizeof out);
   EXPECT_EQ(out[0], 3.25f);
   EXPECT_EQ(out[1], -1.0f);
+}
+
+// ModelInfer runs on completion queues (AsyncInferQueues): many calls at
+// once over two busy-polling queues, small responses completed inline and
+// large ones (over 64 KiB) through the encoding pool, each answered once with
+// its own values.
+TEST_F(GrpcServerTest, ConcurrentInfersOnBusyPollingQueuesEachGetTheirOwnAnswer) {
+  GrpcOptions options;
+  options.infer_threads = 2;
+  options.busy_poll = 200us;
+  StartServer(options);
+  constexpr int kCalls = 48;
+  struct Call {
+    ::grpc::ClientContext ctx;
+    inference::ModelInferResponse resp;
+    ::grpc::Status status;
+    std::vector<float> sent;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    auto c = std::make_unique<Call>();
+    c->ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    // Every fourth call echoes 20,000 floats (80 KB): encoded off the worker.
+    c->sent.assign(i % 4 == 0 ? 20'000 : 2, static_cast<float>(i));
+    calls.push_back(std::move(c));
+  }
+  std::vector<inference::ModelInferRequest> requests;
+  for (auto& c : calls) requests.push_back(EchoRequest(c->sent));
+  for (int i = 0; i < kCalls; ++i) {
+    Call* c = calls[static_cast<size_t>(i)].get();
+    stub_->async()->ModelInfer(&c->ctx, &requests[static_cast<size_t>(i)], &c->resp, [&, c](::grpc::Status st) {
+      std::lock_guard lock(mu);
+      c->status = st;
+      ++done;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return done == kCalls; })) << done << " of " << kCalls << " answered";
+  for (const auto& c : calls) {
+    ASSERT_TRUE(c->status.ok()) << c->status.error_message();
+    ASSERT_EQ(c->resp.raw_output_contents_size(), 1);
+    const std::string& raw = c->resp.raw_output_contents(0);
+    ASSERT_EQ(raw.size(), c->sent.size() * sizeof(float));
+    std::vector<float> got(c->sent.size());
+    std::memcpy(got.data(), raw.data(), raw.size());
+    EXPECT_EQ(got, c->sent);
+  }
+  lock.unlock();
+  EXPECT_TRUE(server_->WaitIdle(10s));
+  ExpectAlive();
 }
 
 TEST_F(GrpcServerTest, ModelInferTypedContentsAndParameters) {
