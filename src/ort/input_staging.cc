@@ -226,6 +226,7 @@ Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_
     for (const std::string* n : out_names) binding.BindOutput(n->c_str(), left_on_device(*n) ? device_out : out_memory);
     {
       Ort::RunOptions run_options;
+      if (session.run_log_severity() >= 0) run_options.SetRunLogSeverityLevel(session.run_log_severity());
       std::shared_lock capture(ort_internal::CudaCaptureMutex());  // not while a graph is being captured
       session.native().Run(run_options, binding);
     }

@@ -79,6 +79,7 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
   if (auto it = so.cuda_options.find("device_id"); it != so.cuda_options.end()) device_id = std::atoi(it->second.c_str());
   r->memory_ = gpu ? "cuda:" + std::to_string(device_id) : "cpu";
   auto impl = std::make_unique<Impl>();
+  if (session.run_log_severity() >= 0) impl->run_options.SetRunLogSeverityLevel(session.run_log_severity());
   try {
     Ort::Session& native = session.native();
     impl->memory = gpu ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, device_id, OrtMemTypeDefault)

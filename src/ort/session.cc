@@ -226,6 +226,11 @@ Status Session::ValidateInputs(const std::vector<Tensor>& inputs) const {
   return Status::Ok();
 }
 
+int Session::run_log_severity() const {
+  if (options_.shared_initializers == nullptr) return -1;
+  return options_.log_severity >= 0 ? options_.log_severity : ORT_LOGGING_LEVEL_WARNING;
+}
+
 Expected<std::vector<Tensor>> Session::Run(const std::vector<Tensor>& inputs,
                                            const std::vector<std::string>& output_names) const {
   return RunWith(inputs, output_names, "");
@@ -292,6 +297,7 @@ Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs
     std::vector<const char*> out_names;
     for (const auto& n : names) out_names.push_back(n.c_str());
     Ort::RunOptions run_options;
+    if (run_log_severity() >= 0) run_options.SetRunLogSeverityLevel(run_log_severity());
     if (!profile_prefix.empty()) run_options.EnableProfiling(profile_prefix.c_str());
     auto results = session_->Run(run_options, in_names.data(), values.data(), values.size(),
                                  out_names.data(), out_names.size());

@@ -71,6 +71,11 @@ class Session {
   double load_ms() const { return load_ms_; }
   // With options().shared_initializers: which of them ORT used.
   const SharedInitializerUse& shared_initializer_use() const { return shared_use_; }
+  // The ORT log severity runs of this session log at (RunOptions), or -1
+  // for the session's own. A session with shared initializers was created
+  // at info level (to read which ORT used); its runs go back to warning, so
+  // the hot path logs no more than any other session's.
+  int run_log_severity() const;
 
   // Runs the model on host tensors, matched to inputs by name. Checks names,
   // types and shapes first so a bad request gets a precise message.

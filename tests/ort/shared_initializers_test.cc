@@ -120,7 +120,10 @@ TEST(SharedInitializersTest, SessionsSharingTheStoreAnswerAsSessionsWithTheirOwn
     EXPECT_TRUE(use.known);
     EXPECT_NE(std::find(use.used.begin(), use.used.end(), "W"), use.used.end());
     EXPECT_TRUE(use.copied.empty());
+    // Created at info level to read that; its runs log at warning again.
+    EXPECT_EQ(s->run_log_severity(), 2);  // ORT_LOGGING_LEVEL_WARNING
   }
+  EXPECT_EQ((*own)->run_log_severity(), -1);
 }
 
 TEST(SharedInitializersTest, ReadsRawDataFloatDataAndExternalData) {

@@ -390,7 +390,11 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   std::map<std::pair<Provider, int>, DeviceWeights> weights;
   auto make_session = [&](SessionOptions so) -> Expected<std::unique_ptr<Session>> {
     DeviceWeights* shared = nullptr;
-    if (share != ShareWeights::kOff && deps.weights_factory) {
+    // auto shares on the CPU; on a GPU only with "on" until an H200 run has
+    // shown ORT taking the device copy and the outputs unchanged
+    // (docs/SERVING.md, "Shared weights").
+    const bool wanted = share == ShareWeights::kOn || (share == ShareWeights::kAuto && so.provider == Provider::kCpu);
+    if (wanted && deps.weights_factory) {
       const auto id = so.cuda_options.find("device_id");
       const WeightsDevice device{so.provider,
                                  so.provider == Provider::kCpu || id == so.cuda_options.end() ? 0 : std::atoi(id->second.c_str())};
@@ -409,9 +413,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
         if (store.ok()) {
           shared->store = std::move(store).value();
           shared->not_shared.clear();
-        } else if (share == ShareWeights::kOn || shared->failure == Code::kInvalidArgument ||
-                   shared->failure == Code::kNotFound) {
-          // The model's own files are broken (ORT would fail on them too), or sharing was demanded.
+        } else if (shared->failure == Code::kInvalidArgument || shared->failure == Code::kNotFound ||
+                   (share == ShareWeights::kOn && !(fresh && shared->failure == Code::kUnavailable))) {
+          // The model's own files are broken (ORT would fail on them too), or sharing was demanded
+          // (a CUDA runtime missing before the first session still gets its retry).
           return store.status().WithContext("share_weights: reading the weights of model '" + source.name + "'");
         } else {
           shared->not_shared = store.status().message() + "; each session loads its own";

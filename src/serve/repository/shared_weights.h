@@ -25,9 +25,11 @@ WeightsFactory RealWeightsFactory();
 
 // config.pbtxt's `parameters { key: "share_weights" ... }`: whether the
 // sessions of a model on one device share one copy of its weights. kAuto
-// (the default) shares where it can and loads per-session weights, with a
-// warning, where the shared copy cannot be made (no CUDA runtime, GPU
-// full); kOn makes that a load error; kOff gives every session its own.
+// (the default) shares on the CPU, where it can, and loads per-session
+// weights, with a warning, where the shared copy cannot be made; on a GPU it
+// does not share yet (not yet proven on a GPU). kOn shares on every device
+// and makes a copy that cannot be made a load error; kOff gives every
+// session its own.
 enum class ShareWeights { kAuto, kOn, kOff };
 // "auto" (or empty), "on"/"true"/"1", "off"/"false"/"0".
 Expected<ShareWeights> ParseShareWeights(std::string_view text);
