@@ -272,8 +272,8 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--request-count", f->request_count, "Send exactly this many requests per step (no windows, no stability check)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", f->threads,
-                  "Client I/O threads; 0: a quarter of the cores, 1 to 4 (one drives hundreds of connections of small "
-                  "requests; large bodies need more)")
+                  "HTTP client I/O threads; 0: a quarter of the cores, 1 to 4 (one drives hundreds of connections of "
+                  "small requests; large bodies need more). -i grpc uses gRPC's own threads")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
   cmd->add_option("--request-timeout-ms", f->request_timeout_ms, "A request unanswered this long counts as a timeout")
