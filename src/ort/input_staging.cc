@@ -169,9 +169,13 @@ Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_
     values.reserve(specs_.size());
     // The device buffers' memory: the CUDA EP's, or the CPU's for a
     // DeviceMemory whose addresses are host memory (the tests' fake).
-    Ort::MemoryInfo device_info = from_device && !device_memory_->host_addressable()
-                                      ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, device_, OrtMemTypeDefault)
-                                      : Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+    // Made only for such batches: a host batch pays nothing for them.
+    Ort::MemoryInfo device_info{nullptr};
+    if (from_device) {
+      device_info = !device_memory_->host_addressable()
+                        ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, device_, OrtMemTypeDefault)
+                        : Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+    }
     for (size_t i = 0; i < specs_.size(); ++i) {
       std::vector<int64_t> shape;
       if (!shapes.empty()) {
@@ -214,12 +218,15 @@ Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_
     // Outputs left where the session makes them: the CUDA EP's device
     // memory (CPU memory for a CPU session).
     const bool cuda = session.options().provider == Provider::kCuda;
-    const int session_device = [&] {
-      auto it = session.options().cuda_options.find("device_id");
-      return it == session.options().cuda_options.end() ? 0 : std::atoi(it->second.c_str());
-    }();
-    Ort::MemoryInfo device_out = cuda ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, session_device, OrtMemTypeDefault)
-                                      : Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    int session_device = 0;
+    Ort::MemoryInfo device_out{nullptr};  // made only when an output stays on the device
+    if (!on_device.empty()) {
+      if (auto it = session.options().cuda_options.find("device_id"); cuda && it != session.options().cuda_options.end()) {
+        session_device = std::atoi(it->second.c_str());
+      }
+      device_out = cuda ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, session_device, OrtMemTypeDefault)
+                        : Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    }
     auto left_on_device = [&](const std::string& n) {
       return std::find(on_device.begin(), on_device.end(), n) != on_device.end();
     };

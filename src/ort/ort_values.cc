@@ -1,5 +1,7 @@
 #include "ort/ort_values.h"
 
+#include <atomic>
+
 #include <dlfcn.h>
 
 #include <cstring>
@@ -35,9 +37,19 @@ namespace {
 using CudaMemcpyFn = int (*)(void* dst, const void* src, size_t count, int kind);
 using CudaSyncFn = int (*)();
 
+// `name` from libcudart, looked up until found and kept from then on: a
+// lookup made before the CUDA EP loaded libcudart (shared weights are read
+// before a device's first session) must not stay a null for good.
+template <typename Fn>
+Fn CudartFn(std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_acquire);
+  if (p == nullptr && (p = CudartSymbol(name)) != nullptr) slot.store(p, std::memory_order_release);
+  return reinterpret_cast<Fn>(p);
+}
+
 CudaMemcpyFn FindCudaMemcpy() {
-  static CudaMemcpyFn fn = reinterpret_cast<CudaMemcpyFn>(CudartSymbol("cudaMemcpy"));
-  return fn;
+  static std::atomic<void*> slot{nullptr};
+  return CudartFn<CudaMemcpyFn>(slot, "cudaMemcpy");
 }
 
 // The copy path of CopyBytes: cudaMemcpyAsync on a non-blocking stream of
@@ -149,8 +161,9 @@ namespace {
 // the thread's device. Holds the capture mutex shared: cudaMalloc and
 // cudaMemcpy would fail another thread's graph capture.
 Status OnDevice(int device, const std::function<Status()>& fn) {
-  static auto get = reinterpret_cast<int (*)(int*)>(CudartSymbol("cudaGetDevice"));
-  static auto set = reinterpret_cast<int (*)(int)>(CudartSymbol("cudaSetDevice"));
+  static std::atomic<void*> get_slot{nullptr}, set_slot{nullptr};
+  auto get = CudartFn<int (*)(int*)>(get_slot, "cudaGetDevice");
+  auto set = CudartFn<int (*)(int)>(set_slot, "cudaSetDevice");
   if (get == nullptr || set == nullptr) {
     return Unavailable("the CUDA runtime (libcudart) cannot be loaded, so GPU memory for shared weights cannot be "
                        "allocated; run `ortgpu doctor`, or set share_weights to off in config.pbtxt");
@@ -170,10 +183,11 @@ Status OnDevice(int device, const std::function<Status()>& fn) {
 }  // namespace
 
 Expected<void*> CudaMalloc(int device, size_t bytes) {
-  static auto malloc_fn = reinterpret_cast<int (*)(void**, size_t)>(CudartSymbol("cudaMalloc"));
+  static std::atomic<void*> slot{nullptr};
+  auto malloc_fn = CudartFn<int (*)(void**, size_t)>(slot, "cudaMalloc");
   void* ptr = nullptr;
   Status st = OnDevice(device, [&]() -> Status {
-    if (malloc_fn == nullptr) return Unavailable("cudaMalloc is not available: libcudart is not loaded");
+    if (malloc_fn == nullptr) return Unavailable("cudaMalloc is not available: libcudart is not loaded; run `ortgpu doctor`, or set share_weights to off");
     const int rc = malloc_fn(&ptr, bytes);
     if (rc == 0) return Status::Ok();
     constexpr int kCudaErrorMemoryAllocation = 2;
@@ -186,7 +200,8 @@ Expected<void*> CudaMalloc(int device, size_t bytes) {
 }
 
 void CudaFree(int device, void* ptr) {
-  static auto free_fn = reinterpret_cast<int (*)(void*)>(CudartSymbol("cudaFree"));
+  static std::atomic<void*> slot{nullptr};
+  auto free_fn = CudartFn<int (*)(void*)>(slot, "cudaFree");
   if (ptr == nullptr || free_fn == nullptr) return;
   (void)OnDevice(device, [&] {
     free_fn(ptr);
@@ -196,7 +211,7 @@ void CudaFree(int device, void* ptr) {
 
 Status CudaCopyToDevice(void* dst, const void* src, size_t bytes) {
   CudaMemcpyFn memcpy_fn = FindCudaMemcpy();
-  if (memcpy_fn == nullptr) return Unavailable("cudaMemcpy is not available: libcudart is not loaded");
+  if (memcpy_fn == nullptr) return Unavailable("cudaMemcpy is not available: libcudart is not loaded; run `ortgpu doctor`, or set share_weights to off");
   std::shared_lock capture(CudaCaptureMutex());
   const int rc = memcpy_fn(dst, src, bytes, kCudaMemcpyHostToDevice);
   if (rc != 0) return Internal("cudaMemcpy of " + std::to_string(bytes) + " bytes to the GPU failed with CUDA error " + std::to_string(rc));

@@ -66,6 +66,11 @@ class LogCapture {
  public:
   LogCapture() : from_(Runtime::Get().NextLogSeq()) {}
   std::vector<OrtLogRecord> Records() const { return Runtime::Get().LogsSince(from_); }
+  // Whether `records` (from Records()) hold every record since the capture
+  // began: false once the bounded buffer dropped some of them.
+  bool Complete(const std::vector<OrtLogRecord>& records) const {
+    return records.empty() ? Runtime::Get().NextLogSeq() == from_ : records.front().seq == from_;
+  }
 
  private:
   uint64_t from_;

@@ -169,7 +169,13 @@ Expected<std::unique_ptr<Session>> Session::Create(const std::string* path, std:
     } else {
       s->session_ = std::make_unique<Ort::Session>(Env(), bytes.data(), bytes.size(), so);
     }
-    if (options.shared_initializers != nullptr) s->shared_use_ = ReadSharedInitializerUse(logs.Records(), options.log_id);
+    if (options.shared_initializers != nullptr) {
+      const auto records = logs.Records();
+      s->shared_use_ = ReadSharedInitializerUse(records, options.log_id);
+      // Records lost to the bounded buffer may be "used" lines: then what
+      // ORT used is not known, and nothing may be freed on its account.
+      s->shared_use_.known = s->shared_use_.known && logs.Complete(records);
+    }
     step = "reading the inputs and outputs of " + label;
     Ort::AllocatorWithDefaultOptions alloc;
     for (size_t i = 0; i < s->session_->GetInputCount(); ++i) {

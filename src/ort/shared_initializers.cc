@@ -179,9 +179,12 @@ Expected<std::shared_ptr<SharedInitializers>> SharedInitializers::Load(const std
         e.host = Tensor();
         data = e.device;
       }
-      e.value = Ort::Value::CreateTensor(info, data, static_cast<size_t>(e.bytes), shape.data(), shape.size(),
-                                         static_cast<ONNXTensorElementDataType>(dtype));
+      // In the list before the value is made, so the memory is released
+      // with the rest if ORT throws.
       impl->entries.push_back(std::move(e));
+      impl->entries.back().value = Ort::Value::CreateTensor(info, data, static_cast<size_t>(impl->entries.back().bytes),
+                                                            shape.data(), shape.size(),
+                                                            static_cast<ONNXTensorElementDataType>(dtype));
     }
     if (!device.on_gpu()) impl->prepacked = Ort::PrepackedWeightsContainer();
   } catch (const Ort::Exception& ex) {

@@ -307,6 +307,7 @@ Status ReadSharedMemoryInputs(InferRequest& request, const SharedMemoryRegistry&
 Status ResolveDeviceOutputs(InferRequest& request, const SharedMemoryRegistry& shm) {
   for (const RequestedOutput& o : request.outputs) {
     if (o.parameters.count("classification") > 0) continue;  // classified on the host
+    if (o.parameters.count("shared_memory_region") == 0) continue;  // the common case: nothing to resolve
     ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(o.parameters, fmt::format("output '{}'", o.name)));
     if (!ref) continue;
     ORTGPU_ASSIGN_OR_RETURN(auto device, shm.FindOnDevice(ref->region, ref->offset, ref->byte_size));

@@ -220,6 +220,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   if (device_memory_ != nullptr && destinations.size() == requests.size()) {
     for (const auto& o : sessions_->main->outputs()) {
       if (!outputs.empty() && std::find(outputs.begin(), outputs.end(), o.name) == outputs.end()) continue;
+      if (o.dtype == DataType::kString) continue;  // ORT makes string tensors in host memory only
       if (std::all_of(destinations.begin(), destinations.end(),
                       [&](const OutputDestinations* d) { return d != nullptr && d->count(o.name) > 0; })) {
         device_outputs_.push_back(o.name);
@@ -289,7 +290,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   if (!device_outputs_.empty()) {
     std::vector<int64_t> request_rows;
     for (const auto* req : requests) request_rows.push_back(req->front().shape[0]);
-    ORTGPU_RETURN_IF_ERROR(WriteDeviceOutputs(*results, request_rows, destinations));
+    ORTGPU_RETURN_IF_ERROR(WriteDeviceOutputs(*results, rows, request_rows, destinations));
   }
   ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(*results, rows));
   return results;
@@ -358,14 +359,16 @@ Expected<std::vector<Tensor>> SessionRunner::RunOnDevice(int64_t rows, const std
   return staging_->RunFromDevice(SessionFor(rows), rows, shapes, outputs, device_outputs_);
 }
 
-Status SessionRunner::WriteDeviceOutputs(std::vector<Tensor>& results, const std::vector<int64_t>& request_rows,
+Status SessionRunner::WriteDeviceOutputs(std::vector<Tensor>& results, int64_t rows,
+                                         const std::vector<int64_t>& request_rows,
                                          const std::vector<const OutputDestinations*>& destinations) {
   DeviceMemory& memory = *device_memory_;
   for (Tensor& t : results) {
     if (!t.on_device()) continue;
-    const int64_t total = t.shape.empty() ? 0 : t.shape[0];
-    const size_t row_bytes = total > 0 ? t.device->size / static_cast<size_t>(total) : 0;
-    bool fits = true;
+    // The batch's rows, not the output's first dim (a reshape may differ);
+    // an output that does not split into them goes through the host write.
+    const size_t row_bytes = t.device->size / static_cast<size_t>(rows);
+    bool fits = row_bytes > 0 && t.device->size % static_cast<size_t>(rows) == 0;
     for (size_t i = 0; i < request_rows.size(); ++i) {
       fits = fits && static_cast<size_t>(request_rows[i]) * row_bytes <= destinations[i]->at(t.name).size;
     }

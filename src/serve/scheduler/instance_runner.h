@@ -220,7 +220,7 @@ class SessionRunner : public InstanceRunner {
   // requests' destinations, device to device, at each request's rows, and
   // makes it a placeholder; an output a destination is too small for is
   // brought to the host instead (the front end then says which).
-  Status WriteDeviceOutputs(std::vector<Tensor>& results, const std::vector<int64_t>& request_rows,
+  Status WriteDeviceOutputs(std::vector<Tensor>& results, int64_t rows, const std::vector<int64_t>& request_rows,
                             const std::vector<const OutputDestinations*>& destinations);
 
   std::shared_ptr<const InstanceSessions> sessions_;
