@@ -89,7 +89,8 @@ class Cuda:
     def ipc_handle(self, p):
         h = CudaIpcMemHandle()
         self.check(self.rt.cudaIpcGetMemHandle(ctypes.byref(h), p), "cudaIpcGetMemHandle")
-        return bytes(h.reserved)
+        # bytes(h.reserved) would stop at the handle's first zero byte
+        return ctypes.string_at(ctypes.addressof(h), ctypes.sizeof(h))
 
 
 def http(url, body=None, headers=None):

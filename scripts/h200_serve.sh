@@ -23,7 +23,11 @@
 #         share_weights on against off, for ResNet-50 (the b32-2inst-graph
 #         config, and a plain one without prefer_nhwc or graphs) and BERT:
 #         one server start each, which answers scripts/infer_digest.py once
-#         (on's outputs compared with off's) and stops; into weights.txt
+#         (on's outputs compared with off's) and stops; into weights.txt.
+#         WEIGHTS_MODELS (resnet-graph resnet-plain resnet-same bert; resnet-same
+#         is plain with arena_extend_strategy=kSameAsRequested),
+#         WEIGHTS_INSTANCES (1 2 4) and WEIGHTS_SHARES (off on; auto too)
+#         narrow it
 # cudashm ResNet-50 through CUDA shared memory (issue 10) on the best served
 #         config (b32-2inst-graph): scripts/cuda_shm_client.py (outputs
 #         against binary HTTP, latency of each), then, when `ortgpu perf`
@@ -339,7 +343,7 @@ if [[ " $parts " == *" cudashm "* ]]; then
         echo "ortgpu perf has no --shared-memory flag here: only the client ran"
       fi
       stats resnet50 | python3 -c 'import json,sys; m=json.load(sys.stdin)["model_stats"][0]; print("batch_stats:", [(b["batch_size"], b["compute_infer"]["count"], round(b["compute_input"]["ns"]/max(1,b["compute_input"]["count"])/1e6,3)) for b in m["batch_stats"]])'
-      grep -iE "error|warn" "$out/serve_cudashm_resnet.log" | head -5
+      grep -iE "error|warn|fail" "$out/serve_cudashm_resnet.log" | sort | uniq -c | sort -rn | head -8
       stop_server
     fi
   } > "$out/cudashm.txt" 2>&1
@@ -360,11 +364,15 @@ dynamic_batching { preferred_batch_size: [16, 32] max_queue_delay_microseconds: 
         resnet-graph) file=$R name=resnet50 digest="input 1x3x224x224 output" cfg="$resnet_io
 optimization { execution_accelerators { gpu_execution_accelerator [{ name: \"cuda\" parameters { key: \"prefer_nhwc\" value: \"1\" } parameters { key: \"enable_cuda_graph\" value: \"1\" } }] } }" ;;
         resnet-plain) file=$R name=resnet50 digest="input 1x3x224x224 output" cfg=$resnet_io ;;
+        # The arena grows by what is asked for, not the next power of two:
+        # shows whether the arena's rounding hides what sharing saves.
+        resnet-same) file=$R name=resnet50 digest="input 1x3x224x224 output" cfg="$resnet_io
+optimization { execution_accelerators { gpu_execution_accelerator [{ name: \"cuda\" parameters { key: \"arena_extend_strategy\" value: \"kSameAsRequested\" } }] } }" ;;
         bert) file=$B name=bert cfg=$bert_cfg
               digest="input_ids:INT64,attention_mask:INT64,token_type_ids:INT64 1x128 last_hidden_state" ;;
       esac
       for n in ${WEIGHTS_INSTANCES:-1 2 4}; do
-        for share in off on; do
+        for share in ${WEIGHTS_SHARES:-off on}; do
           tag=$model-$n-$share
           repo=$(serve_repo $name "$file" "$cfg
 instance_group [{ count: $n kind: KIND_GPU }]
@@ -373,7 +381,7 @@ parameters { key: \"share_weights\" value { string_value: \"$share\" } }")
           python3 scripts/infer_digest.py http://127.0.0.1:8000 $name $digest 8 > "$out/digest_weights_$tag.json"; ok=$?
           mem=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader | head -1)
           cmp=''
-          [ $share = on ] && cmp=$(python3 scripts/infer_digest.py --compare "$out/digest_weights_$model-$n-off.json" "$out/digest_weights_$tag.json")
+          [ $share != off ] && cmp=$(python3 scripts/infer_digest.py --compare "$out/digest_weights_$model-$n-off.json" "$out/digest_weights_$tag.json")
           echo "$tag: memory.used $mem; digest exit $ok${cmp:+; outputs against off: $cmp}"
           grep -o 'weights: .*' "$out/serve_weights_$tag.log" | sed 's/^/    /'
           stop_server

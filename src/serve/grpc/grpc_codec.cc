@@ -237,13 +237,14 @@ Status EncodeGrpcInferResponse(const InferResponse& response, inference::ModelIn
     const Tensor& t = response.outputs[i];
     const std::string_view dtype = KServeName(t.dtype);
     if (dtype.empty()) return Internal(fmt::format("output '{}' has a datatype with no KServe name", t.name));
-    ORTGPU_RETURN_IF_ERROR(ValidateTensorSize(t));
+    const bool in_region = i < response.output_parameters.size() &&
+                           response.output_parameters[i].count("shared_memory_region") > 0;
+    // An output written into a CUDA region device to device has no bytes here.
+    if (!in_region) ORTGPU_RETURN_IF_ERROR(ValidateTensorSize(t));
     auto* o = out.add_outputs();
     o->set_name(t.name);
     o->set_datatype(std::string(dtype));
     for (int64_t d : t.shape) o->add_shape(d);
-    const bool in_region = i < response.output_parameters.size() &&
-                           response.output_parameters[i].count("shared_memory_region") > 0;
     if (in_region) {
       // Written into its region (WriteSharedMemoryOutputs); the empty entry
       // keeps the indices of the other outputs aligned.

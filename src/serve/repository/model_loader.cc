@@ -390,22 +390,27 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   std::map<std::pair<Provider, int>, DeviceWeights> weights;
   auto make_session = [&](SessionOptions so) -> Expected<std::unique_ptr<Session>> {
     DeviceWeights* shared = nullptr;
-    // auto shares on the CPU; on a GPU only with "on" until an H200 run has
-    // shown ORT taking the device copy and the outputs unchanged
-    // (docs/SERVING.md, "Shared weights").
-    const bool wanted = share == ShareWeights::kOn || (share == ShareWeights::kAuto && so.provider == Provider::kCpu);
-    if (wanted && deps.weights_factory) {
+    // auto on a GPU makes the copy at the device's second session: a
+    // device copy that one session alone uses costs 40-72 MiB more than
+    // ORT's own on the H200 (docs/SERVING.md, "Shared weights").
+    if (share != ShareWeights::kOff && deps.weights_factory) {
       const auto id = so.cuda_options.find("device_id");
       const WeightsDevice device{so.provider,
                                  so.provider == Provider::kCpu || id == so.cuda_options.end() ? 0 : std::atoi(id->second.c_str())};
       auto [it, fresh] = weights.try_emplace({device.provider, device.device_id});
       shared = &it->second;
+      const bool defer = fresh && share == ShareWeights::kAuto && device.provider != Provider::kCpu;
+      if (defer) {
+        shared->device = device;
+        shared->deferred = true;
+      }
       // The CUDA runtime may be loadable only once the CUDA EP has loaded
       // it (its RUNPATH, not ours): a store that failed Unavailable before
-      // the device's first session is tried once more after it.
+      // the device's first session is tried once more after it; a deferred
+      // one (auto on a GPU) is first made then.
       const bool retry = !fresh && shared->store == nullptr && !shared->retried && shared->sessions_without > 0 &&
-                         shared->failure == Code::kUnavailable;
-      if (fresh || retry) {
+                         (shared->deferred || shared->failure == Code::kUnavailable);
+      if ((fresh && !defer) || retry) {
         shared->device = device;
         shared->retried = retry;
         auto store = deps.weights_factory(path, device);
@@ -659,7 +664,8 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   }
   for (const auto& [key, w] : weights) {
     const std::string line = w.Describe();
-    if (w.store == nullptr) spdlog::warn("model '{}': {}", source.name, line);
+    // (A GPU's only session under auto made no copy: nothing to say.)
+    if (w.store == nullptr && !line.empty()) spdlog::warn("model '{}': {}", source.name, line);
     if (!line.empty()) model->weights.push_back(line);
     if (w.store != nullptr) model->shared_weights.push_back(w.store);
   }

@@ -42,13 +42,18 @@ void DeviceWeights::Record(const Session& session) {
 }
 
 std::string DeviceWeights::Describe() const {
+  // Deferred and never attempted: the device had one session.
+  if (store == nullptr && deferred && !retried) return "";
   if (store == nullptr) return "weights: not shared on " + device.Describe() + ": " + not_shared;
   // Nothing to say for one session, or a model without weights.
   if (sessions < 2 || offered == 0) return "";
   std::string out = fmt::format("weights: {} initializer{}, {}, one copy on {} shared by {} session{}", store->count(),
                                 store->count() == 1 ? "" : "s", Megabytes(store->bytes()), device.Describe(), sessions,
                                 sessions == 1 ? "" : "s");
-  if (sessions_without > 0) {
+  if (sessions_without > 0 && deferred) {
+    out += fmt::format(" and {} with a copy of its own (the device's first: auto shares from the second)",
+                       sessions_without);
+  } else if (sessions_without > 0) {
     out += fmt::format(" and {} made before it existed with a copy of their own (the CUDA runtime loaded with them)",
                        sessions_without);
   }

@@ -25,11 +25,12 @@ WeightsFactory RealWeightsFactory();
 
 // config.pbtxt's `parameters { key: "share_weights" ... }`: whether the
 // sessions of a model on one device share one copy of its weights. kAuto
-// (the default) shares on the CPU, where it can, and loads per-session
-// weights, with a warning, where the shared copy cannot be made; on a GPU it
-// does not share yet (not yet proven on a GPU). kOn shares on every device
-// and makes a copy that cannot be made a load error; kOff gives every
-// session its own.
+// (the default) shares where it can and loads per-session weights, with a
+// warning, where the shared copy cannot be made; on a GPU it makes the copy
+// at the device's second session (the first keeps its own), so a model with
+// one session per GPU pays nothing for it. kOn shares from the first session
+// on every device and makes a copy that cannot be made a load error; kOff
+// gives every session its own.
 enum class ShareWeights { kAuto, kOn, kOff };
 // "auto" (or empty), "on"/"true"/"1", "off"/"false"/"0".
 Expected<ShareWeights> ParseShareWeights(std::string_view text);
@@ -42,6 +43,7 @@ struct DeviceWeights {
   std::string not_shared;                     // why not, when store is null
   Code failure = Code::kOk;                   // of the last attempt to make the store
   bool retried = false;                       // made a second attempt (after the first session)
+  bool deferred = false;                      // auto on a GPU: first made at the device's second session
   int sessions_without = 0;                   // sessions made before there was a store
   int sessions = 0;                           // sessions made with the store
   size_t offered = 0;       // initializers offered to the first session

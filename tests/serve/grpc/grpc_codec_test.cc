@@ -148,6 +148,29 @@ TEST(GrpcCodecTest, ResponseOutputsAreRawInOutputOrder) {
   EXPECT_TRUE(out.parameters().at("sequence_end").bool_param());
 }
 
+// An output the instance wrote into a CUDA region device to device comes
+// back as a placeholder with the shape and no bytes (found on the H200: every
+// CUDA shared memory request got a 500).
+TEST(GrpcCodecTest, AnOutputWrittenIntoACudaRegionIsSentWithoutBytes) {
+  InferResponse r;
+  r.model_name = "m";
+  r.model_version = "1";
+  Tensor y;
+  y.name = "output";
+  y.dtype = DataType::kFloat;
+  y.shape = {1, 1000};
+  y.device = DeviceView{};
+  r.outputs = {y};
+  r.output_parameters.resize(1);
+  r.output_parameters[0]["shared_memory_region"] = "\"out\"";
+  r.output_parameters[0]["shared_memory_byte_size"] = "4000";
+  inference::ModelInferResponse out;
+  ASSERT_TRUE(EncodeGrpcInferResponse(r, out).ok());
+  ASSERT_EQ(out.outputs_size(), 1);
+  EXPECT_EQ(out.outputs(0).parameters().at("shared_memory_byte_size").int64_param(), 4000);
+  EXPECT_TRUE(out.raw_output_contents(0).empty());
+}
+
 TEST(GrpcCodecTest, ParametersKeepTheirKind) {
   inference::InferParameter p;
   p.set_string_param("a \"quoted\" word");

@@ -47,6 +47,28 @@ TEST(EncodeInferResponseTest, JsonBodyHasTheKServeFields) {
             R"("outputs":[{"name":"y","datatype":"FP32","shape":[2],"data":[1.5,-2]}]})");
 }
 
+// An output the instance wrote into a CUDA region device to device comes
+// back as a placeholder with the shape and no bytes (found on the H200: every
+// CUDA shared memory request got a 500 "needs 4000 bytes, got 0").
+TEST(EncodeInferResponseTest, AnOutputWrittenIntoACudaRegionIsSentWithoutBytes) {
+  Tensor y;
+  y.name = "output";
+  y.dtype = DataType::kFloat;
+  y.shape = {1, 1000};
+  y.device = DeviceView{};
+  InferResponse r = Response({y});
+  r.output_parameters.resize(1);
+  r.output_parameters[0]["shared_memory_region"] = "\"out\"";
+  r.output_parameters[0]["shared_memory_byte_size"] = "4000";
+  auto e = EncodeInferResponse(r);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_THAT(e->body, HasSubstr(R"("shared_memory_region":"out")"));
+  EXPECT_THAT(e->body, ::testing::Not(HasSubstr("\"data\"")));
+  // Without a region, the same placeholder is an error, not an empty output.
+  r.output_parameters.clear();
+  EXPECT_FALSE(EncodeInferResponse(r).ok());
+}
+
 TEST(EncodeInferResponseTest, NonFiniteFloatsAreNanAndInfinityTokens) {
   auto e = EncodeInferResponse(Response({Make<double>("y", DataType::kDouble, {NAN, INFINITY, -INFINITY, 0.1})}));
   ASSERT_TRUE(e.ok());

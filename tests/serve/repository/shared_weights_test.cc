@@ -132,18 +132,45 @@ TEST(SharedWeightsTest, AStoreTheCudaRuntimeCouldNotMakeBeforeTheFirstSessionIsM
       << (*s.model)->weights[0];
 }
 
-// Until an H200 run has shown the device copy used with unchanged outputs,
-// auto (the default) shares on the CPU only.
-TEST(SharedWeightsTest, AutoDoesNotShareOnAGpuYet) {
+// auto (the default) on a GPU makes the copy at the device's second
+// session: the first keeps its own, the rest share.
+TEST(SharedWeightsTest, AutoOnAGpuSharesFromTheDevicesSecondSession) {
   TempRepository repo;
   repo.AddModel("m", 1, MatMulModel());
   repo.WriteConfig("m", kTwoGpus);
   Sharing s = LoadRecordingStores(repo, "m", InstanceKind::kGpu);
   ASSERT_TRUE(s.model.ok()) << s.model.status().ToString();
+  ASSERT_EQ(s.stores_made.size(), 2u);  // one per GPU, each after that GPU's first session
+  ASSERT_EQ(s.by_gpu[0].size(), 6u);
+  EXPECT_EQ(s.by_gpu[0][0], nullptr);
+  EXPECT_NE(s.by_gpu[0][1], nullptr);
+  for (size_t k = 2; k < s.by_gpu[0].size(); ++k) EXPECT_EQ(s.by_gpu[0][k], s.by_gpu[0][1]);
+  ASSERT_EQ(s.by_gpu[1].size(), 3u);
+  EXPECT_EQ(s.by_gpu[1][0], nullptr);
+  EXPECT_NE(s.by_gpu[1][1], nullptr);
+  EXPECT_EQ(s.by_gpu[1][2], s.by_gpu[1][1]);
+  const auto& lines = (*s.model)->weights;
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("one copy on GPU 0 shared by 5 sessions and 1 with a copy of its own (the device's first: "
+                          "auto shares from the second)"),
+            std::string::npos)
+      << lines[0];
+}
+
+// A model with one session on its GPU makes no shared copy and says nothing.
+TEST(SharedWeightsTest, AutoMakesNoCopyForAGpusOnlySession) {
+  TempRepository repo;
+  repo.AddModel("m", 1, MatMulModel());
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    instance_group [ { count: 1 kind: KIND_GPU } ]
+  )pb");
+  Sharing s = LoadRecordingStores(repo, "m", InstanceKind::kGpu);
+  ASSERT_TRUE(s.model.ok()) << s.model.status().ToString();
   EXPECT_TRUE(s.stores_made.empty());
-  for (const auto& [gpu, stores] : s.by_gpu) {
-    for (const auto* store : stores) EXPECT_EQ(store, nullptr);
-  }
+  ASSERT_EQ(s.by_gpu[0].size(), 1u);
+  EXPECT_EQ(s.by_gpu[0][0], nullptr);
+  EXPECT_TRUE((*s.model)->weights.empty());
 }
 
 TEST(SharedWeightsTest, ShareWeightsOffGivesEverySessionItsOwnWeights) {
