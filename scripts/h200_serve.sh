@@ -18,7 +18,7 @@
 # grpc    the tiny MLP (1 connection) and ResNet-50 (64 connections, batch-1
 #         requests, the best served config: [32], 2 instances, CUDA graphs)
 #         through `ortgpu perf`, over HTTP and over gRPC (-i grpc) against the
-#         same server, beside bench --io cuda-graph
+#         same server, beside bench --io cuda-graph (GRPC_RESNET=0: the MLP only)
 # weights GPU memory after load with 1, 2 and 4 instances, config parameter
 #         share_weights on against off, for ResNet-50 (the b32-2inst-graph
 #         config, and a plain one without prefer_nhwc or graphs) and BERT:
@@ -284,9 +284,9 @@ instance_group [{ count: 1 kind: KIND_GPU }]')
       perf_both "mlp_$tag" mlp 1 1
       stop_server
     done
-    ortgpu bench "$R" --provider cuda --batch 32 --io cuda-graph --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
+    [ "${GRPC_RESNET:-1}" = 1 ] && ortgpu bench "$R" --provider cuda --batch 32 --io cuda-graph --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
     repo=$(serve_repo resnet50 "$R" "$BEST_RESNET_CONFIG")
-    if start_server $repo "$out/serve_grpc_resnet.log"; then
+    if [ "${GRPC_RESNET:-1}" = 1 ] && start_server $repo "$out/serve_grpc_resnet.log"; then
       perf_both resnet50 resnet50 ${RESNET_CONCURRENCY:-64} 4
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
       stop_server

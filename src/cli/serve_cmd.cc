@@ -141,7 +141,7 @@ int RunServeCommand(const ServeFlags& flags) {
   options.core.loader.busy_poll_ns = flags.busy_poll_us * 1000;
   options.metrics_port = flags.metrics_port;
   options.grpc_port = flags.grpc_port;
-  options.grpc_infer_threads = flags.grpc_threads;
+  options.grpc_poller_threads = flags.grpc_threads;
   options.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
   options.http.max_connections = flags.max_connections;
   options.core.max_output_bytes = flags.max_output_bytes;
@@ -242,7 +242,7 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
       ->check(CLI::Range(0, 256))
       ->default_val(0);
   cmd->add_option("--grpc-threads", flags->grpc_threads,
-                  "Threads that read, decode and queue gRPC inference calls; 0: one per core, at most 4")
+                  "Threads that read, decode and handle gRPC calls (the only threads that read gRPC sockets); 0: one per core, at most 4")
       ->check(CLI::Range(0, 256))
       ->default_val(0);
   cmd->add_option("--busy-poll-us", flags->busy_poll_us,

@@ -1,13 +1,15 @@
 // GrpcLoadClient: the gRPC load generator behind `ortgpu perf -i grpc`
 // (perf_analyzer's name for it): the same closed and open loops as the HTTP
 // LoadClient (client.h), sending one pre-built inference.ModelInferRequest
-// (raw_input_contents, encoded once) over the KServe v2 gRPC service with
-// gRPC's callback API, or blocking calls for small closed loops (below).
+// (raw_input_contents, serialized once: every call sends the same bytes by
+// reference) over the KServe v2 gRPC service with gRPC's callback API, or
+// blocking calls for small closed loops (below). Responses are not parsed:
+// a completion needs the call's status only.
 // `connections` calls are outstanding at once in the closed loop, each on a
 // channel (an HTTP/2 connection) of its own up to kMaxGrpcChannels, beyond
 // which they share them round-robin; gRPC's own threads run the callbacks
 // (`threads` is not used). A call is not allocated anything but its
-// ClientContext and response.
+// ClientContext.
 //
 // Completion::status: 200 for OK, kTimeout for DEADLINE_EXCEEDED (the
 // client's request_timeout), kTransportError for UNAVAILABLE (no

@@ -55,9 +55,9 @@ struct ServeOptions {
   int grpc_port = 8001;
   // Threads that encode large gRPC infer responses and complete the calls.
   int grpc_threads = 2;
-  // Threads that poll for gRPC ModelInfer calls (GrpcOptions::infer_threads);
+  // Threads that poll for gRPC calls and handle them (GrpcOptions::poller_threads);
   // 0: one per core, at most 4.
-  int grpc_infer_threads = 0;
+  int grpc_poller_threads = 0;
   // How long Shutdown() lets requests in flight finish before closing connections.
   std::chrono::milliseconds drain_timeout{30'000};
   std::chrono::milliseconds gpu_poll_interval{1000};

@@ -16,9 +16,10 @@
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "serve/classification.h"
-#include "serve/grpc/grpc_async_infer.h"
+#include "serve/grpc/grpc_call_queues.h"
 #include "serve/grpc/grpc_codec.h"
 #include "serve/grpc/grpc_settings.h"
+#include "serve/grpc/grpc_streams.h"
 #include "serve/http/request_access.h"
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/server_metadata.h"
@@ -31,12 +32,6 @@ namespace {
   if (st.ok()) return ::grpc::Status::OK;
   // As clients may see it: no server file path (protocol/client_text.h).
   return ::grpc::Status(static_cast<::grpc::StatusCode>(GrpcCodeFor(st.code())), protocol::ClientText(st.message()));
-}
-
-::grpc::ServerUnaryReactor* Reply(::grpc::CallbackServerContext* ctx, const Status& st) {
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpc(st));
-  return reactor;
 }
 
 // When the core drops the request unrun: the earlier of the client's
@@ -76,6 +71,8 @@ bool InlineCompletion(const Expected<InferResponse>& result) {
   }
   return bytes <= kInlineCompletionBytes;
 }
+
+class Rpcs;  // every RPC's handler, below
 
 }  // namespace
 
@@ -152,232 +149,199 @@ struct GrpcServer::State {
   std::condition_variable idle;
   int in_flight = 0;  // guarded by mu
   uint16_t port = 0;
-  std::unique_ptr<grpc_methods::InferenceServiceBase> service;
-  std::unique_ptr<AsyncInferQueues> infer_queues;  // ModelInfer
-  std::unique_ptr<::grpc::Service> health;
+  inference::GRPCInferenceService::AsyncService service;
+  grpc::health::v1::Health::AsyncService health;
+  std::unique_ptr<Rpcs> rpcs;
+  std::unique_ptr<GrpcCallQueues> queues;  // every RPC's calls
   std::unique_ptr<::grpc::Server> server;
 };
 
 namespace {
 
 using State = GrpcServer::State;
+using G = inference::GRPCInferenceService::AsyncService;
+using grpc::health::v1::HealthCheckResponse;
 
-// ModelStreamInfer for non-decoupled models: each request read is queued on
-// the core as it arrives; each response is written as it completes (so in
-// completion order, each naming its request's id). A failed request is a
-// response with error_message; the stream goes on. The call finishes once
-// the client closed its side and every response was written.
-class StreamInfer : public ::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+// Every RPC's handler. Each runs on the poller that read the call and
+// returns its answer, except ModelInfer and the model load/unload, which
+// answer later from another thread (see the header comment).
+class Rpcs {
  public:
-  StreamInfer(State& state, ::grpc::CallbackServerContext* ctx) : state_(state), ctx_(ctx) { StartRead(&request_); }
+  explicit Rpcs(State& state) : s_(state) {}
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      std::unique_lock lock(mu_);
-      reads_done_ = true;
-      MaybeFinish(lock);
-      return;
-    }
-    auto response = std::make_shared<inference::ModelStreamInferResponse>();
-    {
-      std::lock_guard lock(mu_);
-      ++pending_;
-    }
-    state_.Infer(*ctx_, request_, response->mutable_infer_response(),
-                 [this, response](const Status& st) { Complete(response, st); });
-    request_.Clear();
-    StartRead(&request_);
+  // The queues' entries: every method of both services, so that no call is
+  // left to a thread of gRPC's (grpc_call_queues.h says why).
+  std::vector<GrpcCallQueues::Method> Methods(GrpcCallQueues& q, G& svc, grpc::health::v1::Health::AsyncService& health) {
+    std::vector<GrpcCallQueues::Method> m;
+    m.push_back(UnaryRpc(q, "ModelInfer", svc, &G::RequestModelInfer, Infer(), kInferCallsAhead));
+    m.push_back(StreamInferRpc(q, svc, Infer()));
+    m.push_back(Bind(q, "ServerLive", svc, &G::RequestServerLive, &Rpcs::ServerLive));
+    m.push_back(Bind(q, "ServerReady", svc, &G::RequestServerReady, &Rpcs::ServerReady));
+    m.push_back(Bind(q, "ModelReady", svc, &G::RequestModelReady, &Rpcs::ModelReady));
+    m.push_back(Bind(q, "ServerMetadata", svc, &G::RequestServerMetadata, &Rpcs::ServerMetadata));
+    m.push_back(Bind(q, "ModelMetadata", svc, &G::RequestModelMetadata, &Rpcs::ModelMetadata));
+    m.push_back(Bind(q, "ModelConfig", svc, &G::RequestModelConfig, &Rpcs::ModelConfig));
+    m.push_back(Bind(q, "ModelStatistics", svc, &G::RequestModelStatistics, &Rpcs::ModelStatistics));
+    m.push_back(Bind(q, "RepositoryIndex", svc, &G::RequestRepositoryIndex, &Rpcs::RepositoryIndex));
+    m.push_back(UnaryRpc(q, "RepositoryModelLoad", svc, &G::RequestRepositoryModelLoad,
+                         [this](auto& ctx, auto& req, auto*, CallDone done) { Load(ctx, req, std::move(done)); }));
+    m.push_back(UnaryRpc(q, "RepositoryModelUnload", svc, &G::RequestRepositoryModelUnload,
+                         [this](auto& ctx, auto& req, auto*, CallDone done) { Unload(ctx, req, std::move(done)); }));
+    m.push_back(Bind(q, "SystemSharedMemoryStatus", svc, &G::RequestSystemSharedMemoryStatus,
+                     &Rpcs::SystemSharedMemoryStatus));
+    m.push_back(Bind(q, "SystemSharedMemoryRegister", svc, &G::RequestSystemSharedMemoryRegister,
+                     &Rpcs::SystemSharedMemoryRegister));
+    m.push_back(Bind(q, "SystemSharedMemoryUnregister", svc, &G::RequestSystemSharedMemoryUnregister,
+                     &Rpcs::SystemSharedMemoryUnregister));
+    m.push_back(Bind(q, "CudaSharedMemoryStatus", svc, &G::RequestCudaSharedMemoryStatus,
+                     &Rpcs::CudaSharedMemoryStatus));
+    m.push_back(Bind(q, "CudaSharedMemoryRegister", svc, &G::RequestCudaSharedMemoryRegister,
+                     &Rpcs::CudaSharedMemoryRegister));
+    m.push_back(Bind(q, "CudaSharedMemoryUnregister", svc, &G::RequestCudaSharedMemoryUnregister,
+                     &Rpcs::CudaSharedMemoryUnregister));
+    m.push_back(Bind(q, "TraceSetting", svc, &G::RequestTraceSetting, &Rpcs::TraceSetting));
+    m.push_back(Bind(q, "LogSettings", svc, &G::RequestLogSettings, &Rpcs::LogSettings));
+    m.push_back(Bind(q, "grpc.health.v1.Health/Check", health, &grpc::health::v1::Health::AsyncService::RequestCheck,
+                     &Rpcs::HealthCheck));
+    m.push_back(HealthWatchRpc(q, health, [this](const std::string& service) { return Health(service); },
+                               s_.options.health_watch_poll));
+    return m;
   }
-
-  void OnWriteDone(bool ok) override {
-    std::unique_lock lock(mu_);
-    queue_.pop_front();
-    if (!ok) {
-      broken_ = true;  // the client went away: drop what is left
-      queue_.clear();
-    }
-    if (!queue_.empty()) {
-      auto* next = queue_.front().get();
-      lock.unlock();
-      StartWrite(next);
-      return;
-    }
-    writing_ = false;
-    MaybeFinish(lock);
-  }
-
-  void OnDone() override { delete this; }
 
  private:
-  void Complete(std::shared_ptr<inference::ModelStreamInferResponse> response, const Status& st) {
-    if (!st.ok()) {
-      response->Clear();
-      response->set_error_message(protocol::ClientText(st.message()));
-    }
-    std::unique_lock lock(mu_);
-    --pending_;
-    if (broken_) {
-      MaybeFinish(lock);
-      return;
-    }
-    queue_.push_back(std::move(response));
-    if (writing_) return;
-    writing_ = true;
-    auto* first = queue_.front().get();
-    lock.unlock();
-    StartWrite(first);
+  // Calls requested ahead on each queue for ModelInfer, so a burst of new
+  // calls does not wait for a poller to request the next one.
+  static constexpr int kInferCallsAhead = 8;
+
+  InferHandler Infer() {
+    return [this](::grpc::ServerContext& ctx, inference::ModelInferRequest& req, inference::ModelInferResponse* resp,
+                  CallDone done) {
+      s_.Infer(ctx, req, resp, [done = std::move(done)](const Status& st) { done(ToGrpc(st)); });
+    };
   }
 
-  // REQUIRES: `lock` holds mu_; releases it.
-  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
-    if (!reads_done_ || pending_ > 0 || writing_ || finished_) return;
-    finished_ = true;
-    lock.unlock();
-    Finish(::grpc::Status::OK);
+  // The entry of a method whose handler answers at once.
+  template <class Object, class Svc, class Req, class Resp>
+  GrpcCallQueues::Method Bind(GrpcCallQueues& q, std::string name, Object& service,
+                              void (Svc::*request)(::grpc::ServerContext*, Req*, ::grpc::ServerAsyncResponseWriter<Resp>*,
+                                                   ::grpc::CompletionQueue*, ::grpc::ServerCompletionQueue*, void*),
+                              ::grpc::Status (Rpcs::*handler)(::grpc::ServerContext&, const Req&, Resp*)) {
+    return UnaryRpc(q, std::move(name), service, request,
+                    [this, handler](::grpc::ServerContext& ctx, Req& req, Resp* resp, CallDone done) {
+                      done((this->*handler)(ctx, req, resp));
+                    });
   }
 
-  State& state_;
-  ::grpc::CallbackServerContext* ctx_;
-  inference::ModelInferRequest request_;  // the read in progress
-  std::mutex mu_;
-  std::deque<std::shared_ptr<inference::ModelStreamInferResponse>> queue_;  // guarded by mu_; front is being written
-  int pending_ = 0;                                                        // guarded by mu_
-  bool reads_done_ = false;                                                // guarded by mu_
-  bool writing_ = false;                                                   // guarded by mu_
-  bool broken_ = false;                                                    // guarded by mu_
-  bool finished_ = false;                                                  // guarded by mu_
-};
-
-class InferenceService final : public grpc_methods::InferenceServiceBase {
- public:
-  explicit InferenceService(State& state) : s_(state) {}
-
-  ::grpc::ServerUnaryReactor* ServerLive(::grpc::CallbackServerContext* ctx, const inference::ServerLiveRequest*,
-                                         inference::ServerLiveResponse* resp) override {
+  ::grpc::Status ServerLive(::grpc::ServerContext&, const inference::ServerLiveRequest&,
+                            inference::ServerLiveResponse* resp) {
     resp->set_live(s_.core.IsLive());
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* ServerReady(::grpc::CallbackServerContext* ctx, const inference::ServerReadyRequest*,
-                                          inference::ServerReadyResponse* resp) override {
+  ::grpc::Status ServerReady(::grpc::ServerContext&, const inference::ServerReadyRequest&,
+                             inference::ServerReadyResponse* resp) {
     resp->set_ready(!s_.draining && s_.core.IsReady());
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* ModelReady(::grpc::CallbackServerContext* ctx, const inference::ModelReadyRequest* req,
-                                         inference::ModelReadyResponse* resp) override {
-    auto ready = s_.core.IsModelReady(req->name(), req->version());
-    if (!ready) return Reply(ctx, ready.status());
+  ::grpc::Status ModelReady(::grpc::ServerContext&, const inference::ModelReadyRequest& req,
+                            inference::ModelReadyResponse* resp) {
+    auto ready = s_.core.IsModelReady(req.name(), req.version());
+    if (!ready) return ToGrpc(ready.status());
     resp->set_ready(*ready);
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* ServerMetadata(::grpc::CallbackServerContext* ctx,
-                                             const inference::ServerMetadataRequest*,
-                                             inference::ServerMetadataResponse* resp) override {
+  ::grpc::Status ServerMetadata(::grpc::ServerContext&, const inference::ServerMetadataRequest&,
+                                inference::ServerMetadataResponse* resp) {
     resp->set_name(protocol::kServerName);
     resp->set_version(protocol::ServerVersion());
     for (const auto& e : protocol::ServerExtensions()) resp->add_extensions(e);
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* ModelMetadata(::grpc::CallbackServerContext* ctx,
-                                            const inference::ModelMetadataRequest* req,
-                                            inference::ModelMetadataResponse* resp) override {
-    auto md = s_.core.Metadata(req->name(), req->version());
-    if (!md) return Reply(ctx, md.status());
+  ::grpc::Status ModelMetadata(::grpc::ServerContext&, const inference::ModelMetadataRequest& req,
+                               inference::ModelMetadataResponse* resp) {
+    auto md = s_.core.Metadata(req.name(), req.version());
+    if (!md) return ToGrpc(md.status());
     resp->set_name(md->name);
     for (const auto& v : md->versions) resp->add_versions(v);
     resp->set_platform(md->platform);
     FillTensors(md->inputs, *resp->mutable_inputs());
     FillTensors(md->outputs, *resp->mutable_outputs());
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  // ModelInfer runs on the completion-queue API: AsyncInferQueues.
-
-  ::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
-      ::grpc::CallbackServerContext* ctx) override {
-    return new StreamInfer(s_, ctx);
-  }
-
-  ::grpc::ServerUnaryReactor* ModelConfig(::grpc::CallbackServerContext* ctx, const inference::ModelConfigRequest* req,
-                                          inference::ModelConfigResponse* resp) override {
-    auto config = s_.core.ModelConfig(req->name(), req->version());
-    if (!config) return Reply(ctx, config.status());
+  ::grpc::Status ModelConfig(::grpc::ServerContext&, const inference::ModelConfigRequest& req,
+                             inference::ModelConfigResponse* resp) {
+    auto config = s_.core.ModelConfig(req.name(), req.version());
+    if (!config) return ToGrpc(config.status());
     *resp->mutable_config() = *std::move(config);
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* ModelStatistics(::grpc::CallbackServerContext* ctx,
-                                              const inference::ModelStatisticsRequest* req,
-                                              inference::ModelStatisticsResponse* resp) override {
-    auto stats = s_.core.Statistics(req->name(), req->version());
-    if (!stats) return Reply(ctx, stats.status());
+  ::grpc::Status ModelStatistics(::grpc::ServerContext&, const inference::ModelStatisticsRequest& req,
+                                 inference::ModelStatisticsResponse* resp) {
+    auto stats = s_.core.Statistics(req.name(), req.version());
+    if (!stats) return ToGrpc(stats.status());
     EncodeGrpcStatistics(*stats, *resp);
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* RepositoryIndex(::grpc::CallbackServerContext* ctx,
-                                              const inference::RepositoryIndexRequest* req,
-                                              inference::RepositoryIndexResponse* resp) override {
-    if (auto* denied = Unauthorized(ctx, "RepositoryIndex")) return denied;
-    for (const auto& m : s_.core.RepositoryIndex(req->ready())) {
+  ::grpc::Status RepositoryIndex(::grpc::ServerContext& ctx, const inference::RepositoryIndexRequest& req,
+                                 inference::RepositoryIndexResponse* resp) {
+    if (auto denied = Unauthorized(ctx, "RepositoryIndex")) return *denied;
+    for (const auto& m : s_.core.RepositoryIndex(req.ready())) {
       auto* e = resp->add_models();
       e->set_name(m.name);
       e->set_version(m.version);
       e->set_state(std::string(ModelStateName(m.state)));
       e->set_reason(m.reason);
     }
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* RepositoryModelLoad(::grpc::CallbackServerContext* ctx,
-                                                  const inference::RepositoryModelLoadRequest* req,
-                                                  inference::RepositoryModelLoadResponse*) override {
-    if (auto* denied = Unauthorized(ctx, "RepositoryModelLoad")) return denied;
+  void Load(::grpc::ServerContext& ctx, const inference::RepositoryModelLoadRequest& req, CallDone done) {
+    if (auto denied = Unauthorized(ctx, "RepositoryModelLoad")) return done(*denied);
     // Triton's load parameters: "config" as string_param, "file:<path>" as
     // bytes_param; unload_dependents is ignored (no ensembles).
     ModelLoadParameters parameters;
     constexpr std::string_view kFile = "file:";
-    for (const auto& [key, value] : req->parameters()) {
+    for (const auto& [key, value] : req.parameters()) {
       if (key == "unload_dependents") continue;
       if (key == "config") {
         if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
-          return Reply(ctx, InvalidArgument("load parameter 'config' must be a string_param holding the model "
-                                            "configuration's JSON"));
+          return done(ToGrpc(InvalidArgument("load parameter 'config' must be a string_param holding the model "
+                                             "configuration's JSON")));
         }
         parameters.config_json = value.string_param();
         continue;
       }
       if (key.compare(0, kFile.size(), kFile) == 0) {
         if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kBytesParam) {
-          return Reply(ctx, InvalidArgument(fmt::format("load parameter '{}' must be a bytes_param holding the "
-                                                        "file's bytes",
-                                                        key)));
+          return done(ToGrpc(InvalidArgument(fmt::format("load parameter '{}' must be a bytes_param holding the "
+                                                         "file's bytes",
+                                                         key))));
         }
         parameters.files[key.substr(kFile.size())] = value.bytes_param();
         continue;
       }
-      return Reply(ctx, Unimplemented(fmt::format("load parameter '{}' is not supported; a load takes 'config' and "
-                                                  "'file:<version>/<name>'",
-                                                  key)));
+      return done(ToGrpc(Unimplemented(fmt::format("load parameter '{}' is not supported; a load takes 'config' and "
+                                                   "'file:<version>/<name>'",
+                                                   key))));
     }
-    return Control(ctx, req->model_name(), std::move(parameters));
+    Control(req.model_name(), std::move(parameters), std::move(done));
   }
 
-  ::grpc::ServerUnaryReactor* RepositoryModelUnload(::grpc::CallbackServerContext* ctx,
-                                                    const inference::RepositoryModelUnloadRequest* req,
-                                                    inference::RepositoryModelUnloadResponse*) override {
-    if (auto* denied = Unauthorized(ctx, "RepositoryModelUnload")) return denied;
-    return Control(ctx, req->model_name(), std::nullopt);
+  void Unload(::grpc::ServerContext& ctx, const inference::RepositoryModelUnloadRequest& req, CallDone done) {
+    if (auto denied = Unauthorized(ctx, "RepositoryModelUnload")) return done(*denied);
+    Control(req.model_name(), std::nullopt, std::move(done));
   }
 
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
-                                                       const inference::SystemSharedMemoryStatusRequest* req,
-                                                       inference::SystemSharedMemoryStatusResponse* resp) override {
-    auto regions = s_.settings.system_shm.Regions(req->name());
-    if (!regions) return Reply(ctx, regions.status());
+  ::grpc::Status SystemSharedMemoryStatus(::grpc::ServerContext&, const inference::SystemSharedMemoryStatusRequest& req,
+                                          inference::SystemSharedMemoryStatusResponse* resp) {
+    auto regions = s_.settings.system_shm.Regions(req.name());
+    if (!regions) return ToGrpc(regions.status());
     for (const auto& r : *regions) {
       auto& e = (*resp->mutable_regions())[r.name];
       e.set_name(r.name);
@@ -385,137 +349,131 @@ class InferenceService final : public grpc_methods::InferenceServiceBase {
       e.set_offset(r.offset);
       e.set_byte_size(r.byte_size);
     }
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
-                                                         const inference::SystemSharedMemoryRegisterRequest* req,
-                                                         inference::SystemSharedMemoryRegisterResponse*) override {
-    if (auto* denied = Unauthorized(ctx, "SystemSharedMemoryRegister")) return denied;
-    return Reply(ctx, s_.settings.system_shm.Register(req->name(), req->key(), req->offset(), req->byte_size()));
+
+  ::grpc::Status SystemSharedMemoryRegister(::grpc::ServerContext& ctx,
+                                            const inference::SystemSharedMemoryRegisterRequest& req,
+                                            inference::SystemSharedMemoryRegisterResponse*) {
+    if (auto denied = Unauthorized(ctx, "SystemSharedMemoryRegister")) return *denied;
+    return ToGrpc(s_.settings.system_shm.Register(req.name(), req.key(), req.offset(), req.byte_size()));
   }
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
-                                                           const inference::SystemSharedMemoryUnregisterRequest* req,
-                                                           inference::SystemSharedMemoryUnregisterResponse*) override {
-    if (auto* denied = Unauthorized(ctx, "SystemSharedMemoryUnregister")) return denied;
-    s_.settings.system_shm.Unregister(req->name());
-    return Reply(ctx, Status::Ok());
+
+  ::grpc::Status SystemSharedMemoryUnregister(::grpc::ServerContext& ctx,
+                                              const inference::SystemSharedMemoryUnregisterRequest& req,
+                                              inference::SystemSharedMemoryUnregisterResponse*) {
+    if (auto denied = Unauthorized(ctx, "SystemSharedMemoryUnregister")) return *denied;
+    s_.settings.system_shm.Unregister(req.name());
+    return ::grpc::Status::OK;
   }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(::grpc::CallbackServerContext* ctx,
-                                                     const inference::CudaSharedMemoryStatusRequest* req,
-                                                     inference::CudaSharedMemoryStatusResponse* resp) override {
-    auto regions = s_.settings.system_shm.Regions(req->name(), SharedMemoryKind::kCuda);
-    if (!regions) return Reply(ctx, regions.status());
+
+  ::grpc::Status CudaSharedMemoryStatus(::grpc::ServerContext&, const inference::CudaSharedMemoryStatusRequest& req,
+                                        inference::CudaSharedMemoryStatusResponse* resp) {
+    auto regions = s_.settings.system_shm.Regions(req.name(), SharedMemoryKind::kCuda);
+    if (!regions) return ToGrpc(regions.status());
     for (const auto& r : *regions) {
       auto& e = (*resp->mutable_regions())[r.name];
       e.set_name(r.name);
       e.set_device_id(static_cast<uint64_t>(r.device_id));
       e.set_byte_size(r.byte_size);
     }
-    return Reply(ctx, Status::Ok());
-  }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(::grpc::CallbackServerContext* ctx,
-                                                       const inference::CudaSharedMemoryRegisterRequest* req,
-                                                       inference::CudaSharedMemoryRegisterResponse*) override {
-    if (auto* denied = Unauthorized(ctx, "CudaSharedMemoryRegister")) return denied;
-    if (req->device_id() < 0 || req->device_id() > std::numeric_limits<int>::max()) {
-      return Reply(ctx, InvalidArgument("device_id " + std::to_string(req->device_id()) + " is not a GPU"));
-    }
-    return Reply(ctx, s_.settings.system_shm.RegisterCuda(req->name(), req->raw_handle(),
-                                                          static_cast<int>(req->device_id()), req->byte_size()));
-  }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(::grpc::CallbackServerContext* ctx,
-                                                         const inference::CudaSharedMemoryUnregisterRequest* req,
-                                                         inference::CudaSharedMemoryUnregisterResponse*) override {
-    if (auto* denied = Unauthorized(ctx, "CudaSharedMemoryUnregister")) return denied;
-    s_.settings.system_shm.Unregister(req->name(), SharedMemoryKind::kCuda);
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
-  ::grpc::ServerUnaryReactor* TraceSetting(::grpc::CallbackServerContext* ctx,
-                                           const inference::TraceSettingRequest* req,
-                                           inference::TraceSettingResponse* resp) override {
-    if (auto* denied = Unauthorized(ctx, "TraceSetting")) return denied;
-    if (!req->model_name().empty()) {
-      auto md = s_.core.Metadata(req->model_name(), "");
-      if (!md && md.status().code() == Code::kNotFound) return Reply(ctx, md.status());
+  ::grpc::Status CudaSharedMemoryRegister(::grpc::ServerContext& ctx,
+                                          const inference::CudaSharedMemoryRegisterRequest& req,
+                                          inference::CudaSharedMemoryRegisterResponse*) {
+    if (auto denied = Unauthorized(ctx, "CudaSharedMemoryRegister")) return *denied;
+    if (req.device_id() < 0 || req.device_id() > std::numeric_limits<int>::max()) {
+      return ToGrpc(InvalidArgument("device_id " + std::to_string(req.device_id()) + " is not a GPU"));
     }
-    if (req->settings_size() > 0) {
-      Status st = s_.settings.trace.Update(req->model_name(), TraceChangesFromGrpc(*req));
-      if (!st.ok()) return Reply(ctx, st);
-    }
-    TraceSettingsToGrpc(s_.settings.trace.Get(req->model_name()), *resp);
-    return Reply(ctx, Status::Ok());
+    return ToGrpc(s_.settings.system_shm.RegisterCuda(req.name(), req.raw_handle(), static_cast<int>(req.device_id()),
+                                                      req.byte_size()));
   }
 
-  ::grpc::ServerUnaryReactor* LogSettings(::grpc::CallbackServerContext* ctx, const inference::LogSettingsRequest* req,
-                                          inference::LogSettingsResponse* resp) override {
-    if (auto* denied = Unauthorized(ctx, "LogSettings")) return denied;
-    if (req->settings_size() > 0) {
-      auto changes = LogChangesFromGrpc(*req);
-      if (!changes) return Reply(ctx, changes.status());
+  ::grpc::Status CudaSharedMemoryUnregister(::grpc::ServerContext& ctx,
+                                            const inference::CudaSharedMemoryUnregisterRequest& req,
+                                            inference::CudaSharedMemoryUnregisterResponse*) {
+    if (auto denied = Unauthorized(ctx, "CudaSharedMemoryUnregister")) return *denied;
+    s_.settings.system_shm.Unregister(req.name(), SharedMemoryKind::kCuda);
+    return ::grpc::Status::OK;
+  }
+
+  ::grpc::Status TraceSetting(::grpc::ServerContext& ctx, const inference::TraceSettingRequest& req,
+                              inference::TraceSettingResponse* resp) {
+    if (auto denied = Unauthorized(ctx, "TraceSetting")) return *denied;
+    if (!req.model_name().empty()) {
+      auto md = s_.core.Metadata(req.model_name(), "");
+      if (!md && md.status().code() == Code::kNotFound) return ToGrpc(md.status());
+    }
+    if (req.settings_size() > 0) {
+      Status st = s_.settings.trace.Update(req.model_name(), TraceChangesFromGrpc(req));
+      if (!st.ok()) return ToGrpc(st);
+    }
+    TraceSettingsToGrpc(s_.settings.trace.Get(req.model_name()), *resp);
+    return ::grpc::Status::OK;
+  }
+
+  ::grpc::Status LogSettings(::grpc::ServerContext& ctx, const inference::LogSettingsRequest& req,
+                             inference::LogSettingsResponse* resp) {
+    if (auto denied = Unauthorized(ctx, "LogSettings")) return *denied;
+    if (req.settings_size() > 0) {
+      auto changes = LogChangesFromGrpc(req);
+      if (!changes) return ToGrpc(changes.status());
       Status st = s_.settings.log.Update(*changes);
-      if (!st.ok()) return Reply(ctx, st);
+      if (!st.ok()) return ToGrpc(st);
     }
     LogSettingsToGrpc(s_.settings.log.Get(), *resp);
-    return Reply(ctx, Status::Ok());
+    return ::grpc::Status::OK;
   }
 
- private:
+  // grpc.health.v1: SERVING while the server is ready (every model that
+  // should be loaded is READY), for the whole server ("") and the inference
+  // service; Check answers NOT_FOUND for another name, Watch SERVICE_UNKNOWN.
+  HealthCheckResponse::ServingStatus Health(const std::string& service) const {
+    if (!service.empty() && service != "inference.GRPCInferenceService") return HealthCheckResponse::SERVICE_UNKNOWN;
+    return !s_.draining && s_.core.IsReady() ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING;
+  }
+
+  ::grpc::Status HealthCheck(::grpc::ServerContext&, const grpc::health::v1::HealthCheckRequest& req,
+                             HealthCheckResponse* resp) {
+    const auto status = Health(req.service());
+    if (status == HealthCheckResponse::SERVICE_UNKNOWN) {
+      return ToGrpc(NotFound(fmt::format("unknown service '{}'; ask for \"\" or \"inference.GRPCInferenceService\"",
+                                         req.service())));
+    }
+    resp->set_status(status);
+    return ::grpc::Status::OK;
+  }
+
   // Load (with its parameters) or, for nullopt, unload; they may take
-  // seconds: they run on the blocking pool.
-  ::grpc::ServerUnaryReactor* Control(::grpc::CallbackServerContext* ctx, const std::string& model,
-                                      std::optional<ModelLoadParameters> load) {
-    auto* reactor = ctx->DefaultReactor();
+  // seconds: they run on the blocking pool, off the pollers.
+  void Control(const std::string& model, std::optional<ModelLoadParameters> load, CallDone done) {
     if (model.empty()) {
-      reactor->Finish(ToGrpc(InvalidArgument("model_name is empty; name the model to load or unload")));
-      return reactor;
+      done(ToGrpc(InvalidArgument("model_name is empty; name the model to load or unload")));
+      return;
     }
-    boost::asio::post(s_.blocking, [this, reactor, model, load = std::move(load)] {
+    boost::asio::post(s_.blocking, [this, model, load = std::move(load), done = std::move(done)] {
       Status st = load ? s_.core.LoadModel(model, *load) : s_.core.UnloadModel(model);
-      reactor->Finish(ToGrpc(st));
+      done(ToGrpc(st));
     });
-    return reactor;
   }
 
-  // nullptr when the call may go on; otherwise the reactor it was finished
-  // with, UNAUTHENTICATED (GrpcOptions::auth_token).
-  ::grpc::ServerUnaryReactor* Unauthorized(::grpc::CallbackServerContext* ctx, std::string_view rpc) const {
-    if (s_.options.auth_token.empty()) return nullptr;
-    const auto& md = ctx->client_metadata();
+  // nullopt when the call may go on; otherwise UNAUTHENTICATED
+  // (GrpcOptions::auth_token).
+  std::optional<::grpc::Status> Unauthorized(const ::grpc::ServerContext& ctx, std::string_view rpc) const {
+    if (s_.options.auth_token.empty()) return std::nullopt;
+    const auto& md = ctx.client_metadata();
     auto it = md.find("authorization");
-    const std::string_view given = it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-    if (BearerTokenMatches(given, s_.options.auth_token)) return nullptr;
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(::grpc::Status(::grpc::StatusCode::UNAUTHENTICATED,
-                                   fmt::format("{} needs the metadata 'authorization: Bearer <token>' with the token of "
-                                               "the server's --auth-token-file{}",
-                                               rpc, given.empty() ? "" : "; the token sent is wrong")));
-    return reactor;
+    const std::string_view given =
+        it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+    if (BearerTokenMatches(given, s_.options.auth_token)) return std::nullopt;
+    return ::grpc::Status(::grpc::StatusCode::UNAUTHENTICATED,
+                          fmt::format("{} needs the metadata 'authorization: Bearer <token>' with the token of the "
+                                      "server's --auth-token-file{}",
+                                      rpc, given.empty() ? "" : "; the token sent is wrong"));
   }
 
-  State& s_;
-};
-
-// grpc.health.v1: SERVING while the server is ready (every model that should
-// be loaded is READY), for the whole server ("") and the inference service.
-class HealthService final : public grpc::health::v1::Health::CallbackService {
- public:
-  explicit HealthService(State& state) : s_(state) {}
-  ::grpc::ServerUnaryReactor* Check(::grpc::CallbackServerContext* ctx,
-                                    const grpc::health::v1::HealthCheckRequest* req,
-                                    grpc::health::v1::HealthCheckResponse* resp) override {
-    if (!req->service().empty() && req->service() != "inference.GRPCInferenceService") {
-      return Reply(ctx, NotFound(fmt::format("unknown service '{}'; ask for \"\" or "
-                                             "\"inference.GRPCInferenceService\"",
-                                             req->service())));
-    }
-    const bool serving = !s_.draining && s_.core.IsReady();
-    resp->set_status(serving ? grpc::health::v1::HealthCheckResponse::SERVING
-                             : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
-    return Reply(ctx, Status::Ok());
-  }
-
- private:
   State& s_;
 };
 
@@ -526,8 +484,6 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, Run
   std::unique_ptr<GrpcServer> g(new GrpcServer());
   g->state_ = std::make_shared<State>(server, settings, std::move(options));
   State& s = *g->state_;
-  s.service = std::make_unique<InferenceService>(s);
-  s.health = std::make_unique<HealthService>(s);
 
   const std::string host = s.options.host.find(':') != std::string::npos ? "[" + s.options.host + "]" : s.options.host;
   const std::string address = fmt::format("{}:{}", host, s.options.port);
@@ -538,23 +494,21 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, Run
   // would start silently and get half the connections: refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(s.options.max_message_bytes, INT_MAX)));
-  builder.RegisterService(s.service.get());
-  builder.RegisterService(s.health.get());
-  s.infer_queues = std::make_unique<AsyncInferQueues>(builder, s.options.infer_threads, s.options.busy_poll);
+  builder.RegisterService(&s.service);
+  builder.RegisterService(&s.health);
+  s.queues = std::make_unique<GrpcCallQueues>(builder, s.options.poller_threads, s.options.busy_poll);
   s.server = builder.BuildAndStart();
   if (!s.server || selected_port == 0) {
     if (s.server) s.server->Shutdown();
-    s.infer_queues->Stop();
+    s.queues->Stop();
     s.stopped = true;
     return Unavailable(fmt::format("cannot listen for gRPC on {}: the port is in use or the address is not one of "
                                    "this machine's; choose another --grpc-port (0: any free port, -1: no gRPC)",
                                    address));
   }
   s.port = static_cast<uint16_t>(selected_port);
-  s.infer_queues->Start(*s.service, [&s](::grpc::ServerContext& ctx, inference::ModelInferRequest& request,
-                                         inference::ModelInferResponse* response, AsyncInferQueues::Done done) {
-    s.Infer(ctx, request, response, std::move(done));
-  });
+  s.rpcs = std::make_unique<Rpcs>(s);
+  s.queues->Start(s.rpcs->Methods(*s.queues, s.service, s.health));
   return g;
 }
 
@@ -581,7 +535,7 @@ void GrpcServer::Stop() {
     std::unique_lock lock(state_->mu);
     state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
   }
-  state_->infer_queues->Stop();
+  state_->queues->Stop();
   state_->workers.join();
   state_->blocking.join();
 }

@@ -4,14 +4,14 @@
 // the same core, batcher, queue cap and status mapping (GrpcCodeFor). RPCs
 // and codes: docs/PROTOCOL.md.
 //
-// Threads (docs/ARCHITECTURE.md): ModelInfer calls are read, decoded and
-// handed to the ModelServer by the pollers of AsyncInferQueues
-// (`infer_threads`, gRPC's completion-queue API); every other RPC runs on
-// gRPC's own threads through its callback API. No thread waits for an
-// inference. The instance worker that completes an infer encodes a small
-// response and completes the call itself; a large one it posts to a small
-// pool owned here (`threads`), and returns to the GPU. Model load/unload run
-// on a one-thread blocking pool.
+// Threads (docs/ARCHITECTURE.md): every RPC is read, decoded and handled
+// by the pollers of GrpcCallQueues (`poller_threads`, gRPC's completion-queue
+// API), which are the only threads that read gRPC's sockets; gRPC's callback
+// and sync APIs, which bring threads of gRPC's own, are not used. No thread
+// waits for an inference. The instance worker that completes an infer
+// encodes a small response and completes the call itself; a large one it
+// posts to a small pool owned here (`threads`), and returns to the GPU.
+// Model load/unload run on a one-thread blocking pool.
 //
 // Lifecycle: Start() -> serving -> BeginDrain() (ServerReady false, new
 // infers UNAVAILABLE) -> WaitIdle() -> Stop() (cancels what is left, waits
@@ -47,17 +47,20 @@ struct GrpcOptions {
   // Threads that encode large infer responses and complete the calls
   // (small ones are completed by the thread that ran the inference).
   int threads = 2;
-  // Threads that poll the completion queues of ModelInfer, each reading,
-  // decoding and queueing the calls that arrive on its queue
-  // (AsyncInferQueues), and how long each keeps polling after an event
-  // before it blocks (0: block at once; serve --busy-poll-us).
-  int infer_threads = 2;
+  // Threads that poll the completion queues, each reading, decoding and
+  // handling the calls that arrive on its queue (GrpcCallQueues), and how
+  // long each keeps polling after an event before it blocks (0: block at
+  // once; serve --busy-poll-us).
+  int poller_threads = 2;
   std::chrono::microseconds busy_poll{0};
   // With a token (--auth-token-file) the repository, logging, trace and
   // shared-memory register/unregister RPCs need the metadata
   // "authorization: Bearer <token>" (UNAUTHENTICATED otherwise), as their
   // HTTP endpoints need the header.
   std::string auth_token;
+  // How often a grpc.health.v1.Health/Watch stream looks at the serving
+  // status (it sends the status each time it changed).
+  std::chrono::milliseconds health_watch_poll{1000};
 };
 
 class GrpcServer {

@@ -43,7 +43,10 @@ void GatherRows(const std::vector<RowCopy>& copies, size_t max_threads) {
       }
     }
   };
-  if (max_threads == 0) max_threads = std::min<size_t>(std::thread::hardware_concurrency() / 4, kMaxGatherThreads);
+  // The core count once: hardware_concurrency() reads /sys on every call (an
+  // open, read and close on the worker's path of every batch).
+  static const size_t kCores = std::thread::hardware_concurrency();
+  if (max_threads == 0) max_threads = std::min<size_t>(kCores / 4, kMaxGatherThreads);
   const size_t threads = std::min({copies.size(), total / kParallelGatherBytes + 1, std::max<size_t>(1, max_threads)});
   if (threads <= 1) return run(0, copies.size());
   // Contiguous runs of copies of about equal bytes, one per thread; this

@@ -8,6 +8,8 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -111,6 +113,100 @@ TEST_F(GrpcServerTest, GrpcHealthCheckFollowsReadiness) {
   req.set_service("other.Service");
   ctx = Ctx();
   EXPECT_EQ(health->Check(ctx.get(), req, &r).error_code(), ::grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(GrpcServerTest, GrpcHealthWatchSendsEachChangeOfReadiness) {
+  GrpcOptions options;
+  options.health_watch_poll = 5ms;
+  StartServer(options);
+  using grpc::health::v1::HealthCheckResponse;
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  auto ctx = Ctx();
+  auto watch = health->Watch(ctx.get(), {});
+  HealthCheckResponse r;
+  ASSERT_TRUE(watch->Read(&r));
+  EXPECT_EQ(r.status(), HealthCheckResponse::SERVING);
+  fake_.SetReady(false);
+  ASSERT_TRUE(watch->Read(&r));
+  EXPECT_EQ(r.status(), HealthCheckResponse::NOT_SERVING);
+  fake_.SetReady(true);
+  ASSERT_TRUE(watch->Read(&r));
+  EXPECT_EQ(r.status(), HealthCheckResponse::SERVING);
+
+  // An unknown service is SERVICE_UNKNOWN and the call stays open (the
+  // health protocol's rule for Watch).
+  grpc::health::v1::HealthCheckRequest other;
+  other.set_service("other.Service");
+  auto other_ctx = Ctx();
+  auto other_watch = health->Watch(other_ctx.get(), other);
+  ASSERT_TRUE(other_watch->Read(&r));
+  EXPECT_EQ(r.status(), HealthCheckResponse::SERVICE_UNKNOWN);
+
+  // A drain is NOT_SERVING; the client cancelling ends the call.
+  server_->BeginDrain();
+  ASSERT_TRUE(watch->Read(&r));
+  EXPECT_EQ(r.status(), HealthCheckResponse::NOT_SERVING);
+  ctx->TryCancel();
+  other_ctx->TryCancel();
+  EXPECT_EQ(watch->Finish().error_code(), ::grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(other_watch->Finish().error_code(), ::grpc::StatusCode::CANCELLED);
+  ExpectAlive();
+}
+
+TEST_F(GrpcServerTest, StopEndsOpenWatchesAndStreams) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  auto watch_ctx = Ctx();
+  auto watch = health->Watch(watch_ctx.get(), {});
+  grpc::health::v1::HealthCheckResponse r;
+  ASSERT_TRUE(watch->Read(&r));
+  auto stream_ctx = Ctx();
+  auto stream = stub_->ModelStreamInfer(stream_ctx.get());
+  ASSERT_TRUE(stream->Write(EchoRequest()));
+  inference::ModelStreamInferResponse sr;
+  ASSERT_TRUE(stream->Read(&sr));
+
+  server_->Stop();  // returns: nothing of the server waits on the open calls
+  EXPECT_FALSE(watch->Read(&r));
+  EXPECT_FALSE(watch->Finish().ok());
+  EXPECT_FALSE(stream->Read(&sr));
+  EXPECT_FALSE(stream->Finish().ok());
+}
+
+// The pollers are the only threads that read gRPC's sockets: serving every
+// kind of RPC starts none of the threads gRPC brings for its callback API
+// (cores/2 "nexting_thread"s, which took the calls off the socket and woke
+// the poller: a thread hand-off on every call) or its sync API
+// ("grpcpp_sync_server" pools). gRPC names its threads; this reads the names.
+TEST_F(GrpcServerTest, ServingEveryKindOfRpcStartsNoThreadOfGrpcsThatPolls) {
+  auto grpc_pollers = [] {
+    std::vector<std::string> found;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name.rfind("nexting", 0) == 0 || name.rfind("grpcpp_sync", 0) == 0) found.push_back(name);
+    }
+    return found;
+  };
+  ExpectAlive();
+  inference::ModelInferResponse resp;
+  auto ctx = Ctx();
+  ASSERT_TRUE(stub_->ModelInfer(ctx.get(), EchoRequest(), &resp).ok());
+  auto stream_ctx = Ctx();
+  auto stream = stub_->ModelStreamInfer(stream_ctx.get());
+  ASSERT_TRUE(stream->Write(EchoRequest()));
+  ASSERT_TRUE(stream->WritesDone());
+  inference::ModelStreamInferResponse sr;
+  ASSERT_TRUE(stream->Read(&sr));
+  EXPECT_TRUE(stream->Finish().ok());
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckResponse hr;
+  ctx = Ctx();
+  ASSERT_TRUE(health->Check(ctx.get(), {}, &hr).ok());
+  inference::RepositoryIndexResponse index;
+  ctx = Ctx();
+  ASSERT_TRUE(stub_->RepositoryIndex(ctx.get(), {}, &index).ok());
+  EXPECT_THAT(grpc_pollers(), ::testing::IsEmpty());
 }
 
 TEST_F(GrpcServerTest, ModelReadyMetadataConfigAndStatistics) {
@@ -250,7 +346,7 @@ TEST_F(GrpcServerTest, ModelInferRawContentsRoundTrip) {
 // its own values.
 TEST_F(GrpcServerTest, ConcurrentInfersOnBusyPollingQueuesEachGetTheirOwnAnswer) {
   GrpcOptions options;
-  options.infer_threads = 2;
+  options.poller_threads = 2;
   options.busy_poll = 200us;
   StartServer(options);
   constexpr int kCalls = 48;
