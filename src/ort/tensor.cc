@@ -189,6 +189,19 @@ Status RequireHostBytes(const Tensor& t, const std::string& reader) {
                          "or serve the model on a GPU instance of a batching model (max_batch_size > 0)");
 }
 
+Status CopyToHost(Tensor& t, const std::string& reader) {
+  if (!t.on_device()) return Status::Ok();
+  if (!t.device->to_host) return RequireHostBytes(t, reader);
+  std::vector<uint8_t> bytes(t.device->size);
+  if (Status st = t.device->to_host(bytes.data()); !st.ok()) {
+    return st.WithContext("copying input '" + t.name + "' from " + t.device->where + " on GPU " +
+                          std::to_string(t.device->device) + " to the host for " + reader);
+  }
+  t.data = TensorBytes(std::move(bytes));
+  t.device.reset();
+  return Status::Ok();
+}
+
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1f;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <map>
@@ -175,6 +176,10 @@ struct DeviceView {
   size_t size = 0;       // bytes
   int device = -1;       // the CUDA device ordinal the memory is on
   std::string where;     // what it is, for messages: "CUDA shared memory region 'in'"
+  // Copies the `size` bytes into host memory at `dst` (for a CUDA region:
+  // the driver call of the IPC that mapped it); unset where the bytes can
+  // only be read on the device. Any thread.
+  std::function<Status(void* dst)> to_host;
 };
 
 struct Tensor {
@@ -183,9 +188,10 @@ struct Tensor {
   std::vector<int64_t> shape;
   TensorBytes data;                   // ElementCount * ElementSize bytes (non-string)
   std::vector<std::string> strings;   // ElementCount elements (kString only)
-  // Set: the bytes are in device memory (then `data` is empty). Only a GPU
-  // instance's batch path reads them (device to device); anything that
-  // needs host bytes refuses such a tensor with RequireHostBytes. An output
+  // Set: the bytes are in device memory (then `data` is empty). A GPU
+  // instance's batch path reads them where they are (device to device);
+  // a path that needs host bytes first copies them with CopyToHost, and
+  // refuses a tensor it cannot copy with RequireHostBytes. An output
   // with it set and a view of no bytes is a placeholder: the instance
   // wrote it into the request's CUDA shared memory region already.
   std::optional<DeviceView> device;
@@ -212,6 +218,12 @@ Status ValidateTensorSize(const Tensor& t);
 // and that `reader` (what wanted them: "model 'm' on the CPU") reads host
 // memory only, and what to send instead; Ok for a host tensor.
 Status RequireHostBytes(const Tensor& t, const std::string& reader);
+
+// Brings a tensor in device memory to the host: `data` gets its bytes (one
+// copy, DeviceView::to_host) and `device` is cleared. Ok and nothing done
+// for a host tensor; RequireHostBytes's error, naming `reader`, for a view
+// without to_host; the copy's error otherwise.
+Status CopyToHost(Tensor& t, const std::string& reader);
 
 // Converts one element to double, for comparisons and reports (fp16/bf16
 // decoded). REQUIRES: t.dtype is numeric or bool; i < element_count().

@@ -187,6 +187,11 @@ Expected<std::optional<DeviceView>> SharedMemoryRegistry::FindOnDevice(const std
   v.size = static_cast<size_t>(size);
   v.device = r->info.device_id;
   v.where = fmt::format("CUDA shared memory region '{}'", name);
+  // A path that needs host bytes copies them once, through the IPC that
+  // mapped the region (libcuda), whatever instance reads them.
+  v.to_host = [region = r.get(), address = v.address, size = v.size](void* dst) {
+    return region->cuda->ToHost(dst, address, size, region->info.device_id);
+  };
   v.owner = std::move(r);
   return std::optional<DeviceView>(std::move(v));
 }

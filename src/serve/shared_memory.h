@@ -10,7 +10,8 @@
 // address at the offset, its GPU, the region as owner) and no host bytes,
 // and a GPU instance joins them into its batch device to device
 // (SessionRunner); whatever needs host bytes of such a tensor (a CPU
-// instance, an unbatched model) refuses it with RequireHostBytes. A CUDA
+// instance, an unbatched model, a batch joined in host memory) copies them
+// to the host once (DeviceView::to_host, through gpu::CudaIpc). A CUDA
 // region's BYTES (string) inputs are copied to the host once, as strings
 // are parsed on the host. Outputs placed in a CUDA region are resolved to
 // device memory too (ResolveDeviceOutputs): a GPU batch whose requests all

@@ -56,6 +56,22 @@ TEST_F(CudaRegionTest, AnInputBecomesADeviceViewWithNoHostCopy) {
   EXPECT_EQ(ipc_->to_host_count(), 0);
 }
 
+// Where host bytes are needed (a CPU instance, an unbatched model) the view
+// copies them once through the IPC that mapped the region.
+TEST_F(CudaRegionTest, AViewCopiesItsBytesToTheHostThroughTheIpcWhenAsked) {
+  auto& mem = ipc_->Memory(handle_);
+  for (size_t i = 0; i < mem.size(); ++i) mem[i] = static_cast<uint8_t>(i);
+  auto r = Request(16, 16);
+  ASSERT_TRUE(ReadSharedMemoryInputs(r, registry_).ok());
+  Tensor x = r.inputs[0];
+  ASSERT_TRUE(CopyToHost(x, "a CPU instance").ok());
+  EXPECT_FALSE(x.on_device());
+  EXPECT_EQ(ipc_->to_host_count(), 1);
+  ASSERT_EQ(x.data.size(), 16u);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(x.data[i], static_cast<uint8_t>(16 + i));
+  EXPECT_TRUE(ValidateTensorSize(x).ok());
+}
+
 TEST_F(CudaRegionTest, SizesAndRangesAreCheckedAsForHostBytes) {
   auto wrong = Request(0, 12);
   Status st = ReadSharedMemoryInputs(wrong, registry_);

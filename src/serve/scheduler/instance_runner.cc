@@ -1,6 +1,7 @@
 #include "serve/scheduler/instance_runner.h"
 
 #include <algorithm>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -64,10 +65,38 @@ void GatherRows(const std::vector<RowCopy>& copies, size_t max_threads) {
   for (auto& h : helpers) h.join();
 }
 
-Expected<std::vector<Tensor>> InstanceRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
+namespace {
+
+// The requests as a path that reads host memory needs them: a request with
+// inputs in device memory (CUDA shared memory) is copied into `copies`
+// with each such input brought to the host once (CopyToHost); the others
+// are used as they are. `reader` says what needs the bytes, for errors.
+Status OnHost(const std::vector<const std::vector<Tensor>*>& requests, const std::string& reader,
+              std::deque<std::vector<Tensor>>& copies, std::vector<const std::vector<Tensor>*>& out) {
+  out.clear();
+  for (const auto* req : requests) {
+    if (std::none_of(req->begin(), req->end(), [](const Tensor& t) { return t.on_device(); })) {
+      out.push_back(req);
+      continue;
+    }
+    std::vector<Tensor>& copy = copies.emplace_back(*req);
+    for (Tensor& t : copy) ORTGPU_RETURN_IF_ERROR(CopyToHost(t, reader));
+    out.push_back(&copy);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> InstanceRunner::RunBatch(const std::vector<const std::vector<Tensor>*>& device_requests,
                                                        int64_t padding_rows, const Clock& clock,
                                                        int64_t& inputs_ready_ns, const std::vector<std::string>&,
                                                        const std::vector<const OutputDestinations*>&) {
+  // This path runs on host tensors (an unbatched model, a batch joined in
+  // host memory): inputs in a CUDA region are copied to the host once.
+  std::deque<std::vector<Tensor>> copies;
+  std::vector<const std::vector<Tensor>*> requests;
+  ORTGPU_RETURN_IF_ERROR(OnHost(device_requests, "a run on host tensors", copies, requests));
   if (requests.size() == 1 && padding_rows == 0) {  // runs on the request's own tensors
     inputs_ready_ns = clock.NowNanos();
     return Run(*requests.front());
@@ -214,7 +243,13 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
     }
   }
   if (on_device != nullptr && device_memory_ == nullptr) {
-    return RequireHostBytes(*on_device, "model " + sessions_->main->label() + " runs on the CPU and");
+    // A CPU instance reads host memory: the rows in CUDA regions are copied
+    // to the host once, and the batch joins as a host batch.
+    std::deque<std::vector<Tensor>> copies;
+    std::vector<const std::vector<Tensor>*> host;
+    ORTGPU_RETURN_IF_ERROR(
+        OnHost(requests, "model " + sessions_->main->label() + ", which runs on the CPU,", copies, host));
+    return RunBatch(host, padding_rows, clock, inputs_ready_ns, outputs, destinations);
   }
   copies_.clear();
   pieces_.clear();

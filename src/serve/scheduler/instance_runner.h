@@ -144,8 +144,10 @@ class SessionRunner : public InstanceRunner {
   // Where a batch with rows already in device memory (Tensor::device: CUDA
   // shared memory) is joined: `memory` on GPU `device`. A CUDA instance
   // has the CUDA runtime on its session's device_id by default; a CPU one
-  // none, and such a batch is refused (InvalidArgument naming the input,
-  // its region and GPU). Tests give a FakeDeviceMemory to a CPU session.
+  // none, and such a batch's device rows are copied to the host once
+  // (DeviceView::to_host) and joined as host rows; a row that cannot be
+  // copied is refused (InvalidArgument naming the input, its region and
+  // GPU). Tests give a FakeDeviceMemory to a CPU session.
   void SetDeviceMemory(std::shared_ptr<DeviceMemory> memory, int device) {
     device_memory_ = std::move(memory);
     device_ = device;

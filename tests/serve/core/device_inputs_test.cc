@@ -1,7 +1,10 @@
 // Inputs whose bytes are in device memory (a CUDA shared memory region's
 // DeviceView) reaching the real server core: validated like host inputs
-// (shape and byte size), and refused clearly by a CPU instance, which
-// cannot read device memory, with the server serving on (issue 10).
+// (shape and byte size), copied to the host once for a CPU instance, and
+// refused clearly where they cannot be copied, with the server serving on
+// (issue 10).
+#include <cstring>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -35,7 +38,25 @@ Tensor OnDevice(Tensor t, size_t bytes) {
   return t;
 }
 
-TEST(DeviceInputsTest, ACpuModelRefusesADeviceInputClearlyAndServesOn) {
+TEST(DeviceInputsTest, ACpuModelCopiesADeviceInputToTheHostOnce) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  auto core = Start(CpuOptions(repo));
+  ASSERT_NE(core, nullptr);
+  Tensor in = OnDevice(Input({1, 2, 3, 4}), 16);
+  auto copies = std::make_shared<int>(0);
+  in.device->to_host = [address = in.device->address, copies](void* dst) {
+    ++*copies;
+    std::memcpy(dst, reinterpret_cast<const void*>(address), 16);
+    return Status::Ok();
+  };
+  auto r = InferSync(*core, Request("m", {in}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Floats(r->outputs[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_EQ(*copies, 1);
+}
+
+TEST(DeviceInputsTest, ADeviceInputThatCannotBeCopiedIsRefusedClearlyAndTheModelServesOn) {
   TempRepository repo;
   repo.AddModel("m", 1, ScaleModel(2));
   auto core = Start(CpuOptions(repo));

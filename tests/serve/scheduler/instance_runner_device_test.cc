@@ -149,9 +149,59 @@ TEST_F(DeviceBatchTest, RowsOnAnotherGpuArePeerCopiedOrRefusedNamingBothGpus) {
   EXPECT_TRUE(runner_.RunBatch({&host}, 0, clock_, ready_).ok());
 }
 
-// A CPU instance cannot read device memory: the batch is refused with what
-// the input is and where, and what to send instead.
-TEST_F(DeviceBatchTest, ACpuInstanceRefusesDeviceRowsClearly) {
+// `req` with its device rows readable from the host as a CUDA region's
+// are (DeviceView::to_host), each copy counted in `copies`.
+std::vector<Tensor> HostReadable(std::vector<Tensor> req, std::shared_ptr<int> copies) {
+  for (Tensor& t : req) {
+    if (!t.on_device()) continue;
+    t.device->to_host = [address = t.device->address, size = t.device->size, copies](void* dst) {
+      ++*copies;
+      std::memcpy(dst, reinterpret_cast<const void*>(address), size);
+      return Status::Ok();
+    };
+  }
+  return req;
+}
+
+// A CPU instance reads host memory: rows in a CUDA region are copied to the
+// host once each and the batch runs as a host batch (issue 10: Triton
+// serves such inputs on any instance).
+TEST_F(DeviceBatchTest, ACpuInstanceCopiesDeviceRowsToTheHostOnce) {
+  SessionRunner cpu(Linear(), Batched());
+  auto copies = std::make_shared<int>(0);
+  auto a = HostReadable(DeviceRequest(1, 0.5f), copies), b = HostReadable(DeviceRequest(2, -1.0f), copies);
+  auto host = HostRequest(1, 3.0f);
+  auto got = cpu.RunBatch({&a, &host, &b}, 1, clock_, ready_);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*copies, 2);
+  auto ha = HostRequest(1, 0.5f), hb = HostRequest(2, -1.0f);
+  const auto want = Reference({&ha, &host, &hb}, 1);
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].shape, want[0].shape);
+  EXPECT_EQ((*got)[0].data, want[0].data);
+}
+
+// So does an instance whose path runs on the request's own host tensors
+// (an unbatched model).
+TEST_F(DeviceBatchTest, AnUnbatchedRunCopiesDeviceInputsToTheHostOnce) {
+  ReshapeRules unbatched;
+  SessionRunner cpu(Linear(), unbatched);
+  auto copies = std::make_shared<int>(0);
+  auto a = HostReadable(DeviceRequest(2, 0.5f), copies);
+  auto got = cpu.RunBatch({&a}, 0, clock_, ready_);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*copies, 1);
+  auto host = HostRequest(2, 0.5f);
+  const auto want = reference_.Run(host);
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].shape, (*want)[0].shape);
+  EXPECT_EQ((*got)[0].data, (*want)[0].data);
+}
+
+// Device bytes that cannot be read from the host are refused with what the
+// input is and where, and what to send instead; the runner serves on.
+TEST_F(DeviceBatchTest, ACpuInstanceRefusesDeviceRowsItCannotCopy) {
   SessionRunner cpu(Linear(), Batched());
   auto a = DeviceRequest(1, 0.5f);
   auto got = cpu.RunBatch({&a}, 0, clock_, ready_);
@@ -162,7 +212,7 @@ TEST_F(DeviceBatchTest, ACpuInstanceRefusesDeviceRowsClearly) {
   EXPECT_THAT(got.status().message(), HasSubstr("system shared memory"));
   auto host = HostRequest(1, 0.5f);
   EXPECT_TRUE(cpu.RunBatch({&host}, 0, clock_, ready_).ok());
-  // The host-tensor paths (an unbatched model, Run) refuse it too.
+  // Run itself takes host tensors only.
   auto run = cpu.Run(a);
   ASSERT_FALSE(run.ok());
   EXPECT_THAT(run.status().message(), HasSubstr("reads host memory only"));
