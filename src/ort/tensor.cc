@@ -193,7 +193,7 @@ Status CopyToHost(Tensor& t, const std::string& reader) {
   if (!t.on_device()) return Status::Ok();
   if (!t.device->to_host) return RequireHostBytes(t, reader);
   std::vector<uint8_t> bytes(t.device->size);
-  if (Status st = t.device->to_host(bytes.data()); !st.ok()) {
+  if (Status st = t.device->to_host(bytes.data(), t.device->address, t.device->size); !st.ok()) {
     return st.WithContext("copying input '" + t.name + "' from " + t.device->where + " on GPU " +
                           std::to_string(t.device->device) + " to the host for " + reader);
   }

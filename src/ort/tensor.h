@@ -176,10 +176,11 @@ struct DeviceView {
   size_t size = 0;       // bytes
   int device = -1;       // the CUDA device ordinal the memory is on
   std::string where;     // what it is, for messages: "CUDA shared memory region 'in'"
-  // Copies the `size` bytes into host memory at `dst` (for a CUDA region:
-  // the driver call of the IPC that mapped it); unset where the bytes can
-  // only be read on the device. Any thread.
-  std::function<Status(void* dst)> to_host;
+  // Copies `bytes` at device `address` (this view's) into host memory at
+  // `dst` (for a CUDA region: the driver call of the IPC that mapped it);
+  // unset where the bytes can only be read on the device. Any thread. It
+  // captures one pointer, so making a view allocates nothing for it.
+  std::function<Status(void* dst, uint64_t address, size_t bytes)> to_host;
 };
 
 struct Tensor {

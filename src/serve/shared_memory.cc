@@ -189,8 +189,8 @@ Expected<std::optional<DeviceView>> SharedMemoryRegistry::FindOnDevice(const std
   v.where = fmt::format("CUDA shared memory region '{}'", name);
   // A path that needs host bytes copies them once, through the IPC that
   // mapped the region (libcuda), whatever instance reads them.
-  v.to_host = [region = r.get(), address = v.address, size = v.size](void* dst) {
-    return region->cuda->ToHost(dst, address, size, region->info.device_id);
+  v.to_host = [region = r.get()](void* dst, uint64_t address, size_t bytes) {
+    return region->cuda->ToHost(dst, address, bytes, region->info.device_id);
   };
   v.owner = std::move(r);
   return std::optional<DeviceView>(std::move(v));

@@ -45,9 +45,9 @@ TEST(DeviceInputsTest, ACpuModelCopiesADeviceInputToTheHostOnce) {
   ASSERT_NE(core, nullptr);
   Tensor in = OnDevice(Input({1, 2, 3, 4}), 16);
   auto copies = std::make_shared<int>(0);
-  in.device->to_host = [address = in.device->address, copies](void* dst) {
+  in.device->to_host = [copies](void* dst, uint64_t address, size_t size) {
     ++*copies;
-    std::memcpy(dst, reinterpret_cast<const void*>(address), 16);
+    std::memcpy(dst, reinterpret_cast<const void*>(address), size);
     return Status::Ok();
   };
   auto r = InferSync(*core, Request("m", {in}));

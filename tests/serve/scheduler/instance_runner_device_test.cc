@@ -154,7 +154,7 @@ TEST_F(DeviceBatchTest, RowsOnAnotherGpuArePeerCopiedOrRefusedNamingBothGpus) {
 std::vector<Tensor> HostReadable(std::vector<Tensor> req, std::shared_ptr<int> copies) {
   for (Tensor& t : req) {
     if (!t.on_device()) continue;
-    t.device->to_host = [address = t.device->address, size = t.device->size, copies](void* dst) {
+    t.device->to_host = [copies](void* dst, uint64_t address, size_t size) {
       ++*copies;
       std::memcpy(dst, reinterpret_cast<const void*>(address), size);
       return Status::Ok();
