@@ -18,7 +18,11 @@
 # grpc    the tiny MLP (1 connection) and ResNet-50 (64 connections, batch-1
 #         requests, the best served config: [32], 2 instances, CUDA graphs)
 #         through `ortgpu perf`, over HTTP and over gRPC (-i grpc) against the
-#         same server, beside bench --io cuda-graph (GRPC_RESNET=0: the MLP only)
+#         same server, beside bench --io cuda-graph (GRPC_RESNET=0: the MLP only,
+#         GRPC_MLP=0: ResNet-50 only);
+#         MLP_SERVE_FLAGS and MLP_PERF_FLAGS: ';'-separated variants of serve's
+#         and perf's flags for the MLP (perf's: each against each server start),
+#         RESNET_PERF_THREADS: perf --threads values for ResNet-50 (4)
 # weights GPU memory after load with 1, 2 and 4 instances, config parameter
 #         share_weights on against off, for ResNet-50 (the b32-2inst-graph
 #         config, and a plain one without prefer_nhwc or graphs) and BERT:
@@ -261,33 +265,35 @@ instance_group [{ count: 1 kind: KIND_GPU }]')
   } > "$out/mlp.txt" 2>&1
 fi
 
-# perf_both NAME MODEL CONNECTIONS THREADS: ortgpu perf over HTTP, then over gRPC
+# perf_both NAME MODEL CONNECTIONS THREADS [PERF_FLAGS]: ortgpu perf over HTTP, then over gRPC
 perf_both() {
   for proto in http grpc; do
-    echo "--- $1: ortgpu perf -i $proto --concurrency $3 --threads $4"
+    echo "--- $1: ortgpu perf -i $proto --concurrency $3 --threads $4 ${5:-}"
     ortgpu perf -i $proto --url http://127.0.0.1:8000 --grpc-url 127.0.0.1:8001 --model "$2" --concurrency "$3" \
-      --threads "$4" --measurement-interval 3000 --max-trials 6 --no-progress
+      --threads "$4" --measurement-interval 3000 --max-trials 6 --no-progress ${5:-}
     echo "exit $?"
   done
 }
 
 if [[ " $parts " == *" grpc "* ]]; then
   {
-    ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -3
+    [ "${GRPC_MLP:-1}" = 1 ] && ortgpu bench "$M" --provider cuda --batch 1 --duration 4 --no-check --no-progress | tail -3
     repo=$(serve_repo mlp "$M" 'max_batch_size: 8
 instance_group [{ count: 1 kind: KIND_GPU }]')
-    IFS=';' read -ra variants <<< "${MLP_SERVE_FLAGS:---busy-poll-us 0;--http-threads 2 --busy-poll-us 300}"
+    variants=()
+    [ "${GRPC_MLP:-1}" = 1 ] && IFS=';' read -ra variants <<< "${MLP_SERVE_FLAGS:---busy-poll-us 0;--http-threads 2 --busy-poll-us 300}"
     for flags in "${variants[@]}"; do
       tag=$(echo "$flags" | tr -cd '[:alnum:]')
       SERVE_FLAGS="$flags" start_server $repo "$out/serve_grpc_mlp_$tag.log" || continue
       echo "=== mlp, serve $flags"; grep -E "^gRPC:" "$out/serve_grpc_mlp_$tag.log"
-      perf_both "mlp_$tag" mlp 1 1
+      IFS=';' read -ra perf_variants <<< "${MLP_PERF_FLAGS:-}"
+      for pflags in "${perf_variants[@]:-}"; do perf_both "mlp_$tag" mlp 1 1 "$pflags"; done
       stop_server
     done
     [ "${GRPC_RESNET:-1}" = 1 ] && ortgpu bench "$R" --provider cuda --batch 32 --io cuda-graph --cuda-option prefer_nhwc=1 --duration 4 --no-check --no-progress | tail -3
     repo=$(serve_repo resnet50 "$R" "$BEST_RESNET_CONFIG")
     if [ "${GRPC_RESNET:-1}" = 1 ] && start_server $repo "$out/serve_grpc_resnet.log"; then
-      perf_both resnet50 resnet50 ${RESNET_CONCURRENCY:-64} 4
+      for t in ${RESNET_PERF_THREADS:-4}; do perf_both resnet50 resnet50 ${RESNET_CONCURRENCY:-64} $t; done
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
       stop_server
     fi

@@ -43,6 +43,7 @@ struct PerfFlags {
   int64_t request_count = 0;
   int connections = 64;
   int threads = 0;
+  bool busy_poll = false;
   int64_t request_timeout_ms = 10000;
   int64_t interval_ms = 5000;
   double stability_percentage = 10;
@@ -143,6 +144,7 @@ Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
   // connections of 602 KB bodies need about 4 on the H200 (docs/PERF.md).
   o.threads = f.threads > 0 ? f.threads
                             : static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
+  o.busy_poll = f.busy_poll;
   o.request_timeout = std::chrono::milliseconds(f.request_timeout_ms);
   o.measure.window_ms = f.interval_ms;
   o.measure.stability = f.stability_percentage / 100;
@@ -272,10 +274,13 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--request-count", f->request_count, "Send exactly this many requests per step (no windows, no stability check)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", f->threads,
-                  "HTTP client I/O threads; 0: a quarter of the cores, 1 to 4 (one drives hundreds of connections of "
-                  "small requests; large bodies need more). -i grpc uses gRPC's own threads")
+                  "Client I/O threads; 0: a quarter of the cores, 1 to 4 (one drives hundreds of connections of "
+                  "small requests; large bodies need more). -i grpc in a closed loop of up to 16: one per request")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
+  cmd->add_flag("--busy-poll", f->busy_poll,
+                "The client's I/O threads poll for responses without sleeping, a core each (as trtexec's "
+                "--useSpinWait): no wake-up in the latency; pair with serve --busy-poll-us");
   cmd->add_option("--request-timeout-ms", f->request_timeout_ms, "A request unanswered this long counts as a timeout")
       ->check(CLI::PositiveNumber)
       ->default_val(10000);

@@ -370,7 +370,14 @@ Expected<std::unique_ptr<LoadClient>> LoadClient::Start(const HttpEndpoint& endp
     Worker* wp = w.get();
     wp->thread = std::thread([wp] {
       wp->Begin();
-      wp->ioc.run();
+      if (!wp->shared.options.busy_poll) {
+        wp->ioc.run();
+        return;
+      }
+      // Handlers run as their events come, without waiting in epoll (a
+      // poll returns at once); the loop ends as run() would: stopped or
+      // out of work.
+      while (!wp->ioc.stopped()) wp->ioc.poll();
     });
   }
   return client;

@@ -60,6 +60,9 @@ struct ClientOptions {
   Distribution distribution = Distribution::kConstant;
   uint64_t seed = 1;
   int64_t request_limit = 0;  // 0: no limit
+  // The I/O threads poll without sleeping (a core each): no wake-up between
+  // a response's arrival and its read, as trtexec's --useSpinWait.
+  bool busy_poll = false;
 };
 
 // steady_clock now in nanoseconds (the clock of every Completion).

@@ -7,12 +7,22 @@
 #include <mutex>
 #include <thread>
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
+#include <grpc/support/time.h>
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/client_unary_call.h>
 
 #include "grpc_service.grpc.pb.h"
+#include "kserve/grpc_runtime.h"
 
 namespace ortgpu::perf {
 
@@ -22,6 +32,45 @@ void SetSharedMemoryParameters(const RegionRef& ref, google::protobuf::Map<std::
   p["shared_memory_region"].set_string_param(ref.region);
   p["shared_memory_offset"].set_int64_param(static_cast<int64_t>(ref.offset));
   p["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(ref.byte_size));
+}
+
+// A TCP connection to `target` when it is "HOST:PORT" ("[V6]:PORT" too),
+// with TCP_NODELAY, waited for at most `timeout`; -1 for another form (a
+// URI such as dns:///, unix:, ipv4:) or a connection that did not open.
+int ConnectTcp(const std::string& target, std::chrono::milliseconds timeout) {
+  const size_t colon = target.rfind(':');
+  if (colon == std::string::npos || target.find('/') != std::string::npos) return -1;
+  std::string host = target.substr(0, colon);
+  const std::string port = target.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty() || port.empty()) return -1;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return -1;
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    bool open = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (!open && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof(err);
+      open = poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
+             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    if (!open) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd >= 0) {
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  return fd;
 }
 
 }  // namespace
@@ -65,13 +114,25 @@ Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& m
 
 constexpr char kModelInfer[] = "/inference.GRPCInferenceService/ModelInfer";
 
+// A thread of the client's with the completion queue it polls. Each call
+// completes on one poller's queue, and that poller records it and sends the
+// next: gRPC reads the response on this thread (no hand-off to a thread of
+// gRPC's, as its callback API makes: a wake-up, tens of microseconds at
+// concurrency 1).
+struct Poller {
+  ::grpc::CompletionQueue cq;
+  std::thread thread;
+};
+
 // One outstanding call's storage, reused call after call. The response is
 // kept as gRPC's bytes: a load generator needs its status, not its outputs.
 struct Call {
   std::unique_ptr<::grpc::ClientContext> ctx;
+  std::unique_ptr<::grpc::GenericClientAsyncResponseReader> reader;  // lives in ctx's call: reset first
   ::grpc::ByteBuffer response;
-  ::grpc::Channel* channel = nullptr;
+  ::grpc::Status status;
   ::grpc::GenericStub* stub = nullptr;
+  Poller* poller = nullptr;
   int64_t start_ns = 0;  // send (closed loop) or scheduled time (open loop)
   bool delayed = false;
 };
@@ -84,6 +145,7 @@ struct GrpcLoadClient::State {
   ::grpc::ByteBuffer request;
   std::vector<std::shared_ptr<::grpc::Channel>> channels;
   std::vector<std::unique_ptr<::grpc::GenericStub>> stubs;
+  std::vector<std::unique_ptr<Poller>> pollers;
   std::vector<std::unique_ptr<Call>> calls;
 
   std::mutex mu;
@@ -94,10 +156,10 @@ struct GrpcLoadClient::State {
   int outstanding = 0;                  // guarded by mu
   int64_t sent = 0;                     // guarded by mu
   int64_t completed = 0;                // guarded by mu
+  int64_t wait_target = 0;              // guarded by mu: WaitForCompleted's n while it waits, else 0
   std::string first_transport_error;    // guarded by mu
   bool stopping = false;                // guarded by mu
   std::thread pacer;                    // open loop
-  std::vector<std::thread> callers;     // closed loop with blocking calls: one per call
 
   // Claims the right to send one more request. REQUIRES: mu held.
   bool MaySend() {
@@ -108,40 +170,40 @@ struct GrpcLoadClient::State {
     return true;
   }
 
+  // Starts `c`'s next call; it completes on c->poller's queue.
   // REQUIRES: mu not held; MaySend() returned true for this send.
   void Send(Call* c, int64_t start_ns, bool delayed) {
     {
       std::lock_guard lock(mu);  // Stop may be cancelling the calls' contexts
+      c->reader.reset();
       c->ctx = std::make_unique<::grpc::ClientContext>();
     }
     c->ctx->set_deadline(std::chrono::system_clock::now() + options.request_timeout);
     c->response.Clear();
     c->start_ns = start_ns;
     c->delayed = delayed;
-    c->stub->UnaryCall(c->ctx.get(), kModelInfer, ::grpc::StubOptions(), &request, &c->response,
-                       [this, c](::grpc::Status st) { Done(c, st); });
+    c->reader = c->stub->PrepareUnaryCall(c->ctx.get(), kModelInfer, request, &c->poller->cq);
+    c->reader->StartCall();
+    c->reader->Finish(&c->response, &c->status, c);
   }
 
-  // A closed-loop call on a thread of its own: blocking unary calls, one
-  // after the other. gRPC then reads each response on this thread, which
-  // saves the hand-off to gRPC's callback threads that the asynchronous
-  // calls pay (a wake-up, tens of microseconds at concurrency 1).
-  void CallLoop(Call* c) {
+  // A poller's loop: each completion is recorded and its call sent again
+  // (closed loop) or taken for the backlog or parked (open loop). With
+  // busy_poll it never sleeps: it asks for an event that is already there
+  // (the infinite past as deadline; gRPC rounds "now" up to a millisecond).
+  void Poll(Poller& p) {
+    void* tag = nullptr;
+    bool ok = false;
     while (true) {
-      {
-        std::lock_guard lock(mu);
-        if (!MaySend()) return;
-        c->ctx = std::make_unique<::grpc::ClientContext>();
+      if (options.busy_poll) {
+        const auto r = p.cq.AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
+        if (r == ::grpc::CompletionQueue::TIMEOUT) continue;
+        if (r == ::grpc::CompletionQueue::SHUTDOWN) return;
+      } else if (!p.cq.Next(&tag, &ok)) {
+        return;
       }
-      c->ctx->set_deadline(std::chrono::system_clock::now() + options.request_timeout);
-      c->response.Clear();
-      c->start_ns = SteadyNowNs();
-      c->delayed = false;
-      const ::grpc::Status st = ::grpc::internal::BlockingUnaryCall<::grpc::ByteBuffer, ::grpc::ByteBuffer>(
-          c->channel, ::grpc::internal::RpcMethod(kModelInfer, ::grpc::internal::RpcMethod::NORMAL_RPC), c->ctx.get(),
-          request, &c->response);
-      std::lock_guard lock(mu);
-      Record(c, st);
+      Call* c = static_cast<Call*>(tag);
+      Done(c, c->status);
     }
   }
 
@@ -164,7 +226,9 @@ struct GrpcLoadClient::State {
     completions.push_back(done);
     ++completed;
     --outstanding;
-    cv.notify_all();
+    // Only a waiter whose condition now holds is woken: a wake-up per call
+    // would cost the poller a futex and the waiter a turn on mu.
+    if ((wait_target > 0 && completed >= wait_target) || (stopping && outstanding == 0)) cv.notify_all();
   }
 
   void Done(Call* c, const ::grpc::Status& st) {
@@ -216,12 +280,18 @@ struct GrpcLoadClient::State {
   }
 };
 
+int GrpcPollerThreads(const ClientOptions& options) {
+  if (options.rate_per_s <= 0 && options.connections <= kOnePollerPerCallMaxConcurrency) return options.connections;
+  return std::min(options.threads, options.connections);
+}
+
 Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::string& target,
                                                                 inference::ModelInferRequest request,
                                                                 const ClientOptions& options) {
   if (options.connections < 1 || options.threads < 1) {
     return InvalidArgument("the gRPC load client needs at least one connection and one thread");
   }
+  kserve::ConfigureGrpcRuntime();
   std::unique_ptr<GrpcLoadClient> client(new GrpcLoadClient());
   client->state_ = std::make_shared<State>();
   State& s = *client->state_;
@@ -244,22 +314,28 @@ Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::strin
     // perf_analyzer does not); without gRPC's retry layer a call also costs
     // 11% fewer client instructions (callgrind, docs/BENCHMARKS.md).
     args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-    s.channels.push_back(::grpc::CreateCustomChannel(target, ::grpc::InsecureChannelCredentials(), args));
+    // A channel over a connection perf opened itself is gRPC's direct
+    // channel: no resolver, load balancing or retry layer between a call and
+    // the connection (a quarter of the client's instructions per call,
+    // docs/BENCHMARKS.md). Where it does not connect, a channel of gRPC's own
+    // makes the calls fail with gRPC's account of why.
+    const int fd = ConnectTcp(target, options.request_timeout);
+    s.channels.push_back(fd >= 0 ? ::grpc::CreateCustomInsecureChannelFromFd(target, fd, args)
+                                 : ::grpc::CreateCustomChannel(target, ::grpc::InsecureChannelCredentials(), args));
     s.stubs.push_back(std::make_unique<::grpc::GenericStub>(s.channels.back()));
   }
+  const int pollers = GrpcPollerThreads(options);
+  for (int i = 0; i < pollers; ++i) s.pollers.push_back(std::make_unique<Poller>());
   for (int i = 0; i < options.connections; ++i) {
     auto c = std::make_unique<Call>();
-    c->channel = s.channels[static_cast<size_t>(i % channels)].get();
     c->stub = s.stubs[static_cast<size_t>(i % channels)].get();
+    c->poller = s.pollers[static_cast<size_t>(i % pollers)].get();
     s.calls.push_back(std::move(c));
   }
+  for (auto& p : s.pollers) p->thread = std::thread([&s, p = p.get()] { s.Poll(*p); });
   if (options.rate_per_s > 0) {
     for (auto& c : s.calls) s.idle.push_back(c.get());
     s.pacer = std::thread([&s] { s.Pace(); });
-    return client;
-  }
-  if (options.connections <= kBlockingCallsMaxConcurrency) {
-    for (auto& c : s.calls) s.callers.emplace_back([&s, c = c.get()] { s.CallLoop(c); });
     return client;
   }
   std::vector<Call*> first;
@@ -288,7 +364,10 @@ int64_t GrpcLoadClient::completed() const {
 
 bool GrpcLoadClient::WaitForCompleted(int64_t n, std::chrono::milliseconds timeout) {
   std::unique_lock lock(state_->mu);
-  return state_->cv.wait_for(lock, timeout, [&] { return state_->completed >= n; });
+  state_->wait_target = n;
+  const bool done = state_->cv.wait_for(lock, timeout, [&] { return state_->completed >= n; });
+  state_->wait_target = 0;
+  return done;
 }
 
 std::string GrpcLoadClient::first_transport_error() const {
@@ -314,8 +393,14 @@ void GrpcLoadClient::Stop(std::chrono::milliseconds drain) {
       s.cv.wait(lock, [&] { return s.outstanding == 0; });
     }
   }
-  for (auto& t : s.callers) t.join();
-  s.callers.clear();
+  for (auto& c : s.calls) {
+    c->reader.reset();  // the calls are over: free them before their queues go
+    c->ctx.reset();
+  }
+  for (auto& p : s.pollers) p->cq.Shutdown();
+  for (auto& p : s.pollers) {
+    if (p->thread.joinable()) p->thread.join();
+  }
 }
 
 }  // namespace ortgpu::perf

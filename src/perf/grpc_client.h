@@ -2,20 +2,23 @@
 // (perf_analyzer's name for it): the same closed and open loops as the HTTP
 // LoadClient (client.h), sending one pre-built inference.ModelInferRequest
 // (raw_input_contents, serialized once: every call sends the same bytes by
-// reference) over the KServe v2 gRPC service with gRPC's callback API, or
-// blocking calls for small closed loops (below). Responses are not parsed:
-// a completion needs the call's status only.
+// reference) over the KServe v2 gRPC service with gRPC's asynchronous API
+// on completion queues of the client's own threads (GrpcPollerThreads):
+// each call completes on one poller's queue, and that thread reads the
+// response, records it and sends the next call. No thread of gRPC's runs a
+// call (its callback API would read responses on "nexting" threads and hand
+// each to another thread). Responses are not parsed: a completion needs the
+// call's status only.
 // `connections` calls are outstanding at once in the closed loop, each on a
 // channel (an HTTP/2 connection) of its own up to kMaxGrpcChannels, beyond
-// which they share them round-robin; gRPC's own threads run the callbacks
-// (`threads` is not used). A call is not allocated anything but its
-// ClientContext.
+// which they share them round-robin. A call is not allocated anything but
+// its ClientContext. With ClientOptions::busy_poll the pollers never sleep.
 //
 // Completion::status: 200 for OK, kTimeout for DEADLINE_EXCEEDED (the
 // client's request_timeout), kTransportError for UNAVAILABLE (no
 // connection), kGrpcStatusBase + the gRPC code otherwise.
 // Thread-safety: as LoadClient (Start, TakeCompletions, Stop from one
-// thread); gRPC's threads run the completions.
+// thread); the pollers run the completions.
 #pragma once
 
 #include <memory>
@@ -30,12 +33,15 @@ namespace ortgpu::perf {
 
 // Completion::status of a failed gRPC call: this plus its grpc::StatusCode.
 inline constexpr int kGrpcStatusBase = 1000;
-// Closed loops of at most this many connections make blocking calls, each
-// on a thread of its own (the lowest latency: gRPC reads the response on the
-// calling thread); larger ones and open loops use gRPC's callback API on
-// one channel per connection up to kMaxGrpcChannels.
-inline constexpr int kBlockingCallsMaxConcurrency = 16;
+// Closed loops of at most this many connections get a poller thread per
+// call (the lowest latency: nothing else is read on a call's thread).
+inline constexpr int kOnePollerPerCallMaxConcurrency = 16;
 inline constexpr int kMaxGrpcChannels = 64;
+
+// The client's poller threads for `options`: one per call in closed loops
+// of up to kOnePollerPerCallMaxConcurrency connections, else
+// options.threads (at most one per connection).
+int GrpcPollerThreads(const ClientOptions& options);
 
 // The ModelInferRequest for `inputs`: raw_input_contents in input order
 // (BYTES in Triton's length-prefixed form), every output of `model` asked

@@ -177,6 +177,7 @@ Expected<StepResult> RunStep(const StepContext& ctx, double load) {
   const PerfOptions& o = ctx.options;
   ClientOptions co;
   co.threads = o.threads;
+  co.busy_poll = o.busy_poll;
   co.request_timeout = o.request_timeout;
   co.seed = o.inputs.seed;
   co.request_limit = o.request_count;

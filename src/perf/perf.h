@@ -55,6 +55,7 @@ struct PerfOptions {
   int rate_connections = 64;                // --connections: pool of the rate mode
   int64_t request_count = 0;                // --request-count: that many per step, no windows
   int threads = 1;                          // --threads: I/O threads
+  bool busy_poll = false;                   // --busy-poll: the I/O threads never sleep
   std::chrono::milliseconds request_timeout{10000};  // --request-timeout-ms
   MeasureOptions measure;
 

@@ -122,7 +122,7 @@ TEST_F(PerfAgainstServe, GrpcProtocolLoadsTheSameServer) {
   const auto j = JsonOf(r);
   ASSERT_TRUE(j.is_object()) << r.output;
   EXPECT_EQ(j["url"], "grpc://127.0.0.1:" + std::to_string(server_->grpc_port));
-  // 2: blocking calls, a thread each; 20: the callback API on 20 channels.
+  // 2: a poller thread per call; 20: 20 channels on --threads pollers.
   ASSERT_EQ(j["steps"].size(), 2u);
   for (const auto& s : j["steps"]) {
     EXPECT_GT(s["throughput"]["infer_per_s"].get<double>(), 0);
@@ -150,6 +150,26 @@ TEST_F(PerfAgainstServe, SystemSharedMemoryCarriesTheTensorsOverHttpAndGrpc) {
   const RunResult none = RunPerf(With(Target("add_sub"), {"--shared-memory", "gpu", "--request-count", "1"}));
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_NE(none.output.find("--shared-memory"), std::string::npos) << none.output;
+}
+
+// --busy-poll: the client's threads never sleep; every request is still
+// sent and answered exactly once, with one poller per call (1) and with
+// calls sharing pollers (24 on 2 threads), over both protocols.
+TEST_F(PerfAgainstServe, BusyPollingClientsSendExactlyTheCountOverBothProtocols) {
+  for (const std::string protocol : {"http", "grpc"}) {
+    const RunResult r = RunPerf(With(Target("add_sub"), {"-i", protocol, "--grpc-url",
+                                                         "127.0.0.1:" + std::to_string(server_->grpc_port),
+                                                         "--busy-poll", "--threads", "2", "--concurrency", "1,24",
+                                                         "--request-count", "60", "--json"}));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = JsonOf(r);
+    ASSERT_TRUE(j.is_object()) << r.output;
+    ASSERT_EQ(j["steps"].size(), 2u) << protocol;
+    for (const auto& s : j["steps"]) {
+      EXPECT_EQ(s["requests"], 60) << protocol;
+      EXPECT_EQ(s["error_count"], 0) << protocol;
+    }
+  }
 }
 
 TEST_F(PerfAgainstServe, GrpcRateModeWithAFixedCount) {

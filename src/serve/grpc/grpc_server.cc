@@ -15,6 +15,7 @@
 
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
+#include "kserve/grpc_runtime.h"
 #include "serve/classification.h"
 #include "serve/grpc/grpc_call_queues.h"
 #include "serve/grpc/grpc_codec.h"
@@ -487,6 +488,7 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, Run
 
   const std::string host = s.options.host.find(':') != std::string::npos ? "[" + s.options.host + "]" : s.options.host;
   const std::string address = fmt::format("{}:{}", host, s.options.port);
+  kserve::ConfigureGrpcRuntime();
   ::grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(address, ::grpc::InsecureServerCredentials(), &selected_port);

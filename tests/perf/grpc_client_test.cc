@@ -1,0 +1,36 @@
+#include "perf/grpc_client.h"
+
+#include <gtest/gtest.h>
+
+namespace ortgpu::perf {
+namespace {
+
+ClientOptions Options(int connections, int threads, double rate = 0) {
+  ClientOptions o;
+  o.connections = connections;
+  o.threads = threads;
+  o.rate_per_s = rate;
+  return o;
+}
+
+// Small closed loops get a poller per call (nothing else is read on a
+// call's thread); larger ones and open loops share --threads pollers, never
+// more than there are connections.
+TEST(GrpcPollerThreadsTest, OnePerCallInSmallClosedLoopsElseTheThreadsOption) {
+  EXPECT_EQ(GrpcPollerThreads(Options(1, 4)), 1);
+  EXPECT_EQ(GrpcPollerThreads(Options(kOnePollerPerCallMaxConcurrency, 4)), kOnePollerPerCallMaxConcurrency);
+  EXPECT_EQ(GrpcPollerThreads(Options(kOnePollerPerCallMaxConcurrency + 1, 4)), 4);
+  EXPECT_EQ(GrpcPollerThreads(Options(64, 2)), 2);
+  EXPECT_EQ(GrpcPollerThreads(Options(64, 4, 1000)), 4);
+  EXPECT_EQ(GrpcPollerThreads(Options(2, 4, 1000)), 2);
+}
+
+TEST(GrpcLoadClientTest, NoConnectionOrThreadIsAClearError) {
+  auto none = GrpcLoadClient::Start("127.0.0.1:1", {}, Options(0, 1));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("at least one connection"), std::string::npos);
+  EXPECT_FALSE(GrpcLoadClient::Start("127.0.0.1:1", {}, Options(1, 0)).ok());
+}
+
+}  // namespace
+}  // namespace ortgpu::perf
