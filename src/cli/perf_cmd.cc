@@ -275,12 +275,12 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", f->threads,
                   "Client I/O threads; 0: a quarter of the cores, 1 to 4 (one drives hundreds of connections of "
-                  "small requests; large bodies need more). -i grpc in a closed loop of up to 16: one per request")
+                  "small requests; large bodies need more). -i grpc: one per request up to 16, else gRPC's own threads")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
   cmd->add_flag("--busy-poll", f->busy_poll,
                 "The client's I/O threads poll for responses without sleeping, a core each (as trtexec's "
-                "--useSpinWait): no wake-up in the latency; pair with serve --busy-poll-us");
+                "--useSpinWait): no wake-up in the latency; pair with serve --busy-poll-us (-i grpc: up to 16 requests)");
   cmd->add_option("--request-timeout-ms", f->request_timeout_ms, "A request unanswered this long counts as a timeout")
       ->check(CLI::PositiveNumber)
       ->default_val(10000);

@@ -114,10 +114,10 @@ Expected<inference::ModelInferRequest> EncodeGrpcInferRequest(const ModelInfo& m
 
 constexpr char kModelInfer[] = "/inference.GRPCInferenceService/ModelInfer";
 
-// A thread of the client's with the completion queue it polls. Each call
-// completes on one poller's queue, and that poller records it and sends the
-// next: gRPC reads the response on this thread (no hand-off to a thread of
-// gRPC's, as its callback API makes: a wake-up, tens of microseconds at
+// A thread of the client's with the completion queue it polls, one per call
+// in small closed loops: the poller records each completion and sends the
+// next, and gRPC reads the response on this thread (no hand-off to a thread
+// of gRPC's, as its callback API makes: a wake-up, tens of microseconds at
 // concurrency 1).
 struct Poller {
   ::grpc::CompletionQueue cq;
@@ -132,7 +132,7 @@ struct Call {
   ::grpc::ByteBuffer response;
   ::grpc::Status status;
   ::grpc::GenericStub* stub = nullptr;
-  Poller* poller = nullptr;
+  Poller* poller = nullptr;  // null: gRPC's callback API (large and open loops)
   int64_t start_ns = 0;  // send (closed loop) or scheduled time (open loop)
   bool delayed = false;
 };
@@ -182,6 +182,11 @@ struct GrpcLoadClient::State {
     c->response.Clear();
     c->start_ns = start_ns;
     c->delayed = delayed;
+    if (c->poller == nullptr) {
+      c->stub->UnaryCall(c->ctx.get(), kModelInfer, ::grpc::StubOptions(), &request, &c->response,
+                         [this, c](::grpc::Status st) { Done(c, st); });
+      return;
+    }
     c->reader = c->stub->PrepareUnaryCall(c->ctx.get(), kModelInfer, request, &c->poller->cq);
     c->reader->StartCall();
     c->reader->Finish(&c->response, &c->status, c);
@@ -281,8 +286,7 @@ struct GrpcLoadClient::State {
 };
 
 int GrpcPollerThreads(const ClientOptions& options) {
-  if (options.rate_per_s <= 0 && options.connections <= kOnePollerPerCallMaxConcurrency) return options.connections;
-  return std::min(options.threads, options.connections);
+  return options.rate_per_s <= 0 && options.connections <= kOnePollerPerCallMaxConcurrency ? options.connections : 0;
 }
 
 Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::string& target,
@@ -304,6 +308,7 @@ Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::strin
   // One HTTP/2 connection per call (as the HTTP client opens one per
   // connection), up to kMaxGrpcChannels: a connection's frames are handled
   // by one thread at a time on each side, which bounds what one carries.
+  const int pollers = GrpcPollerThreads(options);
   const int channels = std::min(options.connections, kMaxGrpcChannels);
   for (int i = 0; i < channels; ++i) {
     ::grpc::ChannelArguments args;
@@ -314,22 +319,21 @@ Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::strin
     // perf_analyzer does not); without gRPC's retry layer a call also costs
     // 11% fewer client instructions (callgrind, docs/BENCHMARKS.md).
     args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-    // A channel over a connection perf opened itself is gRPC's direct
-    // channel: no resolver, load balancing or retry layer between a call and
-    // the connection (a quarter of the client's instructions per call,
-    // docs/BENCHMARKS.md). Where it does not connect, a channel of gRPC's own
-    // makes the calls fail with gRPC's account of why.
-    const int fd = ConnectTcp(target, options.request_timeout);
+    // With pollers, a channel over a connection perf opened itself is
+    // gRPC's direct channel: no resolver, load balancing or retry layer
+    // between a call and the connection (a sixth of the client's
+    // instructions per call, docs/BENCHMARKS.md). Where it does not connect,
+    // a channel of gRPC's own makes the calls fail with gRPC's account of why.
+    const int fd = pollers > 0 ? ConnectTcp(target, options.request_timeout) : -1;
     s.channels.push_back(fd >= 0 ? ::grpc::CreateCustomInsecureChannelFromFd(target, fd, args)
                                  : ::grpc::CreateCustomChannel(target, ::grpc::InsecureChannelCredentials(), args));
     s.stubs.push_back(std::make_unique<::grpc::GenericStub>(s.channels.back()));
   }
-  const int pollers = GrpcPollerThreads(options);
   for (int i = 0; i < pollers; ++i) s.pollers.push_back(std::make_unique<Poller>());
   for (int i = 0; i < options.connections; ++i) {
     auto c = std::make_unique<Call>();
     c->stub = s.stubs[static_cast<size_t>(i % channels)].get();
-    c->poller = s.pollers[static_cast<size_t>(i % pollers)].get();
+    if (pollers > 0) c->poller = s.pollers[static_cast<size_t>(i % pollers)].get();
     s.calls.push_back(std::move(c));
   }
   for (auto& p : s.pollers) p->thread = std::thread([&s, p = p.get()] { s.Poll(*p); });

@@ -2,23 +2,28 @@
 // (perf_analyzer's name for it): the same closed and open loops as the HTTP
 // LoadClient (client.h), sending one pre-built inference.ModelInferRequest
 // (raw_input_contents, serialized once: every call sends the same bytes by
-// reference) over the KServe v2 gRPC service with gRPC's asynchronous API
-// on completion queues of the client's own threads (GrpcPollerThreads):
-// each call completes on one poller's queue, and that thread reads the
-// response, records it and sends the next call. No thread of gRPC's runs a
-// call (its callback API would read responses on "nexting" threads and hand
-// each to another thread). Responses are not parsed: a completion needs the
+// reference) over the KServe v2 gRPC service. Closed loops of up to
+// kOnePollerPerCallMaxConcurrency calls (latency runs) use gRPC's
+// asynchronous API on completion queues of the client's own threads, one
+// per call (GrpcPollerThreads): each call's thread reads its response,
+// records it and sends the next, over a gRPC direct channel on a connection
+// the client opened (no resolver, balancer or retry layer per call); with
+// ClientOptions::busy_poll the pollers never sleep. Larger closed loops and
+// open loops (throughput runs) use gRPC's callback API on regular channels,
+// whose threads (cores/2) run the completions: with 602 KB requests at 64
+// connections it kept up better on the H200 than 4 pollers of the client's
+// (docs/BENCHMARKS.md). Responses are not parsed: a completion needs the
 // call's status only.
 // `connections` calls are outstanding at once in the closed loop, each on a
 // channel (an HTTP/2 connection) of its own up to kMaxGrpcChannels, beyond
 // which they share them round-robin. A call is not allocated anything but
-// its ClientContext. With ClientOptions::busy_poll the pollers never sleep.
+// its ClientContext.
 //
 // Completion::status: 200 for OK, kTimeout for DEADLINE_EXCEEDED (the
 // client's request_timeout), kTransportError for UNAVAILABLE (no
 // connection), kGrpcStatusBase + the gRPC code otherwise.
 // Thread-safety: as LoadClient (Start, TakeCompletions, Stop from one
-// thread); the pollers run the completions.
+// thread); the pollers or gRPC's callback threads run the completions.
 #pragma once
 
 #include <memory>
@@ -39,8 +44,8 @@ inline constexpr int kOnePollerPerCallMaxConcurrency = 16;
 inline constexpr int kMaxGrpcChannels = 64;
 
 // The client's poller threads for `options`: one per call in closed loops
-// of up to kOnePollerPerCallMaxConcurrency connections, else
-// options.threads (at most one per connection).
+// of up to kOnePollerPerCallMaxConcurrency connections, else none (gRPC's
+// callback API).
 int GrpcPollerThreads(const ClientOptions& options);
 
 // The ModelInferRequest for `inputs`: raw_input_contents in input order

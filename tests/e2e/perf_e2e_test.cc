@@ -122,7 +122,7 @@ TEST_F(PerfAgainstServe, GrpcProtocolLoadsTheSameServer) {
   const auto j = JsonOf(r);
   ASSERT_TRUE(j.is_object()) << r.output;
   EXPECT_EQ(j["url"], "grpc://127.0.0.1:" + std::to_string(server_->grpc_port));
-  // 2: a poller thread per call; 20: 20 channels on --threads pollers.
+  // 2: a poller thread per call; 20: gRPC's callback API on 20 channels.
   ASSERT_EQ(j["steps"].size(), 2u);
   for (const auto& s : j["steps"]) {
     EXPECT_GT(s["throughput"]["infer_per_s"].get<double>(), 0);
@@ -153,8 +153,8 @@ TEST_F(PerfAgainstServe, SystemSharedMemoryCarriesTheTensorsOverHttpAndGrpc) {
 }
 
 // --busy-poll: the client's threads never sleep; every request is still
-// sent and answered exactly once, with one poller per call (1) and with
-// calls sharing pollers (24 on 2 threads), over both protocols.
+// sent and answered exactly once over both protocols (gRPC: 1 on a poller
+// of its own, 24 on gRPC's callback threads; HTTP: 1 and 24 on 2 threads).
 TEST_F(PerfAgainstServe, BusyPollingClientsSendExactlyTheCountOverBothProtocols) {
   for (const std::string protocol : {"http", "grpc"}) {
     const RunResult r = RunPerf(With(Target("add_sub"), {"-i", protocol, "--grpc-url",

@@ -14,15 +14,14 @@ ClientOptions Options(int connections, int threads, double rate = 0) {
 }
 
 // Small closed loops get a poller per call (nothing else is read on a
-// call's thread); larger ones and open loops share --threads pollers, never
-// more than there are connections.
-TEST(GrpcPollerThreadsTest, OnePerCallInSmallClosedLoopsElseTheThreadsOption) {
+// call's thread); larger ones and open loops none: gRPC's callback threads
+// run their completions.
+TEST(GrpcPollerThreadsTest, OnePerCallInSmallClosedLoopsElseNone) {
   EXPECT_EQ(GrpcPollerThreads(Options(1, 4)), 1);
   EXPECT_EQ(GrpcPollerThreads(Options(kOnePollerPerCallMaxConcurrency, 4)), kOnePollerPerCallMaxConcurrency);
-  EXPECT_EQ(GrpcPollerThreads(Options(kOnePollerPerCallMaxConcurrency + 1, 4)), 4);
-  EXPECT_EQ(GrpcPollerThreads(Options(64, 2)), 2);
-  EXPECT_EQ(GrpcPollerThreads(Options(64, 4, 1000)), 4);
-  EXPECT_EQ(GrpcPollerThreads(Options(2, 4, 1000)), 2);
+  EXPECT_EQ(GrpcPollerThreads(Options(kOnePollerPerCallMaxConcurrency + 1, 4)), 0);
+  EXPECT_EQ(GrpcPollerThreads(Options(64, 4, 1000)), 0);
+  EXPECT_EQ(GrpcPollerThreads(Options(2, 4, 1000)), 0);
 }
 
 TEST(GrpcLoadClientTest, NoConnectionOrThreadIsAClearError) {
