@@ -7,7 +7,6 @@
 #include <mutex>
 #include <thread>
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,7 +14,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
 #include <grpc/support/time.h>
 #include <grpcpp/create_channel_posix.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -170,7 +168,8 @@ struct GrpcLoadClient::State {
     return true;
   }
 
-  // Starts `c`'s next call; it completes on c->poller's queue.
+  // Starts `c`'s next call; it completes on c->poller's queue, or on one
+  // of gRPC's callback threads when the call has no poller.
   // REQUIRES: mu not held; MaySend() returned true for this send.
   void Send(Call* c, int64_t start_ns, bool delayed) {
     {
@@ -227,7 +226,9 @@ struct GrpcLoadClient::State {
     } else {
       done.status = kGrpcStatusBase + static_cast<int>(st.error_code());
     }
-    if (done.status == kTransportError && first_transport_error.empty()) first_transport_error = st.error_message();
+    if (done.status == kTransportError && first_transport_error.empty()) {
+      first_transport_error = st.error_message() + "; check --grpc-url and that the server serves gRPC there (serve --grpc-port)";
+    }
     completions.push_back(done);
     ++completed;
     --outstanding;
@@ -333,7 +334,7 @@ Expected<std::unique_ptr<GrpcLoadClient>> GrpcLoadClient::Start(const std::strin
   for (int i = 0; i < options.connections; ++i) {
     auto c = std::make_unique<Call>();
     c->stub = s.stubs[static_cast<size_t>(i % channels)].get();
-    if (pollers > 0) c->poller = s.pollers[static_cast<size_t>(i % pollers)].get();
+    if (pollers > 0) c->poller = s.pollers[static_cast<size_t>(i)].get();  // one each
     s.calls.push_back(std::move(c));
   }
   for (auto& p : s.pollers) p->thread = std::thread([&s, p = p.get()] { s.Poll(*p); });

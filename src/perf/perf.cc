@@ -347,6 +347,12 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
     ORTGPU_ASSIGN_OR_RETURN(grpc_request, EncodeGrpcInferRequest(model, inputs, plan));
   }
 
+  if (o.protocol == Protocol::kGrpc && o.busy_poll) {
+    report.notes.push_back(fmt::format(
+        "--busy-poll over gRPC applies to concurrency steps of up to {} requests; larger and rate steps run on "
+        "gRPC's own threads, which sleep until a response comes",
+        kOnePollerPerCallMaxConcurrency));
+  }
   ServerProbe probe(o, endpoint, metrics, report);
   const StepContext ctx{o, endpoint, requests, grpc_target, grpc_request, probe, hooks, report};
   const double percentile = o.budget_percentile;

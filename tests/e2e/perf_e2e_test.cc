@@ -169,6 +169,10 @@ TEST_F(PerfAgainstServe, BusyPollingClientsSendExactlyTheCountOverBothProtocols)
       EXPECT_EQ(s["requests"], 60) << protocol;
       EXPECT_EQ(s["error_count"], 0) << protocol;
     }
+    // Over gRPC the 24-request step runs on gRPC's threads: the report says
+    // where --busy-poll applies.
+    const bool noted = j["notes"].dump().find("--busy-poll over gRPC applies") != std::string::npos;
+    EXPECT_EQ(noted, protocol == "grpc") << protocol << ": " << j["notes"].dump();
   }
 }
 
@@ -187,6 +191,9 @@ TEST_F(PerfAgainstServe, GrpcToAPortWithNoServerFailsTheStep) {
   const RunResult r = RunPerf(With(Target("add_sub"), {"-i", "grpc", "--grpc-url", "127.0.0.1:1", "--request-count",
                                                        "3", "--request-timeout-ms", "2000"}));
   EXPECT_EQ(r.exit_code, 1) << r.output;
+  // What was seen (gRPC's account) and what to check.
+  EXPECT_NE(r.output.find("Connection refused"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("check --grpc-url"), std::string::npos) << r.output;
 }
 
 TEST_F(PerfAgainstServe, RateModeWithPoissonArrivalsWritesCsv) {
