@@ -22,7 +22,9 @@
 #         GRPC_MLP=0: ResNet-50 only);
 #         MLP_SERVE_FLAGS and MLP_PERF_FLAGS: ';'-separated variants of serve's
 #         and perf's flags for the MLP (perf's: each against each server start),
-#         RESNET_PERF_THREADS: perf --threads values for ResNet-50 (4)
+#         RESNET_PERF_THREADS: perf --threads values for ResNet-50 (4); after
+#         each perf step, the server's minor page faults per inference and
+#         its resident size ("server: ...")
 # weights GPU memory after load with 1, 2 and 4 instances, config parameter
 #         share_weights on against off, for ResNet-50 (the b32-2inst-graph
 #         config, and a plain one without prefer_nhwc or graphs) and BERT:
@@ -265,13 +267,35 @@ instance_group [{ count: 1 kind: KIND_GPU }]')
   } > "$out/mlp.txt" 2>&1
 fi
 
+# server_mark MODEL [BEFORE]: the server's minor page faults, resident size and
+# MODEL's inference count; with BEFORE (an earlier mark), the faults per
+# inference since then
+server_mark() {
+  python3 - "$pid" "$1" "${2:-}" <<'PY'
+import json, sys, urllib.request as u
+pid, model, before = sys.argv[1], sys.argv[2], sys.argv[3]
+faults = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[7])
+rss = next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:"))
+stats = json.load(u.urlopen(f"http://127.0.0.1:8000/v2/models/{model}/stats"))
+count = sum(s["inference_count"] for s in stats["model_stats"])
+if before:
+    f0, c0 = (int(x) for x in before.split()[:2])
+    print(f"server: {(faults - f0) / max(count - c0, 1):.1f} minor page faults per inference, RSS {rss // 1024} MiB")
+else:
+    print(faults, count)
+PY
+}
+
 # perf_both NAME MODEL CONNECTIONS THREADS [PERF_FLAGS]: ortgpu perf over HTTP, then over gRPC
 perf_both() {
+  local mark
   for proto in http grpc; do
     echo "--- $1: ortgpu perf -i $proto --concurrency $3 --threads $4 ${5:-}"
+    mark=$(server_mark "$2")
     ortgpu perf -i $proto --url http://127.0.0.1:8000 --grpc-url 127.0.0.1:8001 --model "$2" --concurrency "$3" \
       --threads "$4" --measurement-interval 3000 --max-trials 6 --no-progress ${5:-}
     echo "exit $?"
+    server_mark "$2" "$mark"
   done
 }
 

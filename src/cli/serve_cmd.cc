@@ -18,6 +18,7 @@
 #include "cli/cuda_setup.h"
 #include "ort/tensor.h"
 #include "serve/server.h"
+#include "sys/host_allocator.h"
 
 namespace ortgpu::cli {
 namespace {
@@ -67,6 +68,9 @@ void Usage(const std::string& message) { throw CLI::ValidationError(message); }
 int RunServeCommand(const ServeFlags& flags) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("ortgpu-serve"));
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  // Before the first request's bytes: freed request memory is reused, not
+  // given back to the kernel and faulted in again (src/sys/host_allocator.h).
+  spdlog::info("{}", ConfigureHostAllocator(RealEnvironment()).summary);
 
   if (flags.repository.empty() == flags.model.empty()) {
     Usage("give exactly one of --model-repository DIR or --model FILE.onnx");

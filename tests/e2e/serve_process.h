@@ -62,6 +62,7 @@ class ServeProcess {
   }
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
   // Waits for the start-up summary's "HTTP: http://HOST:PORT" line (and the
   // metrics line after it); false when the child exits or `timeout` passes.
