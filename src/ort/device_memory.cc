@@ -1,10 +1,10 @@
 #include "ort/device_memory.h"
 
-#include <map>
 #include <shared_mutex>
 #include <string>
 
 #include "ort/ort_values.h"
+#include "ort/thread_streams.h"
 
 namespace ortgpu {
 namespace {
@@ -17,6 +17,7 @@ constexpr int kCudaErrorMemoryAllocation = 2;
 struct CudartCalls {
   int (*set_device)(int) = nullptr;
   int (*stream_create)(void**, unsigned) = nullptr;
+  int (*stream_destroy)(void*) = nullptr;
   int (*stream_sync)(void*) = nullptr;
   int (*malloc)(void**, size_t) = nullptr;
   int (*free)(void*) = nullptr;
@@ -24,7 +25,7 @@ struct CudartCalls {
   int (*peer_async)(void*, int, const void*, int, size_t, void*) = nullptr;
   int (*memset_async)(void*, int, size_t, void*) = nullptr;
   bool ok() const {
-    return set_device && stream_create && stream_sync && malloc && free && copy_async && peer_async && memset_async;
+    return set_device && stream_create && stream_destroy && stream_sync && malloc && free && copy_async && peer_async && memset_async;
   }
 };
 
@@ -38,6 +39,7 @@ class CudaRuntimeMemory final : public DeviceMemory {
   CudaRuntimeMemory() {
     Bind(c_.set_device, "cudaSetDevice");
     Bind(c_.stream_create, "cudaStreamCreateWithFlags");
+    Bind(c_.stream_destroy, "cudaStreamDestroy");
     Bind(c_.stream_sync, "cudaStreamSynchronize");
     Bind(c_.malloc, "cudaMalloc");
     Bind(c_.free, "cudaFree");
@@ -125,13 +127,11 @@ class CudaRuntimeMemory final : public DeviceMemory {
     return Status::Ok();
   }
 
-  // The calling thread's non-blocking stream on `device` (current already).
+  // The calling thread's non-blocking stream on `device` (current already),
+  // destroyed when the thread exits.
   void* Stream(int device) {
-    constexpr unsigned kCudaStreamNonBlocking = 0x01;
-    thread_local std::map<int, void*> streams;
-    void*& stream = streams[device];
-    if (stream == nullptr && c_.stream_create(&stream, kCudaStreamNonBlocking) != 0) stream = nullptr;
-    return stream;
+    thread_local ort_internal::ThreadStreams streams;
+    return streams.Get(device, c_.stream_create, c_.stream_destroy);
   }
 
   template <typename Call>

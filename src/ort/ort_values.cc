@@ -6,10 +6,10 @@
 
 #include <cstring>
 #include <functional>
-#include <map>
 
 #include "ort/ort_status.h"
 #include "ort/runtime.h"
+#include "ort/thread_streams.h"
 
 namespace ortgpu::ort_internal {
 namespace {
@@ -61,9 +61,10 @@ CudaMemcpyFn FindCudaMemcpy() {
 struct StreamCopy {
   int (*get_device)(int*) = nullptr;
   int (*create)(void**, unsigned) = nullptr;
+  int (*destroy)(void*) = nullptr;
   int (*copy_async)(void*, const void*, size_t, int, void*) = nullptr;
   int (*sync)(void*) = nullptr;
-  bool ok() const { return get_device && create && copy_async && sync; }
+  bool ok() const { return get_device && create && destroy && copy_async && sync; }
 };
 
 const StreamCopy& FindStreamCopy() {
@@ -71,6 +72,7 @@ const StreamCopy& FindStreamCopy() {
     StreamCopy f;
     f.get_device = reinterpret_cast<int (*)(int*)>(CudartSymbol("cudaGetDevice"));
     f.create = reinterpret_cast<int (*)(void**, unsigned)>(CudartSymbol("cudaStreamCreateWithFlags"));
+    f.destroy = reinterpret_cast<int (*)(void*)>(CudartSymbol("cudaStreamDestroy"));
     f.copy_async = reinterpret_cast<int (*)(void*, const void*, size_t, int, void*)>(CudartSymbol("cudaMemcpyAsync"));
     f.sync = reinterpret_cast<int (*)(void*)>(CudartSymbol("cudaStreamSynchronize"));
     return f;
@@ -79,16 +81,12 @@ const StreamCopy& FindStreamCopy() {
 }
 
 // The calling thread's copy stream on its current device, made on first use
-// and kept for the thread's life (a few per worker thread); null when it
-// cannot be made.
+// and destroyed when the thread exits; null when it cannot be made.
 void* ThreadCopyStream(const StreamCopy& fns) {
-  constexpr unsigned kCudaStreamNonBlocking = 0x01;
-  thread_local std::map<int, void*> streams;
+  thread_local ThreadStreams streams;
   int device = 0;
   if (fns.get_device(&device) != 0) return nullptr;
-  auto [it, made] = streams.emplace(device, nullptr);
-  if (made && fns.create(&it->second, kCudaStreamNonBlocking) != 0) it->second = nullptr;
-  return it->second;
+  return streams.Get(device, fns.create, fns.destroy);
 }
 
 CudaSyncFn FindCudaDeviceSynchronize() {

@@ -11,6 +11,7 @@
 
 #include "serve/output_limit.h"
 #include "serve/scheduler/request_validation.h"
+#include "sys/host_allocator.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -155,6 +156,17 @@ Status ServerCore::Rescan() {
   return Status::Ok();
 }
 
+// Drops the last references to versions whose batchers stopped (their
+// sessions and buffers go with them), then hands the host memory they freed
+// back to the kernel: the process keeps freed memory for reuse by requests
+// (sys/host_allocator.h), which would otherwise hold a session's worth of it
+// per load and unload.
+void ServerCore::ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving) {
+  if (leaving.empty()) return;
+  leaving.clear();
+  ReleaseFreeHostMemory();
+}
+
 void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
   std::vector<std::shared_ptr<LoadedModel>> leaving;
   {
@@ -168,7 +180,7 @@ void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
   }
   // Drain outside the lock: queued requests finish, new ones are refused.
   for (auto& m : leaving) m->batcher->Stop();
-  leaving.clear();
+  ReleaseUnloaded(leaving);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return;
@@ -361,7 +373,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
     spdlog::info("unloading model '{}' version {}", name, m->version);
     m->batcher->Stop();
   }
-  leaving.clear();
+  ReleaseUnloaded(leaving);
   retired_override.reset();
   return first_error;
 }

@@ -27,4 +27,6 @@ HostAllocatorSettings ConfigureHostAllocator(const Environment& env) {
   return s;
 }
 
+bool ReleaseFreeHostMemory() { return malloc_trim(0) == 1; }
+
 }  // namespace ortgpu

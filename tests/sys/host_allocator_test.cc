@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -66,6 +67,57 @@ TEST(HostAllocatorTest, RequestSizedBlocksAreReusedWithoutPageFaults) {
   EXPECT_GT(FaultsPerRequestLoop(/*configure=*/false, 40, 20), 20 * 8 * 100);
   // With them the freed blocks are reused: no faults after the first rounds.
   EXPECT_LT(FaultsPerRequestLoop(/*configure=*/true, 40, 20), 20);
+}
+
+// The process's resident size in KiB.
+long ResidentKiB() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  long pages = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+TEST(HostAllocatorTest, ReleaseGivesFreedHeapsBackAfterALargeRelease) {
+  // What an unload does: a thread frees 200 MB of blocks it allocated
+  // between small ones that live on (as a session's buffers sit between
+  // what the process keeps); freed, they stay resident until
+  // ReleaseFreeHostMemory gives their pages back.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    ConfigureHostAllocator(FakeEnvironment{});
+    long sizes[3] = {0, 0, 0};
+    std::vector<void*> kept(200);
+    std::thread session([&] {
+      std::vector<void*> blocks(200);
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        blocks[i] = std::malloc(1 << 20);
+        std::memset(blocks[i], 1, 1 << 20);
+        kept[i] = std::malloc(64);
+      }
+      sizes[0] = ResidentKiB();
+      for (auto* p : blocks) std::free(p);
+    });
+    session.join();
+    sizes[1] = ResidentKiB();
+    ReleaseFreeHostMemory();
+    sizes[2] = ResidentKiB();
+    (void)!write(fds[1], sizes, sizeof sizes);
+    _exit(0);
+  }
+  close(fds[1]);
+  long sizes[3] = {-1, -1, -1};
+  ASSERT_EQ(read(fds[0], sizes, sizeof sizes), static_cast<ssize_t>(sizeof sizes));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_GT(sizes[1], sizes[0] - 20 * 1024) << "freed blocks are kept for reuse: " << sizes[0] << " " << sizes[1];
+  EXPECT_LT(sizes[2], sizes[0] - 150 * 1024) << "resident KiB: " << sizes[0] << " in use, " << sizes[1]
+                                             << " freed, " << sizes[2] << " released";
 }
 
 TEST(HostAllocatorTest, SaysWhatItSet) {
