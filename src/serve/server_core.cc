@@ -160,11 +160,12 @@ Status ServerCore::Rescan() {
 // sessions and buffers go with them), then hands the host memory they freed
 // back to the kernel: the process keeps freed memory for reuse by requests
 // (sys/host_allocator.h), which would otherwise hold a session's worth of it
-// per load and unload.
+// per load and unload. Not while shutting down: the process is ending, and
+// a trim per model would only slow the exit of a large repository.
 void ServerCore::ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving) {
   if (leaving.empty()) return;
   leaving.clear();
-  ReleaseFreeHostMemory();
+  if (!shutting_down_) ReleaseFreeHostMemory();
 }
 
 void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {

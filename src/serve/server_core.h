@@ -159,7 +159,7 @@ class ServerCore : public ModelServer {
                                                      int64_t version) const;
   void ShutdownOnce();
   void UnloadAll(const std::string& name, const std::string& reason);
-  static void ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving);
+  void ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving);
   void PollLoop();
   // The routed version: `version` or, for "", the highest READY one.
   // REQUIRES: mu_ held.

@@ -42,12 +42,13 @@ inline constexpr size_t kServeTrimThreshold = size_t{256} << 20;
 // later calls apply the same values again.
 HostAllocatorSettings ConfigureHostAllocator(const Environment& env);
 
-// Gives every heap's free memory back to the kernel now (glibc's
-// malloc_trim(0): the free top of each heap and the free whole pages inside
-// them). For after a large release, such as a model version's unload, whose
-// sessions' host memory would otherwise stay with the process up to the trim
-// threshold of each heap. Takes each heap's lock in turn: not for a request's
-// path. True when something was given back.
+// Gives the heaps' free memory back to the kernel now (glibc's
+// malloc_trim(0): the whole free pages inside every heap, and the main
+// heap's free top; a thread heap's free top is kept, at most the 64 MiB of
+// its last segment). For after a large release, such as a model version's
+// unload, whose sessions' host memory would otherwise stay with the process.
+// Takes each heap's lock in turn: not for a request's path. True when
+// something was given back.
 bool ReleaseFreeHostMemory();
 
 }  // namespace ortgpu
