@@ -86,10 +86,11 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   seams.search = &search;
   seams.host = doctor::ReadHostFacts();
   seams.preload = PreloadCudaLibrariesOnce();
+  seams.ort_version = Runtime::Get().Version();
 
   doctor::Report report = doctor::RunDoctor(options, seams);
   const nlohmann::json header = {{"ortgpu_version", ORTGPU_VERSION},
-                                 {"ort_version", Runtime::Get().Version()},
+                                 {"ort_version", seams.ort_version},
                                  {"models", flags.models}};
   if (!flags.html.empty()) {
     Status written = WriteOutputFile(flags.html, doctor::RenderHtml(report, options.require_gpu, header), "HTML report");

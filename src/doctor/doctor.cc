@@ -181,10 +181,9 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
 
   // 3. CUDA libraries.
   std::string ep_path = seams.ep_library_path;
-  std::string ort_version = "1.29.0";
-  if (options.run_onnxruntime) {
-    ort_version = Runtime::Get().Version();
-    if (ep_path.empty()) ep_path = JoinPath(DirName(Runtime::Get().LibraryPath()), "libonnxruntime_providers_cuda.so");
+  const std::string& ort_version = seams.ort_version;
+  if (options.run_onnxruntime && ep_path.empty()) {
+    ep_path = JoinPath(DirName(Runtime::Get().LibraryPath()), "libonnxruntime_providers_cuda.so");
   }
   EpFile ep = ReadEpFile(*seams.fs, ep_path);
   gpu::LibraryProbeOptions probe;

@@ -52,6 +52,11 @@ struct DoctorSeams {
   HostFacts host;
   // What ortgpu preloaded at start (gpu/preload.h).
   std::vector<gpu::PreloadResult> preload;
+  // The version the loaded libonnxruntime reports (Runtime::Version(), ORT's
+  // GetVersionString), "1.29.0": layer 4 reads the EP builds ORT publishes
+  // for it. The CLI asks ORT; tests describe any version.
+  // REQUIRES: non-empty.
+  std::string ort_version;
   // libonnxruntime_providers_cuda.so; "" to look next to libonnxruntime.
   std::string ep_library_path;
   // This process as NVML lists it (0: getpid()).

@@ -40,6 +40,7 @@ struct CpuOnlyMachine {
     seams.search = search.get();
     seams.host.cpu_cores = 2;
     seams.host.glibc_version = "2.36";
+    seams.ort_version = "1.29.0";  // what the CLI asks ORT for
     seams.ep_library_path = "/opt/ortgpu/lib/libonnxruntime_providers_cuda.so";
     // Any ELF file serves as the EP's stand-in: its NEEDED list is read.
     auto elf = RealFileSystem().ReadFile("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
@@ -79,6 +80,28 @@ TEST(RunDoctorTest, ShapeNamingNoModelInputIsAFinding) {
   EXPECT_EQ(typo->verdict, Verdict::kFail);
   EXPECT_NE(typo->seen.find("image"), std::string::npos);
   EXPECT_EQ(r.ExitCode(false), 1);
+}
+
+// Issue 25: doctor judged the EP builds of a hard-coded "1.29.0" whenever
+// ORT was not run, whatever ORT was loaded. The version is the one ORT
+// reports, through the seam.
+TEST(RunDoctorTest, Issue25CompatibilityJudgesTheVersionOrtReports) {
+  CpuOnlyMachine m;
+  m.seams.ort_version = "1.30.1";
+  DoctorOptions o;
+  o.run_onnxruntime = false;
+  Report r = RunDoctor(o, m.seams);
+  const Finding* build = r.Find("compat.ep_build");
+  ASSERT_NE(build, nullptr);
+  EXPECT_NE(build->seen.find("ONNX Runtime 1.30.1"), std::string::npos) << build->seen;
+  EXPECT_NE(build->seen.find("is not in ortgpu's CUDA EP table"), std::string::npos) << build->seen;
+  EXPECT_EQ(build->seen.find("1.29.0"), std::string::npos) << build->seen;
+
+  m.seams.ort_version = "1.29.0";
+  r = RunDoctor(o, m.seams);
+  build = r.Find("compat.ep_build");
+  ASSERT_NE(build, nullptr);
+  EXPECT_NE(build->seen.find("ONNX Runtime 1.29.0 CUDA EP builds"), std::string::npos) << build->seen;
 }
 
 // An H200 machine as the fakes describe it: driver and NVML work, no ORT run.
