@@ -115,6 +115,13 @@ bool IsOutOfMemoryMessage(const std::string& m) {
          (has("Available memory of") && has("smaller than requested bytes"));
 }
 
+bool IsCudaGraphRefusalMessage(std::string_view m) {
+  // ORT's InferenceSession::Initialize, the only place that refuses a
+  // capture; it raises ORT_FAIL, which says nothing more.
+  return m.find("cannot use the graph capture feature") != std::string_view::npos ||
+         m.find("cannot use the CUDA Graph feature") != std::string_view::npos;
+}
+
 std::string HintForOrtMessage(const std::string& m) {
   auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
   if (has("libonnxruntime_providers_cuda.so") || has("cannot open shared object file") ||
@@ -175,10 +182,18 @@ Status StatusFromOrt(const Ort::Exception& e, const std::string& what) {
       msg.find("cannot open shared object file") != std::string::npos) {
     code = Code::kUnavailable;
   }
-  std::string text = what + ": " + (rejected && code == Code::kInvalidArgument ? "the graph " + std::string(kRunTimeRejection) + ": " : "") + msg;
+  Reason reason = Reason::kNone;
+  if (IsCudaGraphRefusalMessage(msg)) {
+    reason = Reason::kCudaGraphRefused;
+  } else if (rejected && code == Code::kInvalidArgument) {
+    reason = Reason::kInputsRejectedWhileRunning;
+  }
+  std::string text = what + ": " +
+                     (reason == Reason::kInputsRejectedWhileRunning ? "the graph " + std::string(kRunTimeRejection) + ": " : "") +
+                     msg;
   const std::string hint = HintForOrtMessage(msg);
   if (!hint.empty()) text += " (" + hint + ")";
-  return Status(code, std::move(text));
+  return Status(code, std::move(text), reason);
 }
 
 }  // namespace ortgpu

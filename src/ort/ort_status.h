@@ -17,16 +17,28 @@ namespace ortgpu {
 
 // `what` says what ortgpu was doing ("loading model x.onnx"); the message adds
 // ORT's text (without its source locations) and, for known failures, what
-// to do. A kernel that rejects its inputs while running ("Non-zero status
-// code returned while running Pad node"), other than a CUDA library or
-// memory failure, is InvalidArgument: the inputs' shapes or values do not
-// suit the graph, which the caller can change; its message then contains
-// kRunTimeRejection.
+// to do. ORT gives only an OrtErrorCode, too coarse for the decisions serve
+// makes, so this is the one place that reads ORT's words to set a typed
+// Reason (status.h); every caller decides by the Reason:
+// - A kernel that rejects its inputs while running ("Non-zero status code
+//   returned while running Pad node"), other than a CUDA library or memory
+//   failure, is InvalidArgument with Reason::kInputsRejectedWhileRunning: the
+//   inputs' shapes or values do not suit the graph, which the caller can
+//   change; its message says so in the words of kRunTimeRejection.
+// - ORT's refusal to capture a CUDA graph (IsCudaGraphRefusalMessage) has
+//   Reason::kCudaGraphRefused.
 Status StatusFromOrt(const Ort::Exception& e, const std::string& what);
 
-// The words StatusFromOrt puts in the message of a run-time rejection, so
-// callers can add what they know about the inputs.
+// The words StatusFromOrt puts in the message of a run-time rejection, for
+// the person who reads it (callers decide by Reason, not by these words).
 inline constexpr std::string_view kRunTimeRejection = "rejected the inputs while running";
+
+// Whether an ORT message refuses CUDA graph capture for the session: "This
+// session cannot use the graph capture feature as requested by the user as
+// all compute graph nodes have not been partitioned to the
+// CUDAExecutionProvider" (or "... as the model has control flow nodes ...";
+// ORT before 1.17 said "the CUDA Graph feature").
+bool IsCudaGraphRefusalMessage(std::string_view message);
 
 // The node an ORT run failure names, as "node 'pad0' (Pad)", from ORT's
 // "Non-zero status code returned while running Pad node. Name:'pad0'";

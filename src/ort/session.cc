@@ -152,7 +152,7 @@ Expected<std::unique_ptr<Session>> Session::Create(const std::string* path, std:
     if (!missing.empty()) {
       return Status(Code::kUnavailable, BaseName(missing) + " could not be loaded, so " + st.message() + detail);
     }
-    return detail.empty() ? st : Status(st.code(), st.message() + detail);
+    return detail.empty() ? st : st.WithMessage(st.message() + detail);
   };
   std::string step = "setting up the " + std::string(ProviderName(options.provider)) + " execution provider";
   try {

@@ -19,6 +19,15 @@ std::string_view CodeName(Code code) {
   return "unknown";
 }
 
+std::string_view ReasonName(Reason reason) {
+  switch (reason) {
+    case Reason::kNone: return "none";
+    case Reason::kCudaGraphRefused: return "cuda_graph_refused";
+    case Reason::kInputsRejectedWhileRunning: return "inputs_rejected_while_running";
+  }
+  return "unknown";
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
   return std::string(CodeName(code_)) + ": " + message_;
@@ -26,8 +35,15 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, std::string(context) + ": " + message_);
+  return Status(code_, std::string(context) + ": " + message_, reason_);
 }
+
+Status Status::WithMessage(std::string message) const {
+  if (ok()) return *this;
+  return Status(code_, std::move(message), reason_);
+}
+
+Status Status::WithReason(Reason reason) const { return Status(code_, message_, reason); }
 
 int HttpStatusFor(Code code, HttpRefusal refusal) {
   if (refusal == HttpRefusal::kMethodNotAllowed) return 405;

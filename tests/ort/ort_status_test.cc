@@ -62,5 +62,42 @@ TEST(OrtStatusTest, AnArenaAtItsLimitIsOutOfMemoryNotARejectedInput) {
             Code::kInvalidArgument);
 }
 
+// Issue 25: serve decided by searching the words of ORT's messages. Those
+// words are read once, here, into a Reason every caller decides by.
+TEST(OrtStatusTest, Issue25ARunTimeRejectionHasItsReason) {
+  const Status st = StatusFromOrt(Ort::Exception(std::string(kPadFailure), ORT_RUNTIME_EXCEPTION), "running model m");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.reason(), Reason::kInputsRejectedWhileRunning);
+  EXPECT_NE(st.message().find(std::string(kRunTimeRejection)), std::string::npos) << st.message();
+  // Neither a CUDA library's failure inside a node nor memory running out is the inputs' fault.
+  for (const char* explanation :
+       {"CUDNN failure 5003: CUDNN_STATUS_EXECUTION_FAILED", "Available memory of 1 is smaller than requested bytes of 2"}) {
+    const std::string failure =
+        "Non-zero status code returned while running Conv node. Name:'c' Status Message: " + std::string(explanation);
+    EXPECT_EQ(StatusFromOrt(Ort::Exception(std::string(failure), ORT_RUNTIME_EXCEPTION), "running model m").reason(),
+              Reason::kNone)
+        << explanation;
+  }
+}
+
+TEST(OrtStatusTest, Issue25OrtsRefusalToCaptureACudaGraphHasItsReason) {
+  for (const char* refusal :
+       {"This session cannot use the graph capture feature as requested by the user as all compute graph nodes "
+        "have not been partitioned to the CUDAExecutionProvider",
+        "This session cannot use the graph capture feature as requested by the user as the model has control flow "
+        "nodes which can't be supported by CUDAExecutionProvider",
+        "This session cannot use the CUDA Graph feature as requested by the user as all the graph nodes have not "
+        "been partitioned to the CUDA EP."}) {
+    EXPECT_TRUE(IsCudaGraphRefusalMessage(refusal)) << refusal;
+    const Status st = StatusFromOrt(Ort::Exception(std::string(refusal), ORT_FAIL), "loading model m");
+    EXPECT_EQ(st.reason(), Reason::kCudaGraphRefused) << refusal;
+    EXPECT_EQ(st.code(), Code::kInternal);
+  }
+  // A failure that merely mentions capture is not ORT's refusal.
+  EXPECT_FALSE(IsCudaGraphRefusalMessage("CUDA failure 900: operation not permitted when stream is capturing"));
+  EXPECT_EQ(StatusFromOrt(Ort::Exception("graph capture failed: CUDA failure 900", ORT_FAIL), "running m").reason(),
+            Reason::kNone);
+}
+
 }  // namespace
 }  // namespace ortgpu

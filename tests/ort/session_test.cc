@@ -68,6 +68,23 @@ TEST(SessionTest, WrongTypeMissingAndExtraInputsAreRejected) {
   EXPECT_NE(extra.status().message().find("unexpected input 'mask'"), std::string::npos);
 }
 
+// Issue 25: a kernel that rejects its inputs while running carries the
+// typed reason serve decides by (rejection_runner.h), from a real ORT run.
+TEST(SessionTest, Issue25AKernelThatRejectsItsInputsGivesTheRejectionReason) {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, -1}, {"batch", "n"});
+  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"rows", ""});
+  b.AddInt64Initializer("rows_of_4", {2}, {-1, 4});
+  b.AddNode("Reshape", {"x", "rows_of_4"}, {"y"});
+  auto s = Session::LoadFromBytes(b.Serialize(), {}, "rows_of_4");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Run({Tensor::Zeros("x", DataType::kFloat, {2, 4})}).ok());
+  const auto rejected = (*s)->Run({Tensor::Zeros("x", DataType::kFloat, {1, 6})});  // 6 values are no rows of 4
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), Code::kInvalidArgument) << rejected.status().ToString();
+  EXPECT_EQ(rejected.status().reason(), Reason::kInputsRejectedWhileRunning) << rejected.status().ToString();
+}
+
 TEST(SessionTest, CorruptModelIsAClearErrorNotACrash) {
   auto s = Session::LoadFromBytes("this is not an onnx model", {}, "corrupt.onnx");
   ASSERT_FALSE(s.ok());

@@ -175,7 +175,7 @@ Expected<ChosenCandidate> FindRunningCandidate(const std::vector<WarmupCandidate
     }
     if (st.code() != Code::kInvalidArgument) return st.WithContext("warm-up of " + instance + " with generated inputs");
     spdlog::debug("warm-up candidate '{}' of {} failed: {}", candidates[k].description, instance, st.message());
-    out.failure = Status(st.code(), "with " + candidates[k].description + ", " + st.message());
+    out.failure = st.WithMessage("with " + candidates[k].description + ", " + st.message());
   }
   return out;
 }
@@ -238,11 +238,11 @@ Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample,
     int64_t ready_ns = 0;
     auto warm = runner.RunBatch(repeated, 0, clock, ready_ns);
     if (!warm.ok()) {
-      return Status(warm.status().code(),
-                    "warm-up of " + instance + " at batch size " + std::to_string(n) + " (a size the dynamic batcher "
-                    "can form) failed: " + warm.status().message() +
-                    "; the model stays unavailable. Lower max_batch_size (or the preferred_batch_size list with "
-                    "pad_to_preferred_batch_size) to what the model and the device can run");
+      return warm.status().WithMessage(
+          "warm-up of " + instance + " at batch size " + std::to_string(n) + " (a size the dynamic batcher "
+          "can form) failed: " + warm.status().message() +
+          "; the model stays unavailable. Lower max_batch_size (or the preferred_batch_size list with "
+          "pad_to_preferred_batch_size) to what the model and the device can run");
     }
   }
   return Status::Ok();
@@ -521,9 +521,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
           sessions.by_batch_rows[shapes.sizes[k]] = std::move(extra).value();
         }
         if (failed.ok()) break;
-        if (!graphs || failed.message().find("graph capture") == std::string::npos) return failed;
-        // ORT refuses graphs for this model (nodes outside the CUDA EP):
-        // serve it without them, and say why.
+        if (!graphs || failed.reason() != Reason::kCudaGraphRefused) return failed;
+        // ORT refuses graphs for this model (nodes outside the CUDA EP,
+        // control flow; ort/ort_status.cc recognises its refusal): serve it
+        // without them, and say why.
         model->cuda_graph_warning = "CUDA graphs (" + graph_request + ") are not used: ONNX Runtime cannot capture "
                                     "this model (" + failed.message() + "); it runs without them";
         spdlog::warn("model '{}': {}", source.name, model->cuda_graph_warning);
@@ -587,11 +588,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       for (const auto& sample : samples) {
         auto warm = runner->Run(sample);
         if (!warm.ok()) {
-          return Status(warm.status().code(), "warm-up of " + instances[i].Describe(i) +
-                                                  " with the config's model_warmup failed: " +
-                                                  warm.status().message() +
-                                                  "; the model stays unavailable. Give the model_warmup inputs "
-                                                  "the model accepts");
+          return warm.status().WithMessage("warm-up of " + instances[i].Describe(i) +
+                                           " with the config's model_warmup failed: " + warm.status().message() +
+                                           "; the model stays unavailable. Give the model_warmup inputs the model "
+                                           "accepts");
         }
       }
     } else if (i == 0) {

@@ -1,6 +1,5 @@
 #include "serve/repository/rejection_runner.h"
 
-#include "ort/ort_status.h"
 
 namespace ortgpu::serve {
 
@@ -27,9 +26,7 @@ Expected<std::vector<Tensor>> RejectionExplainingRunner::RunBatch(
 
 Status ExplainRejection(const Status& failure, const std::vector<Tensor>& inputs,
                         const std::vector<TensorMetadata>& declared, int64_t rows) {
-  if (failure.code() != Code::kInvalidArgument || failure.message().find(kRunTimeRejection) == std::string::npos) {
-    return failure;
-  }
+  if (failure.reason() != Reason::kInputsRejectedWhileRunning) return failure;
   std::string named;
   for (const Tensor& t : inputs) {
     std::string shape = ShapeToString(t.shape);
@@ -40,9 +37,12 @@ Status ExplainRejection(const Status& failure, const std::vector<Tensor>& inputs
   }
   const std::string batch =
       rows > 0 ? " in a batch of " + std::to_string(rows) + " rows" : "";
-  return InvalidArgument((inputs.size() == 1 ? "input " : "inputs ") + named + batch +
-                         std::string(inputs.size() == 1 ? " fits" : " fit") + " the declared shapes but the model's graph cannot run them: " + failure.message() +
-                         std::string(kRejectionAdvice));
+  return Status(Code::kInvalidArgument,
+                (inputs.size() == 1 ? "input " : "inputs ") + named + batch +
+                    std::string(inputs.size() == 1 ? " fits" : " fit") +
+                    " the declared shapes but the model's graph cannot run them: " + failure.message() +
+                    std::string(kRejectionAdvice),
+                Reason::kInputsRejectedWhileRunning);
 }
 
 }  // namespace ortgpu::serve

@@ -38,10 +38,13 @@ class RejectionExplainingRunner : public InstanceRunner {
   std::vector<TensorMetadata> declared_;
 };
 
-// `failure` with the inputs named when it is a run-time rejection
-// (ort/ort_status.h kRunTimeRejection): "input 'x' has shape [1,1,100,150]
-// (the model declares [-1,1,-1,-1]): ...; send a shape the graph accepts".
-// `rows` is the batch's row count (0 when the inputs are the request's own).
+// `failure` with the inputs named when it is a run-time rejection (its
+// reason is Reason::kInputsRejectedWhileRunning, set by ort/ort_status.cc;
+// the message's words decide nothing): "inputs 'x' 1x1x100x150 (the model
+// declares ?x1x?x?) fit the declared shapes but the model's graph cannot run
+// them: ...". The result keeps the code and the reason. `rows` is the
+// batch's row count (0 when the inputs are the request's own).
+//
 // The advice ExplainRejection ends the message with.
 inline constexpr std::string_view kRejectionAdvice =
     ". Send shapes (and values) the model was built for, e.g. sizes its strides divide, or the shape it was "

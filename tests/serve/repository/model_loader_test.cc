@@ -43,7 +43,7 @@ class RecordingRunner : public InstanceRunner {
 };
 
 struct Loaded {
-  Expected<std::shared_ptr<LoadedModel>> model = Status(Internal("not loaded"));
+  Expected<std::shared_ptr<LoadedModel>> model;
   std::vector<int64_t> warmed;  // batch sizes run while loading, before the model existed
 };
 
@@ -65,8 +65,7 @@ Loaded Load(const TempRepository& repo, const std::string& name, RunLog& log, Fa
   deps.wrap_runner = [&log](std::unique_ptr<InstanceRunner> inner) -> std::unique_ptr<InstanceRunner> {
     return std::make_unique<RecordingRunner>(std::move(inner), log);
   };
-  Loaded out;
-  out.model = LoadModelVersion(*source, config, 1, options, deps);
+  Loaded out{LoadModelVersion(*source, config, 1, options, deps), {}};
   std::lock_guard<std::mutex> lock(log.mu);
   out.warmed = log.batch_sizes;
   return out;
@@ -118,8 +117,8 @@ TEST(ModelLoaderTest, WithPaddingOnlyThePreferredSizesAndMaxBatchSizeAreWarmed) 
 // Loads version 1 of `name` with KIND_GPU as the default kind and a factory
 // that counts the sessions asked for and makes CPU sessions whatever the
 // options say (no GPU here).
-Expected<std::shared_ptr<LoadedModel>> LoadAsGpu(const TempRepository& repo, const std::string& name, int& sessions,
-                                                 FakeClock& clock) {
+Expected<std::shared_ptr<LoadedModel>> LoadAsGpuWith(const TempRepository& repo, const std::string& name,
+                                                     SessionFactory factory, FakeClock& clock) {
   auto source = ModelRepository::FromDirectory(repo.root()).ReadModel(name);
   EXPECT_TRUE(source.ok()) << source.status().ToString();
   auto parsed = ParseModelConfig(source->config_text, source->config_path);
@@ -127,14 +126,22 @@ Expected<std::shared_ptr<LoadedModel>> LoadAsGpu(const TempRepository& repo, con
   LoaderOptions options;
   options.default_instance_kind = InstanceKind::kGpu;
   LoaderDeps deps;
-  deps.session_factory = [&sessions](const std::string& path, const SessionOptions& so) {
-    ++sessions;
-    EXPECT_EQ(so.provider, Provider::kCuda);
-    SessionOptions cpu;
-    return Session::Load(path, cpu);
-  };
+  deps.session_factory = std::move(factory);
   deps.clock = &clock;
   return LoadModelVersion(*source, parsed->config, 1, options, deps);
+}
+
+Expected<std::shared_ptr<LoadedModel>> LoadAsGpu(const TempRepository& repo, const std::string& name, int& sessions,
+                                                 FakeClock& clock) {
+  return LoadAsGpuWith(
+      repo, name,
+      [&sessions](const std::string& path, const SessionOptions& so) {
+        ++sessions;
+        EXPECT_EQ(so.provider, Provider::kCuda);
+        SessionOptions cpu;
+        return Session::Load(path, cpu);
+      },
+      clock);
 }
 
 // Issue 8: on a GPU every new batch shape costs a cuDNN set-up on each run,
@@ -183,6 +190,50 @@ TEST(ModelLoaderTest, GpuInstancesPadAndGetOneSessionPerBatchSize) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_FALSE((*m)->batching.pad_to_preferred_batch_size);
   EXPECT_EQ(sessions, 1);
+}
+
+// Issue 25: the loader served a model without CUDA graphs when a session's
+// failure had the words "graph capture" in it, whatever had failed. ORT's
+// refusal is recognised once (ort/ort_status.cc, Reason::kCudaGraphRefused);
+// the loader follows the reason alone.
+TEST(ModelLoaderTest, Issue25OnlyOrtsRefusalToCaptureMakesTheModelRunWithoutGraphs) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 1 kind: KIND_GPU } ]
+    parameters { key: "workers_per_instance" value { string_value: "1" } }
+    optimization { cuda { graphs: true } }
+  )pb");
+  FakeClock clock;
+  // Sessions asked to capture graphs fail with `refusal`; the others load on the CPU.
+  auto refusing = [](Status refusal) {
+    return [refusal](const std::string& path, const SessionOptions& so) -> Expected<std::unique_ptr<Session>> {
+      const auto graph = so.cuda_options.find("enable_cuda_graph");
+      if (graph != so.cuda_options.end() && graph->second == "1") return refusal;
+      return Session::Load(path, SessionOptions{});
+    };
+  };
+  // ORT's refusal, in words that do not say "graph capture": served without graphs, and the warning says why.
+  auto m = LoadAsGpuWith(
+      repo, "m",
+      refusing(Status(Code::kInternal, "loading model m: all compute nodes are not on the CUDA EP",
+                      Reason::kCudaGraphRefused)),
+      clock);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_FALSE((*m)->cuda_graphs);
+  EXPECT_NE((*m)->cuda_graph_warning.find("ONNX Runtime cannot capture this model"), std::string::npos)
+      << (*m)->cuda_graph_warning;
+  EXPECT_NE((*m)->cuda_graph_warning.find("all compute nodes are not on the CUDA EP"), std::string::npos)
+      << (*m)->cuda_graph_warning;
+  EXPECT_EQ((*m)->session_per_batch_size, (std::vector<int64_t>{2, 4, 8}));
+
+  // Another failure that happens to say "graph capture": the load fails with it, as any failure does.
+  m = LoadAsGpuWith(repo, "m", refusing(Internal("loading model m: graph capture stream: CUDA failure 700")), clock);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kInternal);
+  EXPECT_NE(m.status().message().find("CUDA failure 700"), std::string::npos) << m.status().ToString();
 }
 
 // GPU instances take turns on their GPU with CUDA graphs (gpu_turns auto),

@@ -17,9 +17,12 @@ class FailingRunner : public InstanceRunner {
   Status failure_;
 };
 
-const Status kRejected = InvalidArgument("running model m/1/model.onnx: the graph " + std::string(kRunTimeRejection) +
-                                         ": Non-zero status code returned while running Add node. Name:'skip_add' "
-                                         "Status Message: Attempting to broadcast an axis by a dimension other than 1");
+// As ort/ort_status.cc makes it from ORT's failure.
+const Status kRejected(Code::kInvalidArgument,
+                       "running model m/1/model.onnx: the graph " + std::string(kRunTimeRejection) +
+                           ": Non-zero status code returned while running Add node. Name:'skip_add' "
+                           "Status Message: Attempting to broadcast an axis by a dimension other than 1",
+                       Reason::kInputsRejectedWhileRunning);
 
 TEST(RejectionRunnerTest, Issue9ARunTimeRejectionNamesEachInputWithItsShapeAndTheDeclaredOne) {
   RejectionExplainingRunner runner(std::make_unique<FailingRunner>(kRejected),
@@ -43,6 +46,29 @@ TEST(RejectionRunnerTest, Issue9ARunTimeRejectionNamesEachInputWithItsShapeAndTh
   auto batched = runner.RunBatch(batch, 2, RealClock(), ready);
   ASSERT_FALSE(batched.ok());
   EXPECT_NE(batched.status().message().find("in a batch of 4 rows"), std::string::npos) << batched.status().message();
+}
+
+// Issue 25: a failure was taken for a rejection when its message held the
+// words of one. The reason decides, whatever the words.
+TEST(RejectionRunnerTest, Issue25TheReasonDecidesNotTheWords) {
+  const std::vector<Tensor> inputs = {Tensor::Zeros("x", DataType::kFloat, {2, 3})};
+  // The old trigger words without the reason: unchanged.
+  const Status lookalike = InvalidArgument("input 'x': the graph " + std::string(kRunTimeRejection) + " (quoted)");
+  RejectionExplainingRunner plain(std::make_unique<FailingRunner>(lookalike), {{"x", "FP32", {-1, 3}}});
+  auto out = plain.Run(inputs);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), lookalike.message());
+  EXPECT_EQ(out.status().reason(), Reason::kNone);
+  // The reason with other words: explained, and still a rejection.
+  const Status rejected(Code::kInvalidArgument, "a Reshape node cannot take 2x3", Reason::kInputsRejectedWhileRunning);
+  RejectionExplainingRunner explained(std::make_unique<FailingRunner>(rejected), {{"x", "FP32", {-1, 3}}});
+  out = explained.Run(inputs);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(out.status().reason(), Reason::kInputsRejectedWhileRunning);
+  EXPECT_EQ(out.status().message().rfind("input 'x' 2x3 (the model declares ?x3) fits the declared shapes", 0), 0u)
+      << out.status().message();
+  EXPECT_NE(out.status().message().find("a Reshape node cannot take 2x3"), std::string::npos);
 }
 
 TEST(RejectionRunnerTest, OtherFailuresPassUnchanged) {
