@@ -124,11 +124,10 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
           shapes.push_back(std::move(t));
         }
       } else {
-        Expected<std::vector<Tensor>> learned = Status(Internal("not run"));
-        {
+        Expected<std::vector<Tensor>> learned = [&] {
           std::unique_lock capture(ort_internal::CudaCaptureMutex());
-          learned = session.Run(r->host_inputs_);
-        }
+          return session.Run(r->host_inputs_);
+        }();
         ORTGPU_ASSIGN_OR_RETURN(shapes, std::move(learned));
       }
       for (const auto& out : shapes) {

@@ -347,7 +347,6 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
   }
   const int64_t executed_rows = ExecutedBatchSize(policy_, total_rows);
   const int64_t padding_rows = executed_rows - total_rows;
-  Expected<std::vector<std::vector<Tensor>>> per_request = Status(Internal("not run"));
   phase = "running the model";  // the runner joins the inputs as part of its run
   std::vector<const std::vector<Tensor>*> inputs;
   for (const auto& p : batch) inputs.push_back(&p.item.request.inputs);
@@ -369,13 +368,13 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
   t.compute_input_ns = infer_start - start;
   t.compute_infer_ns = infer_end - infer_start;
   phase = "splitting the outputs";
-  if (!out.ok()) {
-    per_request = out.status();
-  } else if (batch.size() == 1 && padding_rows == 0) {
-    per_request = std::vector<std::vector<Tensor>>{std::move(out).value()};  // nothing to split
-  } else {
-    per_request = SplitBatch(*out, rows, padding_rows);
-  }
+  Expected<std::vector<std::vector<Tensor>>> per_request = [&]() -> Expected<std::vector<std::vector<Tensor>>> {
+    if (!out.ok()) return out.status();
+    if (batch.size() == 1 && padding_rows == 0) {
+      return std::vector<std::vector<Tensor>>{std::move(out).value()};  // nothing to split
+    }
+    return SplitBatch(*out, rows, padding_rows);
+  }();
   t.compute_output_ns = clock_.NowNanos() - infer_end;
   const int64_t end = clock_.NowNanos();
   const int64_t now_ms = WallMillis();

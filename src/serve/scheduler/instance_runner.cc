@@ -310,20 +310,20 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
   }
   GatherRows(copies_);
   copies_.clear();
-  Expected<std::vector<Tensor>> results = Status(Internal("not run"));
-  if (on_device != nullptr) {
-    results = RunOnDevice(rows, shapes, outputs, clock, inputs_ready_ns);
-    pieces_.clear();
-  } else {
+  Expected<std::vector<Tensor>> results = [&]() -> Expected<std::vector<Tensor>> {
+    if (on_device != nullptr) {
+      auto ran = RunOnDevice(rows, shapes, outputs, clock, inputs_ready_ns);
+      pieces_.clear();
+      return ran;
+    }
     inputs_ready_ns = clock.NowNanos();
     if (sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0) {
-      results = RunGraph(SessionFor(rows), rows, shapes, outputs);
-    } else {
-      std::optional<GpuTurn::Held> held;
-      if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
-      results = staging_->Run(SessionFor(rows), rows, shapes, outputs, device_outputs_);
+      return RunGraph(SessionFor(rows), rows, shapes, outputs);
     }
-  }
+    std::optional<GpuTurn::Held> held;
+    if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
+    return staging_->Run(SessionFor(rows), rows, shapes, outputs, device_outputs_);
+  }();
   if (!results.ok()) return results.status();
   if (!device_outputs_.empty()) {
     std::vector<int64_t> request_rows;
