@@ -41,10 +41,19 @@ void AddPipOnlyMachine(FakeFileSystem* fs, FakeEnvironment* env, FakeDynamicLoad
   }
 }
 
+// The result for `soname`; a missing one fails the test and reads as an
+// empty result (action kNotFound, no path).
 const PreloadResult& ResultFor(const std::vector<PreloadResult>& results, const std::string& soname) {
+  static const PreloadResult kMissing;
   auto it = std::find_if(results.begin(), results.end(), [&](const PreloadResult& r) { return r.soname == soname; });
-  EXPECT_NE(it, results.end()) << soname;
-  return *it;
+  EXPECT_NE(it, results.end()) << soname << " has no preload result";
+  return it == results.end() ? kMissing : *it;
+}
+
+std::vector<std::string> Sonames(const std::vector<PreloadResult>& results) {
+  std::vector<std::string> out;
+  for (const auto& r : results) out.push_back(r.soname);
+  return out;
 }
 
 TEST(PreloadTest, LoadsPipCopiesGloballyInDependencyOrder) {
@@ -80,6 +89,10 @@ TEST(PreloadTest, NothingToDoWhenTheLoaderFindsEverything) {
   LibrarySearch search(fs, env);
   const auto results = PreloadCudaLibraries(search, loader);
   EXPECT_TRUE(loader.calls().empty());
+  // Every library was considered, and each is left to the loader.
+  std::vector<std::string> expected = kCu13Libs;
+  expected.insert(expected.end(), kCudnnLibs.begin(), kCudnnLibs.end());
+  EXPECT_EQ(Sonames(results), expected);
   for (const auto& r : results) EXPECT_EQ(r.action, PreloadAction::kLoaderFinds) << r.soname;
 }
 
@@ -149,6 +162,7 @@ TEST(PreloadTest, SkipsWhatIsAlreadyLoaded) {
   LibrarySearch search(fs, env);
   const auto results = PreloadCudaLibraries(search, loader);
   EXPECT_EQ(ResultFor(results, "libcudart.so.13").action, PreloadAction::kAlreadyLoaded);
+  ASSERT_FALSE(loader.calls().empty());
   EXPECT_EQ(loader.calls().front().name_or_path, kCu13 + "/libcublasLt.so.13");
 }
 
