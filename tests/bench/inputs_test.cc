@@ -78,8 +78,13 @@ TEST(InputsTest, MasksAreOnesAndEveryTypeIsGenerated) {
   }
   auto in = MakeInputs(infos, {}, 1);
   ASSERT_TRUE(in.ok()) << in.status().ToString();
+  ASSERT_EQ(in->size(), infos.size());  // one tensor per input, every type included
   for (int i = 0; i < 4; ++i) EXPECT_EQ((*in)[0].data_as<int64_t>()[i], 1);
-  for (const auto& t : *in) EXPECT_TRUE(ValidateTensorSize(t).ok()) << t.name;
+  for (size_t k = 0; k < infos.size(); ++k) {
+    EXPECT_EQ((*in)[k].name, infos[k].name);
+    EXPECT_EQ((*in)[k].dtype, infos[k].dtype) << infos[k].name;
+    EXPECT_TRUE(ValidateTensorSize((*in)[k]).ok()) << infos[k].name;
+  }
 }
 
 TEST(InputsTest, SameSeedSameBytes) {

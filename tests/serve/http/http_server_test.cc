@@ -487,14 +487,21 @@ TEST_F(HttpServerTest, DrainFinishesInFlightAndRefusesNewWork) {
   EXPECT_THROW(TestHttpClient late(port()), boost::system::system_error);
 }
 
-TEST_F(HttpServerTest, StopWithParkedRequestsDoesNotCrash) {
+// Issue 25 (this test asserted nothing): Stop closes the connection of a
+// request still running, and the answer that comes after Stop is dropped,
+// not written: the client sees its connection end with no response, and the
+// port takes no new connection.
+TEST_F(HttpServerTest, StopWithAParkedRequestEndsItsConnectionWithoutAnAnswer) {
   StartServer();
   fake_.HoldInfers(true);
   TestHttpClient c(port());
   c.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
   fake_.WaitForParked(1);
+  const uint16_t stopped_port = port();
   server_->Stop();
   fake_.ReleaseAll();  // completions after Stop are dropped
+  EXPECT_TRUE(c.ServerClosed());  // end of stream before any byte of a response
+  EXPECT_THROW(TestHttpClient late(stopped_port), boost::system::system_error);
   server_.reset();
 }
 

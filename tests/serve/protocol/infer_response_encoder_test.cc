@@ -85,6 +85,7 @@ TEST(EncodeInferResponseTest, NegativeZeroKeepsItsSignInJson) {
   ASSERT_TRUE(e.ok());
   EXPECT_THAT(e->body, HasSubstr(R"("data":[-0.0,0,-2])"));
   auto j = nlohmann::json::parse(e->body);
+  ASSERT_EQ(j["outputs"].size(), 3u) << e->body;
   for (const auto& out : j["outputs"]) {
     const double v = out["data"][0].get<double>();
     EXPECT_TRUE(v == 0 && std::signbit(v)) << out["name"];

@@ -58,7 +58,14 @@ TEST(WarmupInputsTest, GivenInputsAreUsedAsTheyAreAndCheckedAgainstTheConfig) {
   rate.data_as<int64_t>()[0] = 8000;
   auto c = GenerateWarmupCandidates(config, WarmupHints{{{"rate", rate}}, {}, {}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  for (const auto& candidate : *c) EXPECT_EQ(candidate.inputs[1].data_as<int64_t>()[0], 8000);
+  // One candidate per size of x's variable dim, each with the given rate.
+  ASSERT_EQ(c->size(), std::size(kWarmupDimSizes));
+  for (const auto& candidate : *c) {
+    ASSERT_EQ(candidate.inputs.size(), 2u) << candidate.description;
+    EXPECT_EQ(candidate.inputs[1].name, "rate");
+    EXPECT_EQ(candidate.inputs[1].shape, (std::vector<int64_t>{1, 1}));
+    EXPECT_EQ(candidate.inputs[1].data_as<int64_t>()[0], 8000) << candidate.description;
+  }
   auto wrong =
       GenerateWarmupCandidates(config, WarmupHints{{{"rate", Tensor::Zeros("rate", DataType::kInt32, {1, 1})}}, {}, {}});
   ASSERT_FALSE(wrong.ok());
