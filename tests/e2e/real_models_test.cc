@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -91,6 +92,22 @@ std::vector<Case> Cases() {
   };
 }
 
+// The model names of Cases(), every model the folder holds, sorted.
+std::vector<std::string> CaseModels() {
+  std::vector<std::string> out;
+  for (const Case& c : Cases()) out.push_back(c.model);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The names of the models a server lists, sorted.
+std::vector<std::string> Listed(const std::vector<serve::ModelSummary>& models) {
+  std::vector<std::string> out;
+  for (const auto& m : models) out.push_back(m.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::unique_ptr<serve::Server> Serve(const std::string& repository, bool strict = false) {
   serve::ServeOptions o;
   o.core.repository = repository;
@@ -111,6 +128,7 @@ TEST(RealModelsTest, Issue9AFolderOfRealModelsWithoutConfigsIsAllReadyAndMatches
   if (!models.ok()) GTEST_SKIP() << "python3-onnx missing (scripts/make_real_models.py failed)";
   auto server = Serve(models.root());
   ASSERT_NE(server, nullptr);
+  EXPECT_EQ(Listed(server->Models()), CaseModels());  // every model of the folder, none left out
   for (const auto& m : server->Models()) {
     EXPECT_EQ(m.state, serve::ModelState::kReady) << m.name << ": " << m.reason;
   }
@@ -168,16 +186,20 @@ TEST(RealModelsTest, Issue9AModelNoGeneratedInputRunsIsReadyWithAWarningOrUnavai
   // Remote users see it too: the repository index gives the warning as the READY model's reason.
   TestHttpClient index_client(server->http_port());
   const auto listed = nlohmann::json::parse(index_client.Post("/v2/repository/index", "").body);
+  bool indexed = false;
   for (const auto& e : listed) {
     if (e["name"] == "rate_if") {
+      indexed = true;
       EXPECT_EQ(e["state"], "READY");
       EXPECT_NE(e["reason"].get<std::string>().find("no generated warm-up input ran"), std::string::npos) << e.dump();
     }
   }
+  EXPECT_TRUE(indexed) << listed.dump();
   EXPECT_TRUE(server->Shutdown());
 
   auto strict = Serve(models.root(), /*strict=*/true);
   ASSERT_NE(strict, nullptr);
+  EXPECT_EQ(Listed(strict->Models()), CaseModels());
   for (const auto& m : strict->Models()) {
     EXPECT_EQ(m.state, m.name == "rate_if" ? serve::ModelState::kUnavailable : serve::ModelState::kReady) << m.name;
   }
