@@ -11,12 +11,13 @@
 #
 # Targets: fuzz_infer_request (KServe request decoder), fuzz_http_request
 # (Beast parsing, routing, access checks, endpoints), fuzz_model_config
-# (config.pbtxt).
+# (config.pbtxt), fuzz_bytes_round_trip (BYTES elements through the decoder,
+# an ORT Identity session and the encoder, byte for byte).
 set -euo pipefail
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_infer_request fuzz_http_request fuzz_model_config)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_infer_request fuzz_http_request fuzz_model_config fuzz_bytes_round_trip)
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found; run: apt-get install -y clang libclang-rt-14-dev" >&2; exit 1; }
@@ -31,7 +32,7 @@ for target in "${targets[@]}"; do
   [ "$name" = model_config ] && dict="$root/fuzz/model_config.dict"
   mkdir -p "corpus/$name"
   echo "fuzz.sh: $target for ${seconds} s"
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS="suppressions=$root/fuzz/lsan.supp" \
     "./fuzz/$target" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
     -dict="$dict" "corpus/$name" "$root/fuzz/corpus/$name"
 done

@@ -96,11 +96,7 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
         ORTGPU_RETURN_IF_ERROR(CopyBytes(v.GetTensorMutableRawData(), t.data.data(), t.data.size(), kCudaMemcpyHostToDevice, v));
         impl->inputs.push_back(std::move(v));
       } else if (t.dtype == DataType::kString) {
-        Ort::Value v = Ort::Value::CreateTensor(host_alloc, t.shape.data(), t.shape.size(), type);
-        std::vector<const char*> ptrs;
-        for (const auto& s : t.strings) ptrs.push_back(s.c_str());
-        v.FillStringTensor(ptrs.data(), ptrs.size());
-        impl->inputs.push_back(std::move(v));
+        impl->inputs.push_back(ort_internal::StringTensor(host_alloc, t));
       } else {
         // A view of host_inputs_, which the runner owns and never resizes.
         impl->inputs.push_back(Ort::Value::CreateTensor(cpu, t.data.data(), t.data.size(), t.shape.data(), t.shape.size(), type));

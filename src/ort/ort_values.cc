@@ -216,6 +216,18 @@ Status CudaCopyToDevice(void* dst, const void* src, size_t bytes) {
   return Status::Ok();
 }
 
+Ort::Value StringTensor(OrtAllocator* allocator, const Tensor& t) {
+  Ort::Value v = Ort::Value::CreateTensor(allocator, t.shape.data(), t.shape.size(),
+                                          ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING);
+  // FillStringTensor would read each element up to its first NUL byte.
+  for (size_t k = 0; k < t.strings.size(); ++k) {
+    const std::string& s = t.strings[k];
+    char* dst = v.GetResizedStringTensorElementBuffer(k, s.size());
+    if (!s.empty()) std::memcpy(dst, s.data(), s.size());
+  }
+  return v;
+}
+
 bool OnCpu(const Ort::ConstMemoryInfo& info) { return info.GetDeviceType() == OrtMemoryInfoDeviceType_CPU; }
 
 Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v) {
@@ -228,6 +240,8 @@ Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v) {
   const size_t n = info.GetElementCount();
   if (t.dtype == DataType::kString) {
     t.strings.resize(n);
+    // GetStringTensorElement(k) sizes each element from its length: NUL
+    // bytes inside an element survive.
     for (size_t k = 0; k < n; ++k) t.strings[k] = v.GetStringTensorElement(k);
     return t;
   }

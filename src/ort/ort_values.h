@@ -46,6 +46,12 @@ std::shared_mutex& CudaCaptureMutex();
 // return before its kernels finish, on a stream the caller cannot name).
 Status SynchronizeDevice();
 
+// A host string tensor of `t.shape` holding `t.strings`, allocated by
+// `allocator`. Every element keeps all of its bytes, NUL bytes and non-UTF-8
+// bytes included: ORT is handed each element's length, never a C string.
+// REQUIRES: t.dtype == DataType::kString. Throws Ort::Exception.
+Ort::Value StringTensor(OrtAllocator* allocator, const Tensor& t);
+
 // Whether `info` is CPU memory (pinned memory counts as CPU).
 bool OnCpu(const Ort::ConstMemoryInfo& info);
 

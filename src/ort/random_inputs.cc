@@ -123,7 +123,10 @@ ShapeFlags ShapeFlagsFor(const std::vector<TensorInfo>& inputs, const ShapeFlags
 }
 
 Status CheckShapeFlags(const std::vector<TensorInfo>& inputs, const ShapeFlags& shapes, std::string_view flag) {
-  for (const auto& [name, dims] : shapes) {
+  for (const auto& flag_shape : shapes) {
+    // Not a structured binding: clang 14 (the fuzz build's) cannot capture one in a lambda.
+    const std::string& name = flag_shape.first;
+    const auto& dims = flag_shape.second;
     const auto input = std::find_if(inputs.begin(), inputs.end(), [&](const TensorInfo& i) { return i.name == name; });
     if (input != inputs.end()) {
       ORTGPU_RETURN_IF_ERROR(CheckShapeFits(*input, dims, Flag(flag, name, dims)));

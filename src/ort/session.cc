@@ -277,11 +277,7 @@ Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs
       in_names.push_back(t.name.c_str());
       const auto type = static_cast<ONNXTensorElementDataType>(t.dtype);
       if (t.dtype == DataType::kString) {
-        Ort::Value v = Ort::Value::CreateTensor(alloc, t.shape.data(), t.shape.size(), type);
-        std::vector<const char*> ptrs;
-        for (const auto& s : t.strings) ptrs.push_back(s.c_str());
-        v.FillStringTensor(ptrs.data(), ptrs.size());
-        values.push_back(std::move(v));
+        values.push_back(ort_internal::StringTensor(alloc, t));
       } else {
         const uint8_t* bytes = t.data.data();
         // A tensor borrowed from a request body can start at any offset;

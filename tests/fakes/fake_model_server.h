@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,7 @@ class FakeModelServer : public ModelServer {
   }
 
   Expected<ModelMetadata> Metadata(const std::string& model, const std::string& version) const override {
+    ThrowIfAsked();
     ORTGPU_RETURN_IF_ERROR(Check(model, version));
     ModelMetadata md;
     md.name = model;
@@ -71,12 +73,14 @@ class FakeModelServer : public ModelServer {
   }
   std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const override {
     std::vector<ModelVersionStatus> out;
-    if (!ready_only) out.push_back({"broken", "1", ModelState::kUnavailable, "failed to load"});
+    std::lock_guard lock(mu_);
+    if (!ready_only) out.push_back({"broken", "1", ModelState::kUnavailable, broken_reason_});
     out.push_back({"echo", "1", ModelState::kReady, ""});
     return out;
   }
   using ModelServer::LoadModel;
   Status LoadModel(const std::string& model, const ModelLoadParameters& parameters) override {
+    ThrowIfAsked();
     {
       std::lock_guard lock(mu_);
       last_load_parameters_ = parameters;
@@ -97,6 +101,7 @@ class FakeModelServer : public ModelServer {
       t.device.reset();
     }
     request.device_outputs.clear();  // the echo writes its outputs from the host
+    ThrowIfAsked();
     Status st = Check(request.model_name, request.model_version);
     if (st.ok() && request.model_name == "broken") st = Unavailable("model 'broken' is UNAVAILABLE");
     if (!st.ok()) {
@@ -121,6 +126,28 @@ class FakeModelServer : public ModelServer {
       }
     }
     done(Echo(std::move(request)));
+  }
+
+  // Every following Infer, Metadata and LoadModel throws a
+  // std::runtime_error whose message names `path` (a bug of the server's).
+  void ThrowRuntimeErrors(bool on, std::string path = "/srv/models/echo/1/model.onnx") {
+    std::lock_guard lock(mu_);
+    throw_runtime_error_ = on;
+    throw_path_ = std::move(path);
+  }
+  // The reason RepositoryIndex gives for "broken"; the roots ClientText
+  // makes paths relative to.
+  void SetBrokenReason(std::string reason) {
+    std::lock_guard lock(mu_);
+    broken_reason_ = std::move(reason);
+  }
+  void SetClientTextRoots(std::vector<std::string> roots) {
+    std::lock_guard lock(mu_);
+    roots_ = std::move(roots);
+  }
+  std::vector<std::string> ClientTextRoots() const override {
+    std::lock_guard lock(mu_);
+    return roots_;
   }
 
   // Every following Infer throws std::bad_alloc (a request too large to hold).
@@ -192,6 +219,10 @@ class FakeModelServer : public ModelServer {
   }
 
  private:
+  void ThrowIfAsked() const {
+    std::lock_guard lock(mu_);
+    if (throw_runtime_error_) throw std::runtime_error("inconsistent state reading " + throw_path_);
+  }
   static Status Check(const std::string& model, const std::string& version) {
     if (model != "echo" && model != "broken") return NotFound("model '" + model + "' is not in the repository");
     if (!version.empty() && version != "1") {
@@ -206,6 +237,10 @@ class FakeModelServer : public ModelServer {
   bool hold_ = false;
   bool block_ = false;
   bool throw_bad_alloc_ = false;
+  bool throw_runtime_error_ = false;
+  std::string throw_path_;
+  std::string broken_reason_ = "failed to load";
+  std::vector<std::string> roots_;
   int blocked_ = 0;
   std::vector<std::pair<InferRequest, InferCallback>> parked_;
   InferRequest last_request_;

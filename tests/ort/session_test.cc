@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "onnx/model_builder.h"
+#include "ort/io_binding.h"
 #include "ort/profile.h"
 #include "ort/runtime.h"
 
@@ -128,6 +129,41 @@ TEST(SessionTest, ProfilingWritesAFile) {
   ASSERT_TRUE(path.ok()) << path.status().ToString();
   std::ifstream f(*path);
   EXPECT_TRUE(f.good()) << *path;
+}
+
+// Issue 25: a BYTES element is bytes, not a C string. ORT's string tensors
+// were filled through c_str(), so "he\0llo" came back as "he".
+TEST(SessionTest, Issue25BytesKeepNulBytes) {
+  onnx::ModelBuilder b;
+  b.AddInput("text", DataType::kString, {-1}, {"n"});
+  b.AddOutput("echo", DataType::kString, {-1}, {"n"});
+  b.AddNode("Identity", {"text"}, {"echo"});
+  auto s = Session::LoadFromBytes(b.Serialize(), {}, "identity_string");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::string every_byte;
+  for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
+  Tensor in;
+  in.name = "text";
+  in.dtype = DataType::kString;
+  in.strings = {std::string("he\0llo", 6), "", std::string(1, '\0'), std::string("\xff\xfe\0\x80", 4), every_byte};
+  in.shape = {static_cast<int64_t>(in.strings.size())};
+
+  auto out = (*s)->Run({in});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].strings, in.strings);
+  // The bound runners feed ORT through their own string tensors.
+  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident}) {
+    BoundRunnerOptions o;
+    o.mode = m;
+    auto r = BoundRunner::Create(**s, {in}, o);
+    ASSERT_TRUE(r.ok()) << IoModeName(m) << ": " << r.status().ToString();
+    ASSERT_TRUE((*r)->Run().ok()) << IoModeName(m);
+    auto bound = (*r)->FetchOutputs();
+    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    ASSERT_EQ(bound->size(), 1u);
+    EXPECT_EQ((*bound)[0].strings, in.strings) << IoModeName(m);
+  }
 }
 
 }  // namespace

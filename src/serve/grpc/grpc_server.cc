@@ -12,6 +12,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
 
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
@@ -29,10 +30,33 @@
 namespace ortgpu::serve {
 namespace {
 
-::grpc::Status ToGrpc(const Status& st) {
+// `st` as the client gets it: no server file path, paths under the model
+// repository relative to it (protocol/client_text.h), as over HTTP.
+::grpc::Status GrpcStatus(const Status& st, const ModelServer& core) {
   if (st.ok()) return ::grpc::Status::OK;
-  // As clients may see it: no server file path (protocol/client_text.h).
-  return ::grpc::Status(static_cast<::grpc::StatusCode>(GrpcCodeFor(st.code())), protocol::ClientText(st.message()));
+  return ::grpc::Status(static_cast<::grpc::StatusCode>(GrpcCodeFor(st.code())),
+                        protocol::ClientText(st.message(), core.ClientTextRoots()));
+}
+
+// The last resort of every RPC, as the HTTP side's (http_server.cc): what an
+// exception that escaped a handler becomes, so that the call is answered and
+// the server keeps serving. REQUIRES: called inside a catch block.
+Status CaughtException(std::string_view rpc) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    spdlog::error("gRPC {}: out of memory; the call is answered RESOURCE_EXHAUSTED, the server keeps serving", rpc);
+    return ResourceExhausted(fmt::format("the server ran out of memory handling this {} call; send a smaller "
+                                         "request or retry later", rpc));
+  } catch (const std::exception& e) {
+    spdlog::error("gRPC {} threw ({}); the call is answered INTERNAL, the server keeps serving", rpc, e.what());
+    return Internal(fmt::format("unexpected error handling this {} call: {}; the server keeps serving: retry, and "
+                                "report it with the server's log if it repeats", rpc, e.what()));
+  } catch (...) {
+    spdlog::error("gRPC {} threw an unknown exception; the call is answered INTERNAL, the server keeps serving", rpc);
+    return Internal(fmt::format("unexpected error handling this {} call; the server keeps serving: retry, and "
+                                "report it with the server's log if it repeats", rpc));
+  }
 }
 
 // When the core drops the request unrun: the earlier of the client's
@@ -71,6 +95,27 @@ bool InlineCompletion(const Expected<InferResponse>& result) {
     for (const std::string& s : t.strings) bytes += s.size() + 4;
   }
   return bytes <= kInlineCompletionBytes;
+}
+
+// `handler` (a unary handler: ctx, request, response, done) with the last
+// resort around it: an exception that escapes it answers the call
+// (CaughtException) unless the handler already did, and the poller goes on
+// serving. What a handler hands to another thread catches there
+// (State::Infer, Rpcs::Control).
+template <class Handler>
+auto GuardedHandler(const ModelServer& core, std::string rpc, Handler handler) {
+  return [&core, rpc = std::move(rpc), handler = std::move(handler)](::grpc::ServerContext& ctx, auto& req,
+                                                                     auto* resp, CallDone done) {
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    CallDone once = [answered, done = std::move(done)](const ::grpc::Status& st) {
+      if (!answered->exchange(true)) done(st);
+    };
+    try {
+      handler(ctx, req, resp, once);
+    } catch (...) {
+      once(GrpcStatus(CaughtException(rpc), core));
+    }
+  };
 }
 
 class Rpcs;  // every RPC's handler, below
@@ -113,14 +158,17 @@ struct GrpcServer::State {
         special.push_back(o);
       }
     }
-    Begin();
-    core.Infer(std::move(decoded).value(), [this, out, complete, special = std::move(special)](
-                                               Expected<InferResponse> result) mutable {
+    auto on_done = [this, out, complete, special = std::move(special)](Expected<InferResponse> result) mutable {
       auto finish = [this, out, complete, special](Expected<InferResponse> result) {
-        Status st = result.status();
-        if (st.ok() && WantsClassification(special)) st = ApplyClassification(core, special, *result);
-        if (st.ok() && !special.empty()) st = WriteSharedMemoryOutputs(*result, special, settings.system_shm);
-        if (st.ok()) st = EncodeGrpcInferResponse(*result, *out);
+        Status st;
+        try {
+          st = result.status();
+          if (st.ok() && WantsClassification(special)) st = ApplyClassification(core, special, *result);
+          if (st.ok() && !special.empty()) st = WriteSharedMemoryOutputs(*result, special, settings.system_shm);
+          if (st.ok()) st = EncodeGrpcInferResponse(*result, *out);
+        } catch (...) {
+          st = CaughtException("ModelInfer");
+        }
         complete(st);
         End();
       };
@@ -136,7 +184,17 @@ struct GrpcServer::State {
       boost::asio::post(workers, [finish = std::move(finish), result = std::move(result)]() mutable {
         finish(std::move(result));
       });
-    });
+    };
+    Begin();
+    try {
+      core.Infer(std::move(decoded).value(), std::move(on_done));
+    } catch (...) {
+      // A core that throws has not taken the request, so `on_done` will not
+      // run: the call is counted out here and answered by the handler's last
+      // resort (GuardedHandler).
+      End();
+      throw;
+    }
   }
 
   ModelServer& core;
@@ -174,8 +232,8 @@ class Rpcs {
   // left to a thread of gRPC's (grpc_call_queues.h says why).
   std::vector<GrpcCallQueues::Method> Methods(GrpcCallQueues& q, G& svc, grpc::health::v1::Health::AsyncService& health) {
     std::vector<GrpcCallQueues::Method> m;
-    m.push_back(UnaryRpc(q, "ModelInfer", svc, &G::RequestModelInfer, Infer(), kInferCallsAhead));
-    m.push_back(StreamInferRpc(q, svc, Infer()));
+    m.push_back(UnaryRpc(q, "ModelInfer", svc, &G::RequestModelInfer, Infer("ModelInfer"), kInferCallsAhead));
+    m.push_back(StreamInferRpc(q, svc, Infer("ModelStreamInfer")));
     m.push_back(Bind(q, "ServerLive", svc, &G::RequestServerLive, &Rpcs::ServerLive));
     m.push_back(Bind(q, "ServerReady", svc, &G::RequestServerReady, &Rpcs::ServerReady));
     m.push_back(Bind(q, "ModelReady", svc, &G::RequestModelReady, &Rpcs::ModelReady));
@@ -185,9 +243,15 @@ class Rpcs {
     m.push_back(Bind(q, "ModelStatistics", svc, &G::RequestModelStatistics, &Rpcs::ModelStatistics));
     m.push_back(Bind(q, "RepositoryIndex", svc, &G::RequestRepositoryIndex, &Rpcs::RepositoryIndex));
     m.push_back(UnaryRpc(q, "RepositoryModelLoad", svc, &G::RequestRepositoryModelLoad,
-                         [this](auto& ctx, auto& req, auto*, CallDone done) { Load(ctx, req, std::move(done)); }));
+                         GuardedHandler(s_.core, "RepositoryModelLoad",
+                                        [this](auto& ctx, auto& req, auto*, CallDone done) {
+                                          Load(ctx, req, std::move(done));
+                                        })));
     m.push_back(UnaryRpc(q, "RepositoryModelUnload", svc, &G::RequestRepositoryModelUnload,
-                         [this](auto& ctx, auto& req, auto*, CallDone done) { Unload(ctx, req, std::move(done)); }));
+                         GuardedHandler(s_.core, "RepositoryModelUnload",
+                                        [this](auto& ctx, auto& req, auto*, CallDone done) {
+                                          Unload(ctx, req, std::move(done));
+                                        })));
     m.push_back(Bind(q, "SystemSharedMemoryStatus", svc, &G::RequestSystemSharedMemoryStatus,
                      &Rpcs::SystemSharedMemoryStatus));
     m.push_back(Bind(q, "SystemSharedMemoryRegister", svc, &G::RequestSystemSharedMemoryRegister,
@@ -204,8 +268,17 @@ class Rpcs {
     m.push_back(Bind(q, "LogSettings", svc, &G::RequestLogSettings, &Rpcs::LogSettings));
     m.push_back(Bind(q, "grpc.health.v1.Health/Check", health, &grpc::health::v1::Health::AsyncService::RequestCheck,
                      &Rpcs::HealthCheck));
-    m.push_back(HealthWatchRpc(q, health, [this](const std::string& service) { return Health(service); },
-                               s_.options.health_watch_poll));
+    m.push_back(HealthWatchRpc(
+        q, health,
+        [this](const std::string& service) {
+          try {
+            return Health(service);
+          } catch (...) {
+            (void)CaughtException("grpc.health.v1.Health/Watch");
+            return HealthCheckResponse::NOT_SERVING;
+          }
+        },
+        s_.options.health_watch_poll));
     return m;
   }
 
@@ -214,12 +287,15 @@ class Rpcs {
   // calls does not wait for a poller to request the next one.
   static constexpr int kInferCallsAhead = 8;
 
-  InferHandler Infer() {
-    return [this](::grpc::ServerContext& ctx, inference::ModelInferRequest& req, inference::ModelInferResponse* resp,
-                  CallDone done) {
-      s_.Infer(ctx, req, resp, [done = std::move(done)](const Status& st) { done(ToGrpc(st)); });
+  InferHandler Infer(std::string rpc) {
+    auto infer = [this](::grpc::ServerContext& ctx, inference::ModelInferRequest& req,
+                        inference::ModelInferResponse* resp, CallDone done) {
+      s_.Infer(ctx, req, resp, [this, done = std::move(done)](const Status& st) { done(ToGrpc(st)); });
     };
+    return GuardedHandler(s_.core, std::move(rpc), std::move(infer));
   }
+
+  ::grpc::Status ToGrpc(const Status& st) const { return GrpcStatus(st, s_.core); }
 
   // The entry of a method whose handler answers at once.
   template <class Object, class Svc, class Req, class Resp>
@@ -227,10 +303,11 @@ class Rpcs {
                               void (Svc::*request)(::grpc::ServerContext*, Req*, ::grpc::ServerAsyncResponseWriter<Resp>*,
                                                    ::grpc::CompletionQueue*, ::grpc::ServerCompletionQueue*, void*),
                               ::grpc::Status (Rpcs::*handler)(::grpc::ServerContext&, const Req&, Resp*)) {
-    return UnaryRpc(q, std::move(name), service, request,
-                    [this, handler](::grpc::ServerContext& ctx, Req& req, Resp* resp, CallDone done) {
-                      done((this->*handler)(ctx, req, resp));
-                    });
+    auto answer = [this, handler](::grpc::ServerContext& ctx, Req& req, Resp* resp, CallDone done) {
+      done((this->*handler)(ctx, req, resp));
+    };
+    std::string rpc = name;
+    return UnaryRpc(q, std::move(name), service, request, GuardedHandler(s_.core, std::move(rpc), std::move(answer)));
   }
 
   ::grpc::Status ServerLive(::grpc::ServerContext&, const inference::ServerLiveRequest&,
@@ -292,12 +369,15 @@ class Rpcs {
   ::grpc::Status RepositoryIndex(::grpc::ServerContext& ctx, const inference::RepositoryIndexRequest& req,
                                  inference::RepositoryIndexResponse* resp) {
     if (auto denied = Unauthorized(ctx, "RepositoryIndex")) return *denied;
+    // A reason may name the files a load failed on: as over HTTP, no server
+    // path reaches the client.
+    const std::vector<std::string> roots = s_.core.ClientTextRoots();
     for (const auto& m : s_.core.RepositoryIndex(req.ready())) {
       auto* e = resp->add_models();
       e->set_name(m.name);
       e->set_version(m.version);
       e->set_state(std::string(ModelStateName(m.state)));
-      e->set_reason(m.reason);
+      e->set_reason(protocol::ClientText(m.reason, roots));
     }
     return ::grpc::Status::OK;
   }
@@ -455,7 +535,12 @@ class Rpcs {
       return;
     }
     boost::asio::post(s_.blocking, [this, model, load = std::move(load), done = std::move(done)] {
-      Status st = load ? s_.core.LoadModel(model, *load) : s_.core.UnloadModel(model);
+      Status st;
+      try {
+        st = load ? s_.core.LoadModel(model, *load) : s_.core.UnloadModel(model);
+      } catch (...) {
+        st = CaughtException(load ? "RepositoryModelLoad" : "RepositoryModelUnload");
+      }
       done(ToGrpc(st));
     });
   }

@@ -67,6 +67,12 @@ struct ErrorLocator {
 // simdjson says only *that* the JSON is malformed; on that path a small
 // body is scanned again (no DOM) for the byte position and a readable reason.
 Status MalformedJson(std::string_view json, simdjson::error_code error) {
+  if (error == simdjson::UTF8_ERROR) {
+    return InvalidArgument(
+        "request body is not valid JSON: it holds bytes that are not UTF-8, and JSON strings are UTF-8 text; "
+        "send BYTES elements holding other bytes in the binary data extension (parameters.binary_data_size), "
+        "or escape them as UTF-8 text");
+  }
   if (json.size() <= kLocateErrorBytes) {
     ErrorLocator locator;
     if (!nlohmann::json::sax_parse(json.begin(), json.end(), &locator) && !locator.what.empty()) {

@@ -24,6 +24,10 @@
 //     UINT8 is an error, 1.5 for INT32 is an error). Finite floats too large
 //     for FP16/BF16/FP32 are an error instead of silently becoming Infinity.
 //   - BOOL takes true/false only.
+//   - BYTES elements are bytes: a JSON string's escapes (\u0000 included)
+//     and the binary extension's length prefixes keep every one. JSON text
+//     is UTF-8, so a body with other bytes in it is refused with a message
+//     pointing to binary_data_size, which carries any bytes.
 //   - Nested data arrays are flattened in row-major order; only the total
 //     element count is checked against the shape.
 //   - parameters.classification on an output is kept in its parameters;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 namespace ortgpu::serve::protocol {
 namespace {
@@ -88,6 +89,16 @@ void AppendBinary(std::string& out, const Tensor& t) {
   }
 }
 
+// A BYTES tensor holding an element that is not UTF-8: a JSON string cannot
+// carry it without losing bytes, so it is sent in the binary section.
+bool NotJsonText(const Tensor& t) {
+  if (t.dtype != DataType::kString) return false;
+  for (const std::string& s : t.strings) {
+    if (!simdjson::validate_utf8(s.data(), s.size())) return true;
+  }
+  return false;
+}
+
 size_t BinarySize(const Tensor& t) {
   if (t.dtype != DataType::kString) return t.data.size();
   size_t n = 0;
@@ -151,11 +162,18 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     out += ",\"parameters\":";
     AppendParameters(out, response.parameters);
   }
+  // Binary outputs: those asked for, and BYTES outputs with elements that
+  // are not UTF-8 (NotJsonText), so that every byte reaches the client.
+  std::vector<bool> binary_out(response.outputs.size());
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const bool asked = i < response.output_binary.size() && response.output_binary[i];
+    binary_out[i] = !in_shared_memory(i) && (asked || NotJsonText(response.outputs[i]));
+  }
   out += ",\"outputs\":[";
   bool any_binary = false;
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     const Tensor& t = response.outputs[i];
-    bool binary = i < response.output_binary.size() && response.output_binary[i] && !in_shared_memory(i);
+    const bool binary = binary_out[i];
     if (i > 0) out += ',';
     out += "{\"name\":";
     AppendJsonString(out, t.name);
@@ -193,7 +211,7 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     encoded.json_length = out.size();
     encoded.content_type = "application/octet-stream";
     for (size_t i = 0; i < response.outputs.size(); ++i) {
-      if (i >= response.output_binary.size() || !response.output_binary[i] || in_shared_memory(i)) continue;
+      if (!binary_out[i]) continue;
       const Tensor& t = response.outputs[i];
       if (t.dtype != DataType::kString && (t.data.borrowed() || !encoded.tail.empty())) {
         // A view of the tensor's buffer (shared, not copied); once the tail

@@ -12,8 +12,12 @@
 //   - Floats are written in the shortest form that reads back to the same
 //     value (std::to_chars); FP16/BF16 are widened to FP32 first. Negative
 //     zero is written "-0.0" ("-0" reads back as the integer 0).
-//   - BYTES in JSON are strings; bytes that are not UTF-8 are replaced by
-//     U+FFFD (ask for binary output to get them untouched).
+//   - BYTES elements are bytes, every one kept (NUL included). In JSON they
+//     are strings, control characters escaped (\u0000). A BYTES output
+//     holding an element that is not UTF-8 is sent in the binary section
+//     (binary_data_size) even when JSON was asked for: a JSON string cannot
+//     carry those bytes, and Triton's clients read either form (Triton
+//     itself writes them raw, which is not JSON).
 #pragma once
 
 #include <optional>
@@ -51,8 +55,9 @@ std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferRe
 std::string FlattenBody(const EncodedBody& encoded);
 
 // Encodes `response`, with `response.output_binary` choosing binary outputs
-// (missing entries mean JSON). Internal if an output tensor's data does not
-// match its shape or its datatype has no KServe name.
+// (missing entries mean JSON; a BYTES output that is not UTF-8 is binary).
+// Internal if an output tensor's data does not match its shape or its
+// datatype has no KServe name.
 Expected<EncodedBody> EncodeInferResponse(const InferResponse& response);
 
 // {"error": "<message>"}: the body of every failed request.

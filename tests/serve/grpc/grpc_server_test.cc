@@ -320,6 +320,69 @@ TEST_F(GrpcServerTest, RepositoryIndexLoadAndUnload) {
   EXPECT_THAT(st.error_message(), HasSubstr("'priority'"));
 }
 
+// Issue 25: a reason may name the files a load failed on; over gRPC as over
+// HTTP, it reaches the client through protocol::ClientText.
+TEST_F(GrpcServerTest, Issue25RepositoryIndexReasonsHoldNoServerPath) {
+  fake_.SetClientTextRoots({"/srv/models"});
+  fake_.SetBrokenReason("failed to load /srv/models/broken/1/model.onnx: Protobuf parsing failed; also read "
+                        "/etc/ortgpu/secret.pbtxt");
+  inference::RepositoryIndexResponse index;
+  auto ctx = Ctx();
+  ASSERT_TRUE(stub_->RepositoryIndex(ctx.get(), {}, &index).ok());
+  ASSERT_EQ(index.models(0).name(), "broken");
+  EXPECT_EQ(index.models(0).reason(),
+            "failed to load broken/1/model.onnx: Protobuf parsing failed; also read secret.pbtxt");
+}
+
+// Issue 25: an exception escaping a handler (a bug) answers the call with a
+// clear error, whatever the RPC, and the server keeps serving.
+TEST_F(GrpcServerTest, Issue25AHandlerThatThrowsAnswersInternalAndTheServerKeepsServing) {
+  fake_.SetClientTextRoots({"/srv/models"});
+  fake_.ThrowRuntimeErrors(true);
+  auto expect_internal = [](const ::grpc::Status& st, const std::string& rpc) {
+    EXPECT_EQ(st.error_code(), ::grpc::StatusCode::INTERNAL) << rpc << ": " << st.error_message();
+    EXPECT_THAT(st.error_message(), HasSubstr("unexpected error handling this " + rpc + " call"));
+    EXPECT_THAT(st.error_message(), HasSubstr("inconsistent state reading echo/1/model.onnx"));
+    EXPECT_THAT(st.error_message(), ::testing::Not(HasSubstr("/srv/models")));
+  };
+  inference::ModelMetadataRequest md_req;
+  md_req.set_name("echo");
+  inference::ModelMetadataResponse md;
+  auto ctx = Ctx();
+  expect_internal(stub_->ModelMetadata(ctx.get(), md_req, &md), "ModelMetadata");
+  inference::ModelInferResponse resp;
+  ctx = Ctx();
+  expect_internal(stub_->ModelInfer(ctx.get(), EchoRequest(), &resp), "ModelInfer");
+  inference::RepositoryModelLoadRequest load;
+  load.set_model_name("echo");
+  inference::RepositoryModelLoadResponse loaded;
+  ctx = Ctx();
+  expect_internal(stub_->RepositoryModelLoad(ctx.get(), load, &loaded), "RepositoryModelLoad");
+  ctx = Ctx();
+  auto stream = stub_->ModelStreamInfer(ctx.get());
+  ASSERT_TRUE(stream->Write(EchoRequest()));
+  ASSERT_TRUE(stream->WritesDone());
+  inference::ModelStreamInferResponse streamed;
+  ASSERT_TRUE(stream->Read(&streamed));
+  EXPECT_THAT(streamed.error_message(), HasSubstr("unexpected error handling this ModelStreamInfer call"));
+  EXPECT_TRUE(stream->Finish().ok());
+
+  fake_.ThrowRuntimeErrors(false);
+  fake_.ThrowBadAllocOnInfer(true);
+  ctx = Ctx();
+  auto st = stub_->ModelInfer(ctx.get(), EchoRequest(), &resp);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("ran out of memory handling this ModelInfer call"));
+  fake_.ThrowBadAllocOnInfer(false);
+
+  ExpectAlive();
+  ctx = Ctx();
+  st = stub_->ModelInfer(ctx.get(), EchoRequest(), &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  ctx = Ctx();
+  EXPECT_TRUE(stub_->ModelMetadata(ctx.get(), md_req, &md).ok());
+}
+
 TEST_F(GrpcServerTest, ModelInferRawContentsRoundTrip) {
   inference::ModelInferResponse resp;
   auto ctx = Ctx();

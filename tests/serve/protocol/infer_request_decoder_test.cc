@@ -263,16 +263,34 @@ TEST(DecodeInferRequestTest, BinaryTensorsBorrowTheBodyTheyArrivedIn) {
   EXPECT_TRUE(weak.expired());
 }
 
-TEST(DecodeInferRequestTest, BinaryBytesAreLengthPrefixed) {
+// A request whose one BYTES input "s" of `count` elements is `bin` in the
+// binary extension.
+Expected<InferRequest> DecodeBinaryBytes(const std::string& bin, int count) {
   size_t jl = 0;
-  std::string bin = Le32(3) + "abc" + Le32(0) + Le32(2) + std::string("\0\xff", 2);
-  std::string body = BinaryBody(
-      R"({"inputs":[{"name":"s","datatype":"BYTES","shape":[3],"parameters":{"binary_data_size":)" +
-          std::to_string(bin.size()) + "}}]}",
-      bin, &jl);
-  auto r = DecodeInferRequest(body, jl, "m", "");
+  std::string body = BinaryBody(R"({"inputs":[{"name":"s","datatype":"BYTES","shape":[)" + std::to_string(count) +
+                                    R"(],"parameters":{"binary_data_size":)" + std::to_string(bin.size()) + "}}]}",
+                                bin, &jl);
+  return DecodeInferRequest(body, jl, "m", "");
+}
+
+TEST(DecodeInferRequestTest, BinaryBytesAreLengthPrefixed) {
+  auto r = DecodeBinaryBytes(Le32(3) + "abc" + Le32(0) + Le32(2) + std::string("\0\xff", 2), 3);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_THAT(r->inputs[0].strings, ElementsAre("abc", "", std::string("\0\xff", 2)));
+}
+
+// Issue 25: a BYTES element is bytes; "he\0llo" keeps all six, from a JSON
+// escape and from the binary extension alike.
+TEST(DecodeInferRequestTest, Issue25BytesKeepNulBytes) {
+  auto json = Decode(OneInput("BYTES", "[3]", R"(["he\u0000llo","\u0000","\u00ff\u001f"])"));
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  EXPECT_THAT(json->inputs[0].strings,
+              ElementsAre(std::string("he\0llo", 6), std::string(1, '\0'), "\xc3\xbf\x1f"));
+  auto binary = DecodeBinaryBytes(Le32(6) + std::string("he\0llo", 6) + Le32(1) + std::string(1, '\0'), 2);
+  ASSERT_TRUE(binary.ok()) << binary.status().ToString();
+  EXPECT_THAT(binary->inputs[0].strings, ElementsAre(std::string("he\0llo", 6), std::string(1, '\0')));
+  // JSON is UTF-8 text: other bytes are refused, naming the way to send them.
+  ExpectInvalid(Decode(OneInput("BYTES", "[1]", "[\"\xff\"]")), "binary_data_size");
 }
 
 TEST(DecodeInferRequestTest, BinaryBytesErrors) {

@@ -97,13 +97,13 @@ TEST(EncodeInferResponseTest, BoolAndFp16AndBytes) {
   s.name = "s";
   s.dtype = DataType::kString;
   s.shape = {2};
-  s.strings = {"a\"b", std::string("\xff", 1)};
+  s.strings = {"a\"b", std::string("\x01\0", 2)};
   auto e = EncodeInferResponse(Response({Make<uint8_t>("b", DataType::kBool, {1, 0}),
                                          Make<uint16_t>("h", DataType::kFloat16, {FloatToHalf(0.5f)}), s}));
   ASSERT_TRUE(e.ok());
   EXPECT_THAT(e->body, HasSubstr(R"("data":[true,false])"));
   EXPECT_THAT(e->body, HasSubstr(R"("datatype":"FP16","shape":[1],"data":[0.5])"));
-  EXPECT_THAT(e->body, HasSubstr("\"data\":[\"a\\\"b\",\"\xEF\xBF\xBD\"]"));  // invalid UTF-8 replaced
+  EXPECT_THAT(e->body, HasSubstr(R"("data":["a\"b","\u0001\u0000"])"));  // control characters escaped
   EXPECT_TRUE(nlohmann::json::accept(e->body));
 }
 
@@ -131,6 +131,51 @@ TEST(EncodeInferResponseTest, BinaryOutputsFollowTheJson) {
   EXPECT_EQ(v[0], 1);
   EXPECT_EQ(v[1], 2);
   EXPECT_EQ(bin.substr(8), std::string("\x03\0\0\0xyz", 7));
+}
+
+// Issue 25: every byte of a BYTES element reaches the client, NUL included,
+// in JSON (an escape) and in binary (the length prefix).
+TEST(EncodeInferResponseTest, Issue25BytesKeepNulBytes) {
+  Tensor s;
+  s.name = "s";
+  s.dtype = DataType::kString;
+  s.strings = {std::string("he\0llo", 6), std::string(1, '\0'), ""};
+  s.shape = {3};
+  auto json = EncodeInferResponse(Response({s}));
+  ASSERT_TRUE(json.ok());
+  EXPECT_FALSE(json->json_length.has_value());
+  EXPECT_THAT(json->body, HasSubstr(R"("data":["he\u0000llo","\u0000",""])"));
+  EXPECT_EQ(nlohmann::json::parse(json->body)["outputs"][0]["data"], nlohmann::json(s.strings));
+
+  InferResponse r = Response({s});
+  r.output_binary = {true};
+  auto binary = EncodeInferResponse(r);
+  ASSERT_TRUE(binary.ok());
+  ASSERT_TRUE(binary->json_length.has_value());
+  EXPECT_EQ(FlattenBody(*binary).substr(*binary->json_length),
+            std::string("\x06\0\0\0he\0llo\x01\0\0\0\0\0\0\0\0", 19));
+}
+
+// Issue 25: a JSON string is UTF-8 text, so a BYTES output holding other
+// bytes goes to the binary section even when JSON was asked for (Triton
+// writes them raw, which is not JSON; U+FFFD would lose them). The other
+// outputs stay JSON.
+TEST(EncodeInferResponseTest, Issue25BytesThatAreNotUtf8AreSentBinary) {
+  Tensor s;
+  s.name = "s";
+  s.dtype = DataType::kString;
+  s.strings = {"ok", std::string("\xff\0\xc3", 3)};
+  s.shape = {2};
+  auto e = EncodeInferResponse(Response({Make<int32_t>("a", DataType::kInt32, {5}), s}));
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE(e->json_length.has_value());
+  EXPECT_EQ(e->content_type, "application/octet-stream");
+  const std::string body = FlattenBody(*e);
+  auto j = nlohmann::json::parse(body.substr(0, *e->json_length));
+  EXPECT_EQ(j["outputs"][0]["data"], nlohmann::json::array({5}));
+  EXPECT_FALSE(j["outputs"][1].contains("data"));
+  EXPECT_EQ(j["outputs"][1]["parameters"]["binary_data_size"], 13);
+  EXPECT_EQ(body.substr(*e->json_length), std::string("\x02\0\0\0ok\x03\0\0\0\xff\0\xc3", 13));
 }
 
 // Outputs that borrow a batch's buffer are not copied into the body: they
