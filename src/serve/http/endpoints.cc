@@ -1,5 +1,7 @@
 #include "serve/http/endpoints.h"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -325,6 +327,24 @@ std::string ServerMetadataJson() {
                       {"version", protocol::ServerVersion()},
                       {"extensions", protocol::ServerExtensions()}};
   return j.dump();
+}
+
+DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes) {
+  auto coding = ParseContentEncoding(request.content_encoding);
+  if (coding && *coding != ContentCoding::kIdentity) {
+    auto plain = Decompress(request.body.view(), *coding, std::min(inline_bytes, request.max_body_bytes));
+    if (!plain) {
+      // Too large to inflate here: on the pool, up to --max-body-bytes.
+      // Not valid compressed data: Infer answers why, having stopped where
+      // it stops here.
+      return plain.status().code() == Code::kResourceExhausted ? DecodeSite::kDecodePool
+                                                               : DecodeSite::kNetworkThread;
+    }
+    request.body = RequestBody::Copy(*plain);
+    request.content_encoding.clear();
+  }
+  const bool all_json = !request.inference_header_length;
+  return all_json && request.body.size() > inline_bytes ? DecodeSite::kDecodePool : DecodeSite::kNetworkThread;
 }
 
 void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,
