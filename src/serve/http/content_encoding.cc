@@ -43,9 +43,10 @@ Expected<std::string> Inflate(std::string_view body, int window_bits, size_t max
     const size_t produced = sizeof buf - z.avail_out;
     if (out.size() + produced > max_bytes) {
       inflateEnd(&z);
-      return ResourceExhausted(fmt::format("the decompressed request body is larger than the {}-byte limit "
-                                           "(--max-body-bytes)",
-                                           max_bytes));
+      return ResourceExhausted(fmt::format("the request body inflates past the limit of {} bytes "
+                                           "({} compressed bytes sent); send a smaller batch or raise "
+                                           "--max-body-bytes",
+                                           max_bytes, body.size()));
     }
     out.append(buf, produced);
     if (rc == Z_OK && z.avail_in == 0 && produced == 0) {

@@ -1,5 +1,7 @@
 #include "serve/http/endpoints.h"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "serve/protocol/infer_response_encoder.h"
 #include "serve/classification.h"
 #include "serve/http/content_encoding.h"
+#include "serve/http/raw_binary_request.h"
 #include "serve/http/settings_json.h"
 #include "serve/protocol/server_metadata.h"
 #include "serve/protocol/statistics_json.h"
@@ -108,62 +111,6 @@ HttpReply TraceSetting(ModelServer& server, const EndpointRequest& request) {
     if (!st.ok()) return ErrorReply(st);
   }
   return JsonReply(TraceSettingsToJson(request.settings->trace.Get(model)));
-}
-
-// Triton's raw binary request: with Inference-Header-Content-Length: 0 the
-// whole body is the model's one input. Its datatype comes from the model;
-// BYTES is one element; otherwise variable dims are 1 but the last, which
-// takes what the body's size leaves.
-Expected<InferRequest> RawBinaryRequest(ModelServer& server, const protocol::Route& route, const RequestBody& body) {
-  ORTGPU_ASSIGN_OR_RETURN(ModelMetadata md, server.Metadata(route.model, route.version));
-  if (md.inputs.size() != 1) {
-    return InvalidArgument(fmt::format("a raw binary body (Inference-Header-Content-Length: 0) is taken as the "
-                                       "model's one input, but '{}' has {} inputs; send a JSON header naming them",
-                                       route.model, md.inputs.size()));
-  }
-  const TensorMetadata& in = md.inputs[0];
-  Tensor t;
-  t.name = in.name;
-  t.dtype = DataTypeFromKServe(in.datatype).value_or(DataType::kUndefined);
-  if (t.dtype == DataType::kUndefined) return Internal(fmt::format("input '{}' has datatype {}", in.name, in.datatype));
-  int64_t known = 1;
-  int variable = 0;
-  for (int64_t d : in.shape) {
-    if (d < 0) {
-      ++variable;
-    } else {
-      known *= d;
-    }
-  }
-  const int64_t elements = t.dtype == DataType::kString ? 1 : static_cast<int64_t>(body.size() / ElementSize(t.dtype));
-  const bool fits = t.dtype == DataType::kString ? known == 1
-                    : body.size() % ElementSize(t.dtype) != 0 ? false
-                    : variable == 0 ? elements == known
-                                    : known > 0 && elements % known == 0 && elements > 0;
-  if (!fits) {
-    return InvalidArgument(fmt::format("a raw binary body of {} bytes does not fit input '{}' ({} [{}]); send a "
-                                       "JSON header with the shape",
-                                       body.size(), in.name, in.datatype, ShapeToString(in.shape)));
-  }
-  int seen = 0;
-  for (int64_t d : in.shape) {
-    if (d >= 0) {
-      t.shape.push_back(d);
-    } else {
-      ++seen;
-      t.shape.push_back(seen == variable && t.dtype != DataType::kString ? elements / known : 1);
-    }
-  }
-  if (t.dtype == DataType::kString) {
-    t.strings.emplace_back(body.view());
-  } else {
-    t.data.Borrow(body.owner(), reinterpret_cast<const uint8_t*>(body.view().data()), body.size());
-  }
-  InferRequest r;
-  r.model_name = route.model;
-  r.model_version = route.version;
-  r.inputs.push_back(std::move(t));
-  return r;
 }
 
 // A load or unload body may carry Triton's parameters ({"parameters":
@@ -380,6 +327,24 @@ std::string ServerMetadataJson() {
                       {"version", protocol::ServerVersion()},
                       {"extensions", protocol::ServerExtensions()}};
   return j.dump();
+}
+
+DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes) {
+  auto coding = ParseContentEncoding(request.content_encoding);
+  if (coding && *coding != ContentCoding::kIdentity) {
+    auto plain = Decompress(request.body.view(), *coding, std::min(inline_bytes, request.max_body_bytes));
+    if (!plain) {
+      // Too large to inflate here: on the pool, up to --max-body-bytes.
+      // Not valid compressed data: Infer answers why, having stopped where
+      // it stops here.
+      return plain.status().code() == Code::kResourceExhausted ? DecodeSite::kDecodePool
+                                                               : DecodeSite::kNetworkThread;
+    }
+    request.body = RequestBody::Copy(*plain);
+    request.content_encoding.clear();
+  }
+  const bool all_json = !request.inference_header_length;
+  return all_json && request.body.size() > inline_bytes ? DecodeSite::kDecodePool : DecodeSite::kNetworkThread;
 }
 
 void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,

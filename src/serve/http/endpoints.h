@@ -100,6 +100,20 @@ HttpReply ErrorReply(const Status& status, HttpRefusal refusal = HttpRefusal::kN
 // {"name":"ortgpu","version":...,"extensions":[...]}
 std::string ServerMetadataJson();
 
+// Where an infer request's body is decoded: on the network thread that read
+// it, or on the decode pool (large all-JSON bodies take tens of ms per MiB
+// to parse, which would hold a network thread that health checks need).
+enum class DecodeSite { kNetworkThread, kDecodePool };
+
+// Chooses where `request` (an infer) is decoded, from the size of the body
+// the decoder will parse, that is after decompression: an all-JSON body
+// over `inline_bytes` goes to the pool. A compressed body is inflated here
+// up to `inline_bytes` (the request then carries the plain body and no
+// Content-Encoding); one that inflates past that goes to the pool as it
+// came, and is inflated there up to max_body_bytes, so no body inflates
+// past `inline_bytes` on the calling thread.
+DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes);
+
 // Runs the endpoint. Decoding and validation run on the calling thread;
 // model load/unload (which may take seconds) run on `blocking`.
 void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,

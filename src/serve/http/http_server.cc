@@ -48,7 +48,8 @@ class HttpSession;
 void DispatchGuarded(HttpServer::State& state, EndpointRequest request, ReplyCallback reply);
 
 constexpr size_t kReadChunk = 16 * 1024;
-// All-JSON infer bodies above this are decoded on State::decode.
+// All-JSON infer bodies above this (once decompressed), and compressed
+// bodies that inflate past it, are decoded on State::decode.
 constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
 // A connection's read buffer above this is shrunk between requests, so a
 // large chunked body or header does not keep its memory with the connection.
@@ -344,10 +345,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     if (is_infer) WatchForClose(seq);
     ReplyCallback reply = [self = shared_from_this(), seq](HttpReply r) { self->Deliver(std::move(r), seq); };
-    if (is_infer && !er.inference_header_length && er.body.size() > kDecodeElsewhereBytes) {
-      // A large all-JSON body takes tens of ms per MiB to decode: on the
-      // decode pool, so that the network threads keep answering health
-      // checks and small requests meanwhile.
+    if (is_infer && ChooseDecodeSite(er, kDecodeElsewhereBytes) == DecodeSite::kDecodePool) {
+      // A large all-JSON body takes tens of ms per MiB to decode (and a
+      // large compressed one as long to inflate): on the decode pool, so
+      // that the network threads keep answering health checks and small
+      // requests meanwhile. The size is the decompressed one.
       asio::post(state_->decode, [state = state_, er = std::move(er), reply = std::move(reply)]() mutable {
         DispatchGuarded(*state, std::move(er), std::move(reply));
       });
@@ -357,9 +359,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   // While request `seq` waits for its reply nothing reads the socket; a
-  // wait for readability tells a client that went away (EOF, reset) from
-  // one that pipelined its next request (bytes to read). The first cancels
-  // the request (InferRequest::cancelled), so it is dropped if still queued.
+  // wait for readability tells a client that went away (a reset) from one
+  // that pipelined its next request (bytes to read) or half-closed its side
+  // (EOF: shutdown for writing, as nc and some HTTP/1.0 clients do after
+  // the request, issue 25). A reset cancels the request
+  // (InferRequest::cancelled), so it is dropped if still queued. An EOF is
+  // answered, then the connection closes: it cannot be told from a client
+  // that closed its socket altogether, whose reply goes nowhere.
   void WatchForClose(uint64_t seq) {
     stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), seq](beast::error_code ec) {
       if (self->awaiting_reply_ != seq || !self->cancel_) return;  // answered already
@@ -367,6 +373,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         char byte;
         const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;  // pipelined
+        if (n == 0) {  // half-closed: nothing more will come
+          self->close_after_ = true;
+          return;
+        }
       } else if (ec == asio::error::operation_aborted) {
         return;
       }

@@ -116,18 +116,20 @@ std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferRe
   std::vector<bool> binary(response.outputs.size(), request.binary_data_output);
   for (size_t i = 0; i < response.outputs.size(); ++i) {
     for (const RequestedOutput& r : request.outputs) {
-      // An output that names no binary_data of its own takes the request's
-      // binary_data_output, as in Triton.
-      if (r.name == response.outputs[i].name && r.parameters.count("binary_data") > 0) binary[i] = r.binary_data;
+      // A named output is binary only when it says so itself (Triton's
+      // http_server.cc and L0_http): binary_data_output is the default for
+      // the outputs the request does not name.
+      if (r.name == response.outputs[i].name) binary[i] = r.binary_data;
     }
-    if (i < response.output_binary.size() && response.output_binary[i]) binary[i] = true;
   }
   return binary;
 }
 
 Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
-  // An output written into a shared memory region is sent with its
-  // parameters and without data.
+  // An output written into a shared memory region is sent as its name,
+  // datatype and shape alone, as Triton sends it: no data and no
+  // parameters (Triton's C++ HTTP client takes any parameters object on an
+  // output for a binary section and requires binary_data_size in it).
   auto in_shared_memory = [&](size_t i) {
     return i < response.output_parameters.size() && response.output_parameters[i].count("shared_memory_region") > 0;
   };
@@ -186,8 +188,6 @@ Expected<EncodedBody> EncodeInferResponse(const InferResponse& response) {
     }
     out += ']';
     if (in_shared_memory(i)) {
-      out += ",\"parameters\":";
-      AppendParameters(out, response.output_parameters[i]);
       out += '}';
       continue;
     }

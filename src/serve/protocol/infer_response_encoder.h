@@ -45,10 +45,12 @@ struct EncodedBody {
   std::string content_type = "application/json";
 };
 
-// Which outputs of `response` go to the binary section: an output's own
-// `binary_data` parameter when the request gave one, else the request-level
-// `binary_data_output` (also for outputs named without binary_data); a true
-// flag already set by the core is kept.
+// Which outputs of `response` go to the binary section (Triton's binary
+// data extension as Triton implements it): an output the request names is
+// binary when its own `binary_data` is true, whatever `binary_data_output`
+// says; the request-level `binary_data_output` decides for the outputs it
+// does not name (all of them when it names none). The flags the core set
+// are not consulted.
 std::vector<bool> ResolveOutputBinary(const InferRequest& request, const InferResponse& response);
 
 // `body` followed by `tail`, as one string (for callers that need it whole).

@@ -46,7 +46,7 @@ InferResponse BuildResponse(const InferRequest& req, std::vector<Tensor> outputs
     for (auto& t : outputs) {
       if (t.name != want.name) continue;
       resp.outputs.push_back(t);
-      resp.output_binary.push_back(want.binary_data || req.binary_data_output);
+      resp.output_binary.push_back(want.binary_data);  // a named output says for itself
     }
   }
   return resp;

@@ -22,9 +22,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "fakes/fake_model_server.h"
 #include "serve/http/connection_limits.h"
+#include "serve/http/content_encoding.h"
 #include "serve/http/http_server.h"
 #include "serve/http/request_access.h"
 #include "serve/http/test_http_client.h"
@@ -68,6 +70,15 @@ std::string Exchange(uint16_t port, const std::string& bytes) {
     received.append(buf, n);
   }
   return received;
+}
+
+// An infer body of about 1.2 MiB of JSON (600,000 ones for echo's x),
+// over the size that sends a body to the decode pool.
+std::string LargeJsonBody() {
+  std::string big = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,600000],"data":[)";
+  for (int i = 0; i < 600000; ++i) big += i ? ",1" : "1";
+  big += "]}]}";
+  return big;
 }
 
 // Counts the acceptor's events, as the Prometheus adapter would.
@@ -231,14 +242,13 @@ TEST_F(HttpHardeningTest, DrainTimeoutAnswersWaitingRequests503AndCancelsThem) {
   fake_.ReleaseAll();  // late results are dropped
 }
 
-TEST_F(HttpHardeningTest, AQueuedRequestWhoseClientClosedIsCancelled) {
+TEST_F(HttpHardeningTest, AQueuedRequestWhoseClientResetIsCancelled) {
   StartServer();
   fake_.HoldInfers(true);
-  {
-    TestHttpClient leaving(port());
-    leaving.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
-    fake_.WaitForParked(1);
-  }  // the client closes its connection without waiting for the answer
+  TestHttpClient leaving(port());
+  leaving.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
+  fake_.WaitForParked(1);
+  leaving.Reset();  // the client goes away without waiting for the answer
   EXPECT_TRUE(WaitFor([&] { return fake_.ParkedCancelled() == std::vector<bool>{true}; }));
   // A client that pipelines its next request is still waiting: not cancelled.
   TestHttpClient staying(port());
@@ -251,6 +261,31 @@ TEST_F(HttpHardeningTest, AQueuedRequestWhoseClientClosedIsCancelled) {
   EXPECT_EQ(staying.Read().status, 200u);
 }
 
+// Issue 25: a client that half-closes its side after sending the request
+// (shutdown for writing, as nc and some HTTP/1.0 clients do) is still
+// waiting: its queued request is answered, not cancelled (it got 503), and
+// then the connection closes.
+TEST_F(HttpHardeningTest, Issue25AHalfClosedClientIsAnsweredNotCancelled) {
+  HttpOptions o;
+  o.threads = 1;
+  StartServer(o);
+  fake_.HoldInfers(true);
+  TestHttpClient c(port());
+  c.Write(http::verb::post, "/v2/models/echo/infer", kEchoBody);
+  c.ShutdownSend();
+  fake_.WaitForParked(1);
+  // One network thread: once a later request is answered, the half-close
+  // (sent before it) has been seen.
+  EXPECT_EQ(TestHttpClient(port()).Get("/v2/health/live").status, 200u);
+  EXPECT_EQ(fake_.ParkedCancelled(), std::vector<bool>{false});
+  fake_.ReleaseAll();
+  HttpResult r = c.Read();
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["outputs"][0]["data"], nlohmann::json::array({1.5, 2.5}));
+  EXPECT_FALSE(r.keep_alive());
+  EXPECT_TRUE(c.ServerClosed());
+}
+
 // A large all-JSON body is decoded off the network threads: with one
 // network thread, and the thread that handles the big request stuck in the
 // model server, health checks are still answered.
@@ -258,9 +293,7 @@ TEST_F(HttpHardeningTest, HealthIsAnsweredWhileALargeJsonRequestIsBeingHandled) 
   HttpOptions o;
   o.threads = 1;
   StartServer(o);
-  std::string big = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,600000],"data":[)";
-  for (int i = 0; i < 600000; ++i) big += i ? ",1" : "1";
-  big += "]}]}";
+  const std::string big = LargeJsonBody();
   ASSERT_GT(big.size(), size_t{1} << 20);
   fake_.BlockInferCalls(true);
   TestHttpClient heavy(port());
@@ -270,6 +303,47 @@ TEST_F(HttpHardeningTest, HealthIsAnsweredWhileALargeJsonRequestIsBeingHandled) 
   EXPECT_EQ(health.Get("/v2/health/live").status, 200u);
   fake_.BlockInferCalls(false);
   EXPECT_EQ(heavy.Read().status, 200u);
+}
+
+// Issue 25: the choice of where to decode is made on the decompressed
+// size. A gzip body of a few KiB that inflates to over 1 MiB of JSON is
+// decoded on the decode pool, as the same body sent plain is; before, it
+// was inflated and parsed on the network thread, and health checks waited.
+TEST_F(HttpHardeningTest, Issue25ASmallGzipBodyThatInflatesLargeIsDecodedOffTheNetworkThreads) {
+  HttpOptions o;
+  o.threads = 1;
+  StartServer(o);
+  const std::string big = LargeJsonBody();
+  auto gzip = Compress(big, ContentCoding::kGzip);
+  ASSERT_TRUE(gzip.ok());
+  ASSERT_GT(big.size(), size_t{1} << 20);
+  ASSERT_LT(gzip->size(), size_t{64} << 10);
+  fake_.BlockInferCalls(true);
+  TestHttpClient heavy(port());
+  heavy.Write(http::verb::post, "/v2/models/echo/infer", *gzip, {{"Content-Encoding", "gzip"}});
+  fake_.WaitForBlocked(1);
+  TestHttpClient health(port());
+  EXPECT_EQ(health.Get("/v2/health/live").status, 200u);
+  fake_.BlockInferCalls(false);
+  HttpResult r = heavy.Read();
+  EXPECT_EQ(r.status, 200u) << r.body.substr(0, 300);
+  EXPECT_EQ(fake_.last_request().inputs.at(0).shape, (std::vector<int64_t>{1, 600000}));
+}
+
+// Issue 25: inflation is bounded by --max-body-bytes wherever it runs: a
+// small gzip body that inflates past it is a 413 saying so.
+TEST_F(HttpHardeningTest, Issue25AGzipBodyThatInflatesPastMaxBodyBytesIs413) {
+  HttpOptions o;
+  o.max_body_bytes = 2u << 20;
+  StartServer(o);
+  const std::string zeros(3u << 20, '0');  // 3 MiB inflated, a few KiB sent
+  auto gzip = Compress(zeros, ContentCoding::kGzip);
+  ASSERT_TRUE(gzip.ok());
+  TestHttpClient c(port());
+  HttpResult r = c.Send(http::verb::post, "/v2/models/echo/infer", *gzip, {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(r.status, 413u);
+  EXPECT_THAT(r.body, HasSubstr("inflates past the limit of 2097152 bytes"));
+  EXPECT_THAT(r.body, HasSubstr("--max-body-bytes"));
 }
 
 TEST_F(HttpHardeningTest, AnOutOfMemoryWhileHandlingARequestIsA503AndTheServerKeepsServing) {

@@ -46,9 +46,9 @@ TEST_F(SharedMemoryEndpointsTest, InputsAndOutputsTravelThroughARegion) {
   r = c.Post("/v2/models/echo/infer", request);
   ASSERT_EQ(r.status, 200u) << r.body;
   const auto out = nlohmann::json::parse(r.body)["outputs"][0];
-  EXPECT_FALSE(out.contains("data")) << r.body;
-  EXPECT_EQ(out["parameters"]["shared_memory_region"], "r0");
-  EXPECT_EQ(out["parameters"]["shared_memory_byte_size"], 8);
+  // Name, datatype and shape alone, as Triton answers (issue 25: Triton's
+  // C++ client reads any parameters on an output as a binary section).
+  EXPECT_EQ(out, (nlohmann::json{{"name", "x"}, {"datatype", "FP32"}, {"shape", {1, 2}}})) << r.body;
   float back[2];
   std::memcpy(back, shm.bytes() + 32, sizeof back);
   EXPECT_EQ(back[0], 0.25f);

@@ -97,6 +97,12 @@ class TestHttpClient {
   }
 
   void ShutdownSend() { stream_.socket().shutdown(tcp::socket::shutdown_send); }
+  // Closes with a reset (SO_LINGER 0), as a killed client or a timed-out
+  // one with unread data does: the server sees the client gone.
+  void Reset() {
+    stream_.socket().set_option(boost::asio::socket_base::linger(true, 0));
+    stream_.socket().close();
+  }
 
  private:
   boost::asio::io_context ioc_;

@@ -62,7 +62,7 @@ TEST(EncodeInferResponseTest, AnOutputWrittenIntoACudaRegionIsSentWithoutBytes) 
   r.output_parameters[0]["shared_memory_byte_size"] = "4000";
   auto e = EncodeInferResponse(r);
   ASSERT_TRUE(e.ok()) << e.status().message();
-  EXPECT_THAT(e->body, HasSubstr(R"("shared_memory_region":"out")"));
+  EXPECT_THAT(e->body, HasSubstr(R"({"name":"output","datatype":"FP32","shape":[1,1000]})"));
   EXPECT_THAT(e->body, ::testing::Not(HasSubstr("\"data\"")));
   // Without a region, the same placeholder is an error, not an empty output.
   r.output_parameters.clear();
@@ -235,14 +235,40 @@ TEST(ResolveOutputBinaryTest, PerOutputOverridesRequestLevel) {
   EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{false, true}));
 }
 
-// Issue 10: binary_data_output applies to the outputs that do not set
-// binary_data themselves, named in the request or not (Triton's rule).
-TEST(ResolveOutputBinaryTest, NamedOutputsWithoutTheirOwnFlagTakeTheRequestLevel) {
+// Issue 25: an output the request names is binary only when its own
+// binary_data says so; binary_data_output is the default for the outputs it
+// does not name (Triton's http_server.cc and L0_http/test.sh: OUTPUT0 with
+// binary_data false and OUTPUT1 with none both come back as JSON).
+TEST(ResolveOutputBinaryTest, Issue25NamedOutputsIgnoreBinaryDataOutput) {
   InferRequest req;
   req.binary_data_output = true;
   req.outputs = {{"a", false, {}}, {"b", false, {{"binary_data", "false"}}}};
   InferResponse resp = Response({Make<float>("a", DataType::kFloat, {1}), Make<float>("b", DataType::kFloat, {1})});
-  EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{true, false}));
+  EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{false, false}));
+  // The flags the core set do not matter.
+  resp.output_binary = {true, true};
+  EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{false, false}));
+  req.outputs = {};
+  EXPECT_EQ(ResolveOutputBinary(req, resp), (std::vector<bool>{true, true}));
+}
+
+// Issue 25: an output in a system shared memory region is sent as Triton
+// sends it (name, datatype, shape): with a parameters object Triton's C++
+// HTTP client (perf_analyzer --shared-memory system -i http) looks for
+// binary_data_size in it and fails every request.
+TEST(EncodeInferResponseTest, Issue25AnOutputInASharedMemoryRegionHasNoParameters) {
+  InferResponse r = Response({Make<float>("y", DataType::kFloat, {1, 2}), Make<float>("z", DataType::kFloat, {3})});
+  r.output_parameters.resize(1);
+  r.output_parameters[0]["shared_memory_region"] = "\"out\"";
+  r.output_parameters[0]["shared_memory_byte_size"] = "8";
+  r.output_binary = {false, true};
+  auto e = EncodeInferResponse(r);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const std::string json = e->body.substr(0, e->json_length.value_or(e->body.size()));
+  const auto j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["outputs"][0], (nlohmann::json{{"name", "y"}, {"datatype", "FP32"}, {"shape", {2}}}));
+  EXPECT_EQ(j["outputs"][1]["parameters"], (nlohmann::json{{"binary_data_size", 4}}));
+  EXPECT_EQ(e->body.size() - json.size(), 4u);  // z's bytes only
 }
 
 // Every datatype: request JSON -> InferRequest -> response (echo) -> JSON and
