@@ -4,7 +4,7 @@
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
 # built, `ortgpu perf` must be in the carried bundle.
 #
-#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc] [weights] [cudashm]   (default: all)
+#   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc] [weights] [cudashm] [padding]   (default: all)
 #
 # ceiling what loopback HTTP alone gives for ResNet-50's 602 KB binary
 #         request: wrk against the bare Beast server (no model, no decode)
@@ -34,6 +34,9 @@
 #         is plain with arena_extend_strategy=kSameAsRequested),
 #         WEIGHTS_INSTANCES (1 2 4) and WEIGHTS_SHARES (off on; auto too)
 #         narrow it
+# padding ResNet-50 on the best served config with adaptive_padding false
+#         against true (issue 25): 1 client's p50 and 64 connections'
+#         throughput, batch_stats, the summary's padding line
 # cudashm ResNet-50 through CUDA shared memory (issue 10) on the best served
 #         config (b32-2inst-graph): scripts/cuda_shm_client.py (outputs
 #         against binary HTTP, latency of each), then, when `ortgpu perf`
@@ -41,7 +44,7 @@
 #         (64 connections), each as a ratio of bench --io cuda-graph (batch 32)
 set -u
 out=${1:?usage: h200_serve.sh OUTDIR [shapes] [resnet] [bert] [mlp]}; shift
-parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc weights cudashm}
+parts=${*:-shapes ceiling resnet bert mlp perfwrk grpc weights cudashm padding}
 mkdir -p "$out"
 models=/tmp/models
 [ -f $models/resnet50.onnx ] || python3 .gpu-carry/export_models.py "$models" > "$out/export.log" 2>&1
@@ -419,6 +422,34 @@ parameters { key: \"share_weights\" value { string_value: \"$share\" } }")
       done
     done
   } > "$out/weights.txt" 2>&1
+fi
+
+# padding (issue 25): the best ResNet-50 config with adaptive_padding false
+# (every batch padded to 32, as before) and true (the default: padded only
+# when the GPU is busy or it costs about the same): one client's latency and
+# 64 connections' throughput (PADDING_CONCURRENCY), the padding line of the
+# start-up summary, batch_stats and GPU memory; into padding.txt.
+if [[ " $parts " == *" padding "* ]]; then
+  {
+    for adaptive in false true; do
+      repo=$(serve_repo resnet50 "$R" "$BEST_RESNET_CONFIG
+parameters { key: \"adaptive_padding\" value { string_value: \"$adaptive\" } }")
+      start_server $repo "$out/serve_padding_$adaptive.log" || continue
+      echo "=== adaptive_padding $adaptive"; grep -E "padding:|is READY" "$out/serve_padding_$adaptive.log"
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader
+      for c in ${PADDING_CONCURRENCY:-1 64}; do
+        ortgpu perf --url http://127.0.0.1:8000 --model resnet50 --concurrency $c --threads 2 --measurement-interval 3000 \
+          --max-trials 6 --no-progress --json > "$out/perf_padding_${adaptive}_c$c.json" 2> "$out/perf_padding_${adaptive}_c$c.err"
+        python3 - "$out/perf_padding_${adaptive}_c$c.json" "$c" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1])).get("steps", []):
+    print("concurrency", sys.argv[2], json.dumps({k: s.get(k) for k in ("throughput", "latency_ms", "stable", "errors")})[:600])
+PY
+        echo "batch_stats after concurrency $c:"; stats resnet50 | python3 -c 'import json,sys; m=json.load(sys.stdin)["model_stats"][0]; print([(b["batch_size"], b["compute_infer"]["count"], round(b["compute_infer"]["ns"]/max(1,b["compute_infer"]["count"])/1e6,2)) for b in m["batch_stats"]])'
+      done
+      stop_server
+    done
+  } > "$out/padding.txt" 2>&1
 fi
 
 if [[ " $parts " == *" perfwrk "* ]]; then

@@ -45,6 +45,7 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   s.dynamic_batching = config.max_batch_size() > 0 && config.has_dynamic_batching();
   s.padded = loaded->batching.pad_to_preferred_batch_size;
   s.warmup = loaded->warmup.Brief();
+  s.padding = loaded->padding;
   s.completed = loaded->completed;
   if (!loaded->warmup.warning.empty()) s.warnings.push_back(loaded->warmup.warning);
   if (!loaded->cuda_graph_warning.empty()) s.warnings.push_back(loaded->cuda_graph_warning);
@@ -287,6 +288,7 @@ std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const 
         for (const auto& c : models[r - 1].completed) what += (what.empty() ? "" : "; ") + c;
         out += "    completed from the model: " + what + " (GET /v2/models/" + models[r - 1].name + "/config)\n";
       }
+      if (!models[r - 1].padding.empty()) out += "    padding: " + models[r - 1].padding + "\n";
       for (const auto& w : models[r - 1].warnings) out += "    warning: " + w + "\n";
     }
   }

@@ -84,6 +84,9 @@ struct ModelSummary {
   bool dynamic_batching = false;
   bool padded = false;       // pad_to_preferred_batch_size
   std::string warmup;        // WARMUP column: "4.2 s, 32 sizes", "0.1 s"
+  // Printed as "    padding: ..." (LoadedModel::padding: which sizes run
+  // unpadded on an idle instance, which are padded, the measured costs).
+  std::string padding;
   // Printed under the model's line as "    warning: ..." (CUDA graphs asked
   // for but not honoured).
   std::vector<std::string> warnings;

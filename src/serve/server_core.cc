@@ -332,7 +332,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       if ((*loaded)->workers_per_instance > 1) {
         sessions += "; " + std::to_string((*loaded)->workers_per_instance) + " workers per instance";
       }
-      if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every padded batch size and worker";
+      if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every executed batch size and worker";
       if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";
       for (const std::string& line : (*loaded)->weights) sessions += "; " + line;
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);

@@ -523,6 +523,47 @@ TEST(ServeE2eTest, LargeRequestsReuseFreedMemoryInsteadOfFaultingItIn) {
   fs::remove_all(root);
 }
 
+// Issue 25: with padding to the preferred size every batch was padded, so a
+// lone request paid a full batch (ResNet-50 on the H200, [32]: one client's
+// p50 9.7 ms where batch 1 takes 1.2 ms). A model whose cost grows with its
+// rows (eight Sin over 16,384 values per row, one thread), padded to [8] on
+// a CPU instance: the warm-up measures 8 rows at about 8 times 1 row, so an
+// idle instance runs a lone request as batch 1.
+TEST(ServeE2eTest, Issue25ALoneRequestToAPaddedModelRunsAsBatchOne) {
+  constexpr int64_t kWidth = 16384;
+  const fs::path root = OneModelRepository(
+      "padding", "sines", kWidth,
+      [](onnx::ModelBuilder& b) {
+        std::string in = "x";
+        for (int i = 0; i < 8; ++i) {
+          const std::string out = i == 7 ? "y" : "s" + std::to_string(i);
+          b.AddNode("Sin", {in}, {out});
+          in = out;
+        }
+      },
+      "max_batch_size: 8\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n"
+      "dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 100 }\n"
+      "parameters { key: \"pad_to_preferred_batch_size\" value { string_value: \"true\" } }\n"
+      "parameters { key: \"intra_op_thread_count\" value { string_value: \"1\" } }\n");
+  ServeProcess server(ServeArgs(root.string(), {"--cpu"}));
+  StartOrFail(server);
+  EXPECT_NE(server.output().find("padding: idle batches run unpadded at 1 ("), std::string::npos) << server.output();
+  TestHttpClient c(server.http_port);
+  nlohmann::json request = {
+      {"inputs", {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {1, kWidth}}, {"data", std::vector<float>(kWidth, 0.5f)}}}}};
+  auto infer = c.Post("/v2/models/sines/infer", request.dump());
+  ASSERT_EQ(infer.status, 200u) << infer.body;
+  auto y = nlohmann::json::parse(infer.body)["outputs"][0];
+  EXPECT_EQ(y["shape"], nlohmann::json::array({1, kWidth}));
+  auto stats = nlohmann::json::parse(c.Get("/v2/models/sines/stats").body)["model_stats"][0];
+  ASSERT_EQ(stats["batch_stats"].size(), 1u) << stats.dump();
+  EXPECT_EQ(stats["batch_stats"][0]["batch_size"], 1) << stats.dump();  // not padded to 8
+  EXPECT_EQ(stats["inference_count"], 1);
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(30s), 0);
+  fs::remove_all(root);
+}
+
 // The server's resident size in KiB (/proc/PID/status, VmRSS).
 long ResidentKiB(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");

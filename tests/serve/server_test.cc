@@ -318,5 +318,19 @@ TEST(StartupSummaryTest, ShowsStateDeviceBatchingReasonAndAddresses) {
               HasSubstr("HTTP: http://[::1]:1\nmetrics: off\ngRPC: off\n"));
 }
 
+TEST(StartupSummaryTest, Issue25SaysWhichBatchSizesRunUnpaddedWithTheirCosts) {
+  ModelSummary m;
+  m.name = "resnet";
+  m.version = "1";
+  m.state = ModelState::kReady;
+  m.instances = 1;
+  m.max_batch_size = 32;
+  m.dynamic_batching = true;
+  m.padded = true;
+  m.padding = "idle batches run unpadded at 1 (1.20 ms); busy: padded to 32 (4.10 ms)";
+  EXPECT_THAT(FormatStartupSummary({m}, {}, "127.0.0.1", 8000, std::nullopt),
+              HasSubstr("\n    padding: idle batches run unpadded at 1 (1.20 ms); busy: padded to 32 (4.10 ms)\n"));
+}
+
 }  // namespace
 }  // namespace ortgpu::serve

@@ -1,10 +1,12 @@
 #include "serve/repository/model_loader.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <set>
 
@@ -17,6 +19,7 @@
 #include "serve/repository/rejection_runner.h"
 #include "serve/repository/shared_weights.h"
 #include "serve/repository/warmup_inputs.h"
+#include "serve/scheduler/batch_costs.h"
 #include "serve/scheduler/batching.h"
 #include "serve/scheduler/gpu_turn.h"
 
@@ -76,6 +79,17 @@ Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config
   ORTGPU_RETURN_IF_ERROR(int_param("inter_op_thread_count", so.inter_op_threads));
   return so;
 }
+
+// The workers that capture CUDA graphs warm up on their own threads at
+// once; their cost tables are measured one worker at a time once all of
+// them are warm, so no timed run shares the GPU with another worker's
+// warm-up or timing (or waits for its turn behind one).
+struct MeasureOneAtATime {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t workers = 0;  // set while the loader builds the runners, before any worker starts
+  size_t warmed = 0;   // guarded by mu
+};
 
 // ModelInput and ModelOutput share the fields read here.
 template <typename TensorConfig>
@@ -216,6 +230,9 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instan
   auto it = params.find("pad_to_preferred_batch_size");
   const bool pad = it == params.end() ? gpu_instances : ParameterIsTrue(it->second);
   p.pad_to_preferred_batch_size = p.dynamic_batching && pad;
+  // Pad only when it pays (issue 25); "false" pads every batch, as before.
+  auto adaptive = params.find("adaptive_padding");
+  p.adaptive_padding = adaptive == params.end() || ParameterIsTrue(adaptive->second);
   return p.Normalized();
 }
 
@@ -245,6 +262,18 @@ Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample,
           "pad_to_preferred_batch_size) to what the model and the device can run");
     }
   }
+  return Status::Ok();
+}
+
+Status MeasureInto(InstanceRunner& runner, SessionRunner& target, const std::vector<Tensor>& sample,
+                   const std::vector<int64_t>& sizes, const std::string& instance, const Clock& clock) {
+  ORTGPU_ASSIGN_OR_RETURN(const std::vector<Tensor> row, FirstRow(sample));
+  auto costs = MeasureBatchCosts(runner, row, sizes, clock);
+  if (!costs.ok()) {
+    return Status(costs.status().code(), "measuring the batch sizes of " + instance + " after its warm-up failed: " +
+                                             costs.status().message() + "; the model stays unavailable");
+  }
+  target.SetBatchCosts(std::move(costs).value());
   return Status::Ok();
 }
 
@@ -384,6 +413,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // gpu_turns, GpuTurnMode).
   ORTGPU_ASSIGN_OR_RETURN(const GpuTurnMode turn_mode, ParseGpuTurnMode(ConfigParameters(config)["gpu_turns"]));
   std::map<int, std::shared_ptr<GpuTurn>> turns;
+  auto measuring = std::make_shared<MeasureOneAtATime>();
   // One copy of the weights per device the instances run on (config
   // parameter share_weights), made before the device's first session.
   ORTGPU_ASSIGN_OR_RETURN(const ShareWeights share, ParseShareWeights(ConfigParameters(config)["share_weights"]));
@@ -581,6 +611,11 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     }
     if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
     const int64_t warm_start = deps.clock->NowNanos();
+    // The executed sizes are timed after the warm-up when padding may be
+    // skipped (BatchPolicy::adaptive_padding): the batcher pads a batch on
+    // an idle instance only if the padded size costs about the same.
+    const bool measure_costs =
+        policy.pad_to_preferred_batch_size && policy.adaptive_padding && !policy.LightBatchSizes().empty();
     // The config's model_warmup runs as given, and is the user's to fix when
     // it fails; without one the first instance finds a generated input that
     // runs, which every other instance then runs too.
@@ -632,17 +667,38 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       // DynamicBatcher::WaitUntilPrepared).
       // Three runs of each size: ORT's regular runs before the capture, and
       // the capture itself, all before READY.
+      // Then each worker times its own sizes (MeasureInto), for padding
+      // only when it pays.
       std::vector<int64_t> thrice;
       for (int64_t n : shapes.sizes) thrice.insert(thrice.end(), 3, n);
-      auto warm = [sample = samples[0], sizes = thrice, what = instances[i].Describe(i),
-                   clock = deps.clock](InstanceRunner& r) { return WarmBatchSizes(r, sample, sizes, what, *clock); };
-      session_runner_ptr->SetWorkerWarmup(warm);
-      for (SessionRunner* extra : sharing_ptrs) extra->SetWorkerWarmup(warm);
+      auto warm_for = [&](SessionRunner* self) {
+        if (measure_costs) ++measuring->workers;
+        return [sample = samples[0], sizes = thrice, measured = measure_costs ? shapes.sizes : std::vector<int64_t>{},
+                what = instances[i].Describe(i), clock = deps.clock, self, measuring](InstanceRunner& r) -> Status {
+          Status warmed = WarmBatchSizes(r, sample, sizes, what, *clock);
+          if (measured.empty()) return warmed;
+          std::unique_lock<std::mutex> lock(measuring->mu);
+          ++measuring->warmed;  // a failed worker counts too: the others must not wait for it
+          measuring->cv.notify_all();
+          measuring->cv.wait(lock, [&] { return measuring->warmed == measuring->workers; });
+          return warmed.ok() ? MeasureInto(r, *self, sample, measured, what, *clock) : warmed;
+        };
+      };
+      session_runner_ptr->SetWorkerWarmup(warm_for(session_runner_ptr));
+      for (SessionRunner* extra : sharing_ptrs) extra->SetWorkerWarmup(warm_for(extra));
     } else if (!samples.empty()) {
       // The first instance ran the smallest size already when it chose a generated input.
       std::vector<int64_t> sizes = shapes.sizes;
       if (i == 0 && !model->warmup.generated.empty() && !sizes.empty()) sizes.erase(sizes.begin());
       ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], sizes, instances[i].Describe(i), *deps.clock));
+      if (measure_costs) {
+        // The instance's workers share its sessions: one table for all.
+        ORTGPU_RETURN_IF_ERROR(
+            MeasureInto(*runner, *session_runner_ptr, samples[0], shapes.sizes, instances[i].Describe(i), *deps.clock));
+        if (const BatchCosts* costs = session_runner_ptr->batch_costs()) {
+          for (SessionRunner* extra : sharing_ptrs) extra->SetBatchCosts(*costs);
+        }
+      }
     }
     for (auto& extra : sharing_runners) {
       if (graphs) break;  // warmed on their worker threads
@@ -690,6 +746,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   const int64_t prepare_start = deps.clock->NowNanos();
   ORTGPU_RETURN_IF_ERROR(model->batcher->WaitUntilPrepared());
   model->warmup.ns += deps.clock->NowNanos() - prepare_start;
+  // Read after WaitUntilPrepared: a worker that measured its table on its
+  // own thread is done with it.
+  model->padding = DescribePadding(policy, first_runner != nullptr ? first_runner->batch_costs() : nullptr);
+  if (!model->padding.empty()) spdlog::info("model '{}' version {}: {}", source.name, version, model->padding);
   return model;
 }
 

@@ -152,6 +152,10 @@ struct LoadedModel {
   // The shared copies, one per device the model runs on (the sessions keep
   // them alive too; held here so they outlive every session of the model).
   std::vector<std::shared_ptr<const SharedInitializers>> shared_weights;
+  // How batches are padded (DescribePadding, from instance 0's measured
+  // costs): "idle batches run unpadded at 1 (1.21 ms), ...; busy: padded to
+  // 32 (4.10 ms)"; empty without padding.
+  std::string padding;
   // Set when the config asks for CUDA graphs that cannot be honoured (no
   // GPU instance, or batches that are not padded to fixed sizes).
   std::string cuda_graph_warning;
@@ -175,7 +179,8 @@ inline constexpr int64_t kMaxWarmupCount = 10000;
 // The batcher's policy for a completed config: max_batch_size,
 // dynamic_batching (preferred sizes, queue delay) and the ortgpu parameter
 // pad_to_preferred_batch_size, which defaults to true when the model has GPU
-// instances (`gpu_instances`) and false otherwise.
+// instances (`gpu_instances`) and false otherwise, and adaptive_padding
+// (default true: pad only when it pays, BatchPolicy::adaptive_padding).
 BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instances);
 
 // Runs `runner` once at each of `sizes` rows, each batch the first row of
@@ -184,6 +189,13 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instan
 // batches go through InstanceRunner::RunBatch, as the scheduler's do.
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
                       const std::string& instance, const Clock& clock);
+
+// Times `runner` at each of `sizes` (MeasureBatchCosts, each batch the
+// first row of `sample` repeated; REQUIRES: warmed at those sizes) and gives
+// the cost table to `target`, the SessionRunner `runner` runs (itself or
+// inside a wrapper), whose batches the batcher then pads only when it pays.
+Status MeasureInto(InstanceRunner& runner, SessionRunner& target, const std::vector<Tensor>& sample,
+                   const std::vector<int64_t>& sizes, const std::string& instance, const Clock& clock);
 
 // The warm-up requests of a completed config: its model_warmup samples
 // (none without model_warmup: the loader then tries

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace ortgpu::serve {
 
 BatchPolicy BatchPolicy::Normalized() const {
@@ -16,6 +18,25 @@ BatchPolicy BatchPolicy::Normalized() const {
 
 int64_t BatchPolicy::LargestPreferred() const {
   return preferred_batch_sizes.empty() ? max_batch_size : preferred_batch_sizes.back();
+}
+
+std::vector<int64_t> BatchPolicy::LightBatchSizes() const {
+  std::vector<int64_t> sizes;
+  if (!pad_to_preferred_batch_size || !adaptive_padding || max_batch_size <= 0) return sizes;
+  for (int64_t b = 1; b < LargestPreferred(); b *= 2) {
+    if (!std::binary_search(preferred_batch_sizes.begin(), preferred_batch_sizes.end(), b)) sizes.push_back(b);
+  }
+  return sizes;
+}
+
+int64_t BatchCosts::Of(int64_t rows) const {
+  auto it = std::lower_bound(sizes.begin(), sizes.end(), rows);
+  return it != sizes.end() && *it == rows ? ns[static_cast<size_t>(it - sizes.begin())] : -1;
+}
+
+bool CostsAboutTheSame(int64_t padded_ns, int64_t unpadded_ns) {
+  const auto allowed = static_cast<int64_t>(static_cast<double>(unpadded_ns) * kPaddingCostRatio);
+  return padded_ns <= std::max(allowed, unpadded_ns + kPaddingCostSlackNs);
 }
 
 BatchPlan PlanBatch(const BatchPolicy& policy, const std::vector<int64_t>& candidate_rows, int64_t oldest_enqueue_ns,
@@ -62,11 +83,68 @@ BatchPlan PlanBatch(const BatchPolicy& policy, const std::vector<int64_t>& candi
   return {0, 0, wait_until};
 }
 
-int64_t ExecutedBatchSize(const BatchPolicy& policy, int64_t rows) {
+int64_t PaddedBatchSize(const BatchPolicy& policy, int64_t rows) {
   if (!policy.pad_to_preferred_batch_size || policy.max_batch_size <= 0) return rows;
   const auto& preferred = policy.preferred_batch_sizes;
   auto it = std::lower_bound(preferred.begin(), preferred.end(), rows);
   return it != preferred.end() ? *it : std::max<int64_t>(rows, policy.max_batch_size);
+}
+
+namespace {
+
+// The smallest light size in [rows, below): a power of two below the
+// largest preferred size and not itself preferred (LightBatchSizes, without
+// building the list: this runs for every batch). 0 when there is none.
+int64_t LightSizeFor(const BatchPolicy& policy, int64_t rows, int64_t below) {
+  const auto& preferred = policy.preferred_batch_sizes;
+  for (int64_t b = 1; b < below && b < policy.LargestPreferred(); b *= 2) {
+    if (b >= rows && !std::binary_search(preferred.begin(), preferred.end(), b)) return b;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int64_t ExecutedBatchSize(const BatchPolicy& policy, int64_t rows, const BatchCosts* costs, bool gpu_busy) {
+  const int64_t padded = PaddedBatchSize(policy, rows);
+  if (padded == rows || gpu_busy || !policy.adaptive_padding || costs == nullptr) return padded;
+  const int64_t light = LightSizeFor(policy, rows, padded);
+  if (light == 0) return padded;
+  const int64_t padded_ns = costs->Of(padded), light_ns = costs->Of(light);
+  if (padded_ns < 0 || light_ns < 0 || CostsAboutTheSame(padded_ns, light_ns)) return padded;
+  return light;
+}
+
+std::string DescribePadding(const BatchPolicy& policy, const BatchCosts* costs) {
+  if (!policy.pad_to_preferred_batch_size || policy.max_batch_size <= 0) return "";
+  auto ms = [&](int64_t rows) { return fmt::format("{:.2f} ms", static_cast<double>(costs->Of(rows)) / 1e6); };
+  std::string largest = std::to_string(PaddedBatchSize(policy, 1));
+  const std::vector<int64_t> light = policy.LightBatchSizes();
+  if (light.empty() || costs == nullptr) {
+    return "every batch padded to the preferred sizes" +
+           std::string(!policy.adaptive_padding ? " (adaptive_padding off)"
+                       : light.empty()          ? ""
+                                                : " (batch costs not measured)");
+  }
+  std::string unpadded, padded;
+  for (int64_t rows : light) {
+    const int64_t runs = ExecutedBatchSize(policy, rows, costs, /*gpu_busy=*/false);
+    if (runs == rows) {
+      unpadded += fmt::format("{}{} ({})", unpadded.empty() ? "" : ", ", rows, ms(rows));
+    } else {
+      const int64_t own = costs->Of(rows);
+      padded += fmt::format("{}{} -> {} ({}{})", padded.empty() ? "" : ", ", rows, runs, ms(runs),
+                            own < 0 ? ", not measured" : ", about the same as " + ms(rows));
+    }
+  }
+  std::string out = "idle batches run unpadded at " + (unpadded.empty() ? std::string("no size") : unpadded);
+  if (!padded.empty()) out += "; padded even when idle: " + padded;
+  std::string targets;
+  for (int b : policy.preferred_batch_sizes) {
+    targets += fmt::format("{}{}{}", targets.empty() ? "" : ", ", b,
+                           costs->Of(b) >= 0 ? " (" + ms(b) + ")" : std::string());
+  }
+  return out + "; busy: padded to " + (targets.empty() ? largest : targets);
 }
 
 WarmupSizes WarmupBatchSizes(const BatchPolicy& policy) {
@@ -76,6 +154,8 @@ WarmupSizes WarmupBatchSizes(const BatchPolicy& policy) {
   if (policy.pad_to_preferred_batch_size) {
     out.sizes.assign(policy.preferred_batch_sizes.begin(), policy.preferred_batch_sizes.end());
     out.sizes.push_back(mbs);
+    const std::vector<int64_t> light = policy.LightBatchSizes();
+    out.sizes.insert(out.sizes.end(), light.begin(), light.end());
   } else if (mbs <= kMaxWarmupEveryBatchSize) {
     for (int64_t b = 1; b <= mbs; ++b) out.sizes.push_back(b);
   } else {

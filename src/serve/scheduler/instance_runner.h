@@ -12,12 +12,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ort/device_memory.h"
 #include "ort/input_staging.h"
 #include "ort/io_binding.h"
 #include "ort/session.h"
+#include "serve/scheduler/batch_policy.h"
 #include "serve/scheduler/gpu_turn.h"
 #include "status/expected.h"
 #include "sys/clock.h"
@@ -41,6 +43,11 @@ class InstanceRunner {
   // when they take none. The batcher holds back a batch that could still
   // grow while the turn is busy.
   virtual GpuTurn* gpu_turn() const { return nullptr; }
+  // What each batch size costs on this runner (measured at warm-up,
+  // MeasureBatchCosts), or null when not measured: the batcher then pads
+  // every batch (ExecutedBatchSize). Set before the runner's first batch,
+  // on the thread that runs it, and not changed after.
+  virtual const BatchCosts* batch_costs() const { return nullptr; }
   // Runs one (possibly batched) request; returns every output, named.
   virtual Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
   // Runs the inputs of `requests` joined along dimension 0, followed by
@@ -141,6 +148,11 @@ class SessionRunner : public InstanceRunner {
     turn_whole_runs_ = whole_runs;
   }
   GpuTurn* gpu_turn() const override { return turn_.get(); }
+  // The cost table the loader measured for this runner (batch_costs()).
+  // REQUIRES: called before the runner's first batch, on the thread that
+  // will run it (or before that thread starts).
+  void SetBatchCosts(BatchCosts costs) { costs_ = std::move(costs); }
+  const BatchCosts* batch_costs() const override { return costs_.empty() ? nullptr : &costs_; }
   // Where a batch with rows already in device memory (Tensor::device: CUDA
   // shared memory) is joined: `memory` on GPU `device`. A CUDA instance
   // has the CUDA runtime on its session's device_id by default; a CPU one
@@ -238,6 +250,7 @@ class SessionRunner : public InstanceRunner {
   int device_ = -1;
   std::shared_ptr<GpuTurn> turn_;
   bool turn_whole_runs_ = false;
+  BatchCosts costs_;  // empty: not measured
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).

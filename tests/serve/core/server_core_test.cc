@@ -261,7 +261,8 @@ TEST(ServerCoreTest, StatisticsFileBatchesUnderTheRowsTheyRanPaddingIncluded) {
   ASSERT_EQ(plain["batch_stats"].size(), 1u);
   EXPECT_EQ(plain["batch_stats"][0]["batch_size"], 8);
   // Warm-up ran every size each batcher can execute.
-  EXPECT_EQ(core->FindLoaded("padded", "1")->warmup.batch_sizes, (std::vector<int64_t>{4, 8}));
+  // (Padded: the preferred sizes and the light sizes 1 and 2, issue 25.)
+  EXPECT_EQ(core->FindLoaded("padded", "1")->warmup.batch_sizes, (std::vector<int64_t>{1, 2, 4, 8}));
   EXPECT_EQ(core->FindLoaded("plain", "1")->warmup.batch_sizes.size(), 8u);
 }
 
@@ -412,7 +413,9 @@ TEST(ServerCoreTest, RequireGpuMakesAModelWithCpuFallbackUnavailable) {
     EXPECT_EQ(o.cuda_options.at("device_id"), "1");
     EXPECT_EQ(o.cuda_options.at("cudnn_conv_algo_search"), "HEURISTIC");
   }
-  EXPECT_EQ(gpu_sessions, 2);
+  // 2 instances x (the main session, padded batches; one each for the
+  // light sizes 1 and 2 an idle instance runs unpadded, issue 25).
+  EXPECT_EQ(gpu_sessions, 6);
 }
 
 TEST(ServerCoreTest, ShutdownFinishesAndThenRefuses) {

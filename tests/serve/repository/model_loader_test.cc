@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "fakes/fake_clock.h"
 #include "serve/core/test_repository.h"
+#include "serve/scheduler/batch_costs.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -24,22 +27,29 @@ struct RunLog {
   std::vector<float> first_values;
 };
 
-// Forwards to the real (CPU) runner and records each run in the log.
+// Forwards to the real (CPU) runner and records each run in the log; with
+// `ns_per_row` each run moves the FakeClock by that much per row, as a
+// model whose cost grows with its rows would take.
 class RecordingRunner : public InstanceRunner {
  public:
-  RecordingRunner(std::unique_ptr<InstanceRunner> inner, RunLog& log) : inner_(std::move(inner)), log_(log) {}
+  RecordingRunner(std::unique_ptr<InstanceRunner> inner, RunLog& log, FakeClock& clock, int64_t ns_per_row)
+      : inner_(std::move(inner)), log_(log), clock_(clock), ns_per_row_(ns_per_row) {}
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override {
     {
       std::lock_guard<std::mutex> lock(log_.mu);
       log_.batch_sizes.push_back(inputs[0].shape[0]);
       log_.first_values.push_back(inputs[0].element_count() > 0 ? inputs[0].data_as<float>()[0] : 0.0f);
     }
+    clock_.Advance(ns_per_row_ * inputs[0].shape[0]);
     return inner_->Run(inputs);
   }
+  const BatchCosts* batch_costs() const override { return inner_->batch_costs(); }
 
  private:
   std::unique_ptr<InstanceRunner> inner_;
   RunLog& log_;
+  FakeClock& clock_;
+  int64_t ns_per_row_;
 };
 
 struct Loaded {
@@ -47,8 +57,10 @@ struct Loaded {
   std::vector<int64_t> warmed;  // batch sizes run while loading, before the model existed
 };
 
-// Loads version 1 of `name` (CPU instances) with every run recorded.
-Loaded Load(const TempRepository& repo, const std::string& name, RunLog& log, FakeClock& clock) {
+// Loads version 1 of `name` (CPU instances) with every run recorded (each
+// taking `ns_per_row` per row on `clock`).
+Loaded Load(const TempRepository& repo, const std::string& name, RunLog& log, FakeClock& clock,
+            int64_t ns_per_row = 0) {
   auto source = ModelRepository::FromDirectory(repo.root()).ReadModel(name);
   EXPECT_TRUE(source.ok()) << source.status().ToString();
   inference::ModelConfig config;
@@ -62,8 +74,8 @@ Loaded Load(const TempRepository& repo, const std::string& name, RunLog& log, Fa
   LoaderDeps deps;
   deps.session_factory = RealSessionFactory();
   deps.clock = &clock;
-  deps.wrap_runner = [&log](std::unique_ptr<InstanceRunner> inner) -> std::unique_ptr<InstanceRunner> {
-    return std::make_unique<RecordingRunner>(std::move(inner), log);
+  deps.wrap_runner = [&log, &clock, ns_per_row](std::unique_ptr<InstanceRunner> inner) -> std::unique_ptr<InstanceRunner> {
+    return std::make_unique<RecordingRunner>(std::move(inner), log, clock, ns_per_row);
   };
   Loaded out{LoadModelVersion(*source, config, 1, options, deps), {}};
   std::lock_guard<std::mutex> lock(log.mu);
@@ -99,19 +111,66 @@ TEST(ModelLoaderTest, EveryBatchSizeTheBatcherCanFormIsWarmedOnEveryInstanceBefo
       << (*l.model)->warmup.Describe();
 }
 
-TEST(ModelLoaderTest, WithPaddingOnlyThePreferredSizesAndMaxBatchSizeAreWarmed) {
+// With padding the executed sizes are warmed: the preferred sizes,
+// max_batch_size and the light sizes an idle instance runs unpadded (issue
+// 25), each then timed kBatchCostRuns times for the cost table.
+TEST(ModelLoaderTest, WithPaddingThePaddedAndLightSizesAreWarmedThenTimed) {
   TempRepository repo;
   repo.AddModel("m", 1, ScaleModel(2));
-  repo.WriteConfig("m", R"pb(
+  const std::string config = R"pb(
     max_batch_size: 8
     dynamic_batching { preferred_batch_size: [ 4, 2 ] }
     parameters { key: "pad_to_preferred_batch_size" value { string_value: "true" } }
-  )pb");
+  )pb";
+  repo.WriteConfig("m", config);
   RunLog log;
   FakeClock clock;
   Loaded l = Load(repo, "m", log, clock);
   ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
-  EXPECT_EQ(l.warmed, (std::vector<int64_t>{2, 4, 8}));
+  std::vector<int64_t> want = {1, 2, 4, 8};
+  for (int64_t n : {1, 2, 4, 8}) want.insert(want.end(), kBatchCostRuns, n);
+  EXPECT_EQ(l.warmed, want);
+
+  // adaptive_padding "false": every batch padded, only the padded sizes warmed, nothing timed.
+  repo.WriteConfig("m", config + R"pb(parameters { key: "adaptive_padding" value { string_value: "false" } })pb");
+  RunLog plain_log;
+  Loaded plain = Load(repo, "m", plain_log, clock);
+  ASSERT_TRUE(plain.model.ok()) << plain.model.status().ToString();
+  EXPECT_EQ(plain.warmed, (std::vector<int64_t>{2, 4, 8}));
+  EXPECT_EQ((*plain.model)->padding, "every batch padded to the preferred sizes (adaptive_padding off)");
+}
+
+// Issue 25: the warm-up measures what each size costs (a FakeClock that
+// moves 100 us per row during each run), and the batcher then runs a lone
+// request on the idle instance as batch 1 instead of padding it to 8.
+TEST(ModelLoaderTest, Issue25TheWarmupMeasuresTheCostTableAndALoneRequestRunsUnpadded) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 8 ] }
+    instance_group [ { count: 1 kind: KIND_CPU } ]
+    parameters { key: "pad_to_preferred_batch_size" value { string_value: "true" } }
+  )pb");
+  RunLog log;
+  FakeClock clock;
+  Loaded l = Load(repo, "m", log, clock, /*ns_per_row=*/100'000);
+  ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
+  LoadedModel& m = **l.model;
+  EXPECT_EQ(m.padding,
+            "idle batches run unpadded at 1 (0.10 ms), 2 (0.20 ms), 4 (0.40 ms); busy: padded to 8 (0.80 ms)");
+  std::promise<Expected<InferResponse>> answered;
+  QueuedRequest item;
+  item.request.model_name = "m";
+  Tensor x = Tensor::Zeros("x", DataType::kFloat, {1, 4});
+  x.data_as<float>()[0] = 3;
+  item.request.inputs.push_back(std::move(x));
+  item.done = [&answered](Expected<InferResponse> r) { answered.set_value(std::move(r)); };
+  ASSERT_TRUE(m.batcher->Enqueue(item).ok());
+  auto r = answered.get_future().get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outputs[0].data_as<float>()[0], 6.0f);
+  EXPECT_EQ(m.stats->BatchSizes(), (std::map<int64_t, uint64_t>{{1, 1}}));
 }
 
 // Loads version 1 of `name` with KIND_GPU as the default kind and a factory
@@ -160,8 +219,8 @@ TEST(ModelLoaderTest, GpuInstancesPadAndGetOneSessionPerBatchSize) {
   auto m = LoadAsGpu(repo, "m", sessions, clock);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_TRUE((*m)->batching.pad_to_preferred_batch_size);
-  EXPECT_EQ((*m)->session_per_batch_size, (std::vector<int64_t>{2, 4, 8}));
-  EXPECT_EQ(sessions, 6);  // per instance: the main one (batch 8) and one each for 2 and 4
+  EXPECT_EQ((*m)->session_per_batch_size, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(sessions, 8);  // per instance: the main one (batch 8) and one each for 1 (light), 2 and 4
   EXPECT_EQ((*m)->workers_per_instance, 2);  // sharing them, so joining overlaps running
 
   repo.WriteConfig("m", R"pb(

@@ -99,17 +99,18 @@ TEST(SharedWeightsTest, EverySessionOfAModelOnOneGpuGetsTheSameStoreAndEachGpuIt
   ASSERT_EQ(s.stores_made.size(), 2u);  // one per GPU, not one per session
   EXPECT_EQ(s.stores_made[0].device_id, 0);
   EXPECT_EQ(s.stores_made[1].device_id, 1);
-  ASSERT_EQ(s.by_gpu[0].size(), 6u);  // 2 instances x (main + batch-2 + batch-4 sessions)
-  ASSERT_EQ(s.by_gpu[1].size(), 3u);
+  // 2 instances x (main + batch-1 (light, issue 25) + batch-2 + batch-4 sessions)
+  ASSERT_EQ(s.by_gpu[0].size(), 8u);
+  ASSERT_EQ(s.by_gpu[1].size(), 4u);
   EXPECT_NE(s.by_gpu[0][0], nullptr);
   for (const auto* store : s.by_gpu[0]) EXPECT_EQ(store, s.by_gpu[0][0]);
   for (const auto* store : s.by_gpu[1]) EXPECT_EQ(store, s.by_gpu[1][0]);
   EXPECT_NE(s.by_gpu[0][0], s.by_gpu[1][0]);
   const auto& lines = (*s.model)->weights;
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_NE(lines[0].find("weights: 1 initializer, 64 bytes, one copy on GPU 0 shared by 6 sessions (saved 320 bytes)"), std::string::npos)
+  EXPECT_NE(lines[0].find("weights: 1 initializer, 64 bytes, one copy on GPU 0 shared by 8 sessions (saved 448 bytes)"), std::string::npos)
       << lines[0];
-  EXPECT_NE(lines[1].find("one copy on GPU 1 shared by 3 sessions"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("one copy on GPU 1 shared by 4 sessions"), std::string::npos) << lines[1];
 }
 
 TEST(SharedWeightsTest, AStoreTheCudaRuntimeCouldNotMakeBeforeTheFirstSessionIsMadeAfterIt) {
@@ -123,12 +124,13 @@ TEST(SharedWeightsTest, AStoreTheCudaRuntimeCouldNotMakeBeforeTheFirstSessionIsM
   Sharing s = LoadRecordingStores(repo, "m", InstanceKind::kGpu, /*unavailable_first=*/true);
   ASSERT_TRUE(s.model.ok()) << s.model.status().ToString();
   ASSERT_EQ(s.stores_made.size(), 2u);  // before the first session, and once after it
-  ASSERT_EQ(s.by_gpu[0].size(), 3u);
+  ASSERT_EQ(s.by_gpu[0].size(), 4u);  // main, and batch 1 (light), 2 and 4
   EXPECT_EQ(s.by_gpu[0][0], nullptr);
   EXPECT_NE(s.by_gpu[0][1], nullptr);
   EXPECT_EQ(s.by_gpu[0][2], s.by_gpu[0][1]);
+  EXPECT_EQ(s.by_gpu[0][3], s.by_gpu[0][1]);
   ASSERT_EQ((*s.model)->weights.size(), 1u);
-  EXPECT_NE((*s.model)->weights[0].find("shared by 2 sessions and 1 made before it existed"), std::string::npos)
+  EXPECT_NE((*s.model)->weights[0].find("shared by 3 sessions and 1 made before it existed"), std::string::npos)
       << (*s.model)->weights[0];
 }
 
@@ -141,17 +143,17 @@ TEST(SharedWeightsTest, AutoOnAGpuSharesFromTheDevicesSecondSession) {
   Sharing s = LoadRecordingStores(repo, "m", InstanceKind::kGpu);
   ASSERT_TRUE(s.model.ok()) << s.model.status().ToString();
   ASSERT_EQ(s.stores_made.size(), 2u);  // one per GPU, each after that GPU's first session
-  ASSERT_EQ(s.by_gpu[0].size(), 6u);
+  ASSERT_EQ(s.by_gpu[0].size(), 8u);
   EXPECT_EQ(s.by_gpu[0][0], nullptr);
   EXPECT_NE(s.by_gpu[0][1], nullptr);
   for (size_t k = 2; k < s.by_gpu[0].size(); ++k) EXPECT_EQ(s.by_gpu[0][k], s.by_gpu[0][1]);
-  ASSERT_EQ(s.by_gpu[1].size(), 3u);
+  ASSERT_EQ(s.by_gpu[1].size(), 4u);
   EXPECT_EQ(s.by_gpu[1][0], nullptr);
   EXPECT_NE(s.by_gpu[1][1], nullptr);
   EXPECT_EQ(s.by_gpu[1][2], s.by_gpu[1][1]);
   const auto& lines = (*s.model)->weights;
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_NE(lines[0].find("one copy on GPU 0 shared by 5 sessions and 1 with a copy of its own (the device's first: "
+  EXPECT_NE(lines[0].find("one copy on GPU 0 shared by 7 sessions and 1 with a copy of its own (the device's first: "
                           "auto shares from the second)"),
             std::string::npos)
       << lines[0];

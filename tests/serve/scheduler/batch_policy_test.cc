@@ -119,12 +119,13 @@ TEST(BatchPolicyTest, PaddingRoundsUpToTheNextPreferredSizeOrMaxBatchSize) {
   p.max_batch_size = 48;
   p.pad_to_preferred_batch_size = true;
   p = p.Normalized();
-  EXPECT_EQ(ExecutedBatchSize(p, 1), 16);
-  EXPECT_EQ(ExecutedBatchSize(p, 16), 16);
-  EXPECT_EQ(ExecutedBatchSize(p, 17), 32);
-  EXPECT_EQ(ExecutedBatchSize(p, 33), 48);
+  EXPECT_EQ(PaddedBatchSize(p, 1), 16);
+  EXPECT_EQ(PaddedBatchSize(p, 16), 16);
+  EXPECT_EQ(PaddedBatchSize(p, 17), 32);
+  EXPECT_EQ(PaddedBatchSize(p, 33), 48);
   p.pad_to_preferred_batch_size = false;
-  EXPECT_EQ(ExecutedBatchSize(p, 17), 17);
+  EXPECT_EQ(PaddedBatchSize(p, 17), 17);
+  EXPECT_EQ(ExecutedBatchSize(p, 17, nullptr, /*gpu_busy=*/true), 17);
 }
 
 TEST(BatchPolicyTest, WarmupCoversEveryExecutableSize) {
@@ -137,7 +138,11 @@ TEST(BatchPolicyTest, WarmupCoversEveryExecutableSize) {
 
   p.pad_to_preferred_batch_size = true;
   p.max_batch_size = 48;
+  // The padded sizes, and the light sizes an idle instance runs unpadded.
+  EXPECT_EQ(WarmupBatchSizes(p).sizes, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 48}));
+  p.adaptive_padding = false;
   EXPECT_EQ(WarmupBatchSizes(p).sizes, (std::vector<int64_t>{16, 32, 48}));
+  p.adaptive_padding = true;
 
   p.pad_to_preferred_batch_size = false;
   p.max_batch_size = 100;
@@ -148,6 +153,89 @@ TEST(BatchPolicyTest, WarmupCoversEveryExecutableSize) {
 
   p.max_batch_size = 0;
   EXPECT_TRUE(WarmupBatchSizes(p).sizes.empty());
+}
+
+// The recommended ResNet-50 config: [32], padded; the costs are the H200's
+// order of magnitude (batch 1 in 1.2 ms, 32 in 4.1 ms).
+BatchPolicy PaddedTo32() {
+  BatchPolicy p;
+  p.max_batch_size = 32;
+  p.dynamic_batching = true;
+  p.preferred_batch_sizes = {32};
+  p.pad_to_preferred_batch_size = true;
+  return p.Normalized();
+}
+BatchCosts Resnet50Costs() {
+  return {{1, 2, 4, 8, 16, 32}, {1'200'000, 1'300'000, 1'500'000, 2'000'000, 3'800'000, 4'100'000}};
+}
+
+TEST(BatchPolicyTest, LightSizesAreThePowersOfTwoBelowTheLargestPreferredSize) {
+  EXPECT_EQ(PaddedTo32().LightBatchSizes(), (std::vector<int64_t>{1, 2, 4, 8, 16}));
+  BatchPolicy p = PaddedTo32();
+  p.preferred_batch_sizes = {4, 32};
+  EXPECT_EQ(p.LightBatchSizes(), (std::vector<int64_t>{1, 2, 8, 16}));  // 4 is padded to anyway
+  p.adaptive_padding = false;
+  EXPECT_TRUE(p.LightBatchSizes().empty());
+  p = PaddedTo32();
+  p.pad_to_preferred_batch_size = false;
+  EXPECT_TRUE(p.LightBatchSizes().empty());
+}
+
+// Issue 25: with [32] and padding one client got p50 9.7 ms where batch 1
+// takes 1.2 ms: its lone request ran as a padded batch of 32.
+TEST(BatchPolicyTest, Issue25ALoneRowOnAnIdleGpuRunsUnpadded) {
+  const BatchCosts costs = Resnet50Costs();
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 1, &costs, /*gpu_busy=*/false), 1);
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 2, &costs, false), 2);
+  // Between two light sizes: the next one up (only warmed sizes run).
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 3, &costs, false), 4);
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 7, &costs, false), 8);
+}
+
+TEST(BatchPolicyTest, Issue25ABusyGpuGetsThePaddedSize) {
+  const BatchCosts costs = Resnet50Costs();
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 1, &costs, /*gpu_busy=*/true), 32);
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 9, &costs, true), 32);
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 32, &costs, true), 32);
+}
+
+TEST(BatchPolicyTest, Issue25APaddedSizeThatCostsAboutTheSameIsPaddedToEvenWhenIdle) {
+  const BatchCosts costs = Resnet50Costs();
+  // 32 rows in 4.1 ms against 16 in 3.8 ms: within 10%, so padded.
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 16, &costs, /*gpu_busy=*/false), 32);
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 12, &costs, false), 32);
+  // A tiny model: 32 rows within a few microseconds of 1.
+  const BatchCosts tiny{{1, 2, 4, 8, 16, 32}, {20'000, 20'000, 21'000, 22'000, 23'000, 24'000}};
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 1, &tiny, false), 32);
+  EXPECT_TRUE(CostsAboutTheSame(1'100'000, 1'000'000));
+  EXPECT_FALSE(CostsAboutTheSame(1'200'000, 1'000'000));
+  EXPECT_TRUE(CostsAboutTheSame(15'000, 10'000));  // within kPaddingCostSlackNs
+  EXPECT_FALSE(CostsAboutTheSame(16'000, 10'000));
+}
+
+// Without a measured cost table padding stays as it was: on a GPU the padded
+// sizes are the ones known to be warm (and captured), so padding is the safe
+// choice; a CPU runner is measured by the loader whenever padding is on.
+TEST(BatchPolicyTest, Issue25WithoutACostTableEveryBatchIsPadded) {
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 1, nullptr, /*gpu_busy=*/false), 32);
+  const BatchCosts only_padded{{32}, {4'100'000}};  // the light size unmeasured
+  EXPECT_EQ(ExecutedBatchSize(PaddedTo32(), 1, &only_padded, false), 32);
+  const BatchCosts costs = Resnet50Costs();
+  BatchPolicy off = PaddedTo32();
+  off.adaptive_padding = false;
+  EXPECT_EQ(ExecutedBatchSize(off, 1, &costs, false), 32);
+}
+
+TEST(BatchPolicyTest, Issue25PaddingIsDescribedWithTheMeasuredCosts) {
+  const BatchCosts costs = Resnet50Costs();
+  EXPECT_EQ(DescribePadding(PaddedTo32(), &costs),
+            "idle batches run unpadded at 1 (1.20 ms), 2 (1.30 ms), 4 (1.50 ms), 8 (2.00 ms); padded even when "
+            "idle: 16 -> 32 (4.10 ms, about the same as 3.80 ms); busy: padded to 32 (4.10 ms)");
+  EXPECT_EQ(DescribePadding(PaddedTo32(), nullptr),
+            "every batch padded to the preferred sizes (batch costs not measured)");
+  BatchPolicy unpadded = PaddedTo32();
+  unpadded.pad_to_preferred_batch_size = false;
+  EXPECT_EQ(DescribePadding(unpadded, &costs), "");
 }
 
 TEST(BatchPolicyTest, NormalizedSortsDeduplicatesAndClips) {
