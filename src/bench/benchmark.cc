@@ -132,7 +132,9 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
       if (hooks.on_config) hooks.on_config(fmt::format("{} batch {} concurrency {}", v.name, batch, conc), index, total);
       auto finish = [&](Status st) {
         r.error = std::move(st);
-        if (!r.error.ok() && !o.sweep && fatal.ok()) fatal = r.error;
+        // Without --sweep the first failure ends the run; among several
+        // configurations it names which one failed.
+        if (!r.error.ok() && !o.sweep && fatal.ok()) fatal = total > 1 ? r.error.WithContext(ConfigurationLabel(r.config)) : r.error;
         report.results.push_back(std::move(r));
       };
       if (!session_error.ok()) {

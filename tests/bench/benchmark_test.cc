@@ -103,9 +103,12 @@ TEST(BenchPlanTest, Issue25EveryRunnerOfASessionHasItsOwnCudaGraphId) {
 TEST(BenchmarkTest, Issue25CudaGraphsOnOneSharedSessionFromTwoThreadsAreRefusedClearly) {
   BenchOptions o = Builtin();
   o.io = IoMode::kCudaGraph;
+  o.batches = {1, 2};
   o.concurrency = {2};
   auto report = RunBenchmark(o);
   ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().message().rfind("default batch 1 concurrency 2: ", 0), 0u)
+      << "among several configurations the failing one is named: " << report.status().message();
   EXPECT_NE(report.status().message().find("I/O mode cuda-graph at concurrency 2 needs --concurrency-mode per-worker"),
             std::string::npos)
       << report.status().message();
