@@ -74,11 +74,17 @@ ConfigResult Result(const std::string& name, bool is_default, int64_t batch, dou
   return r;
 }
 
-TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWithGains) {
+// An empty report of a model with a dynamic batch axis.
+BenchReport BatchingReport(const std::string& model, Provider provider) {
   BenchReport report;
-  report.model = "m.onnx";
-  report.provider = Provider::kCuda;
+  report.model = model;
+  report.provider = provider;
   report.dynamic_batch = true;
+  return report;
+}
+
+TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWithGains) {
+  BenchReport report = BatchingReport("m.onnx", Provider::kCuda);
   report.results.push_back(Result("default", true, 1, 2.0, 500));
   report.results.push_back(Result("default", true, 32, 8.0, 4000));
   auto fast = Result("io=served prefer_nhwc=1", false, 1, 1.0, 1000);
@@ -107,10 +113,7 @@ TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWith
 // so the fragment keeps the option there and leaves it out, saying why,
 // for a model that does not batch.
 TEST(RecommendTest, ConfigForServeKeepsCudaGraphsOnlyWhereServeCanCaptureThem) {
-  BenchReport report;
-  report.model = "resnet50.onnx";
-  report.provider = Provider::kCuda;
-  report.dynamic_batch = true;
+  BenchReport report = BatchingReport("resnet50.onnx", Provider::kCuda);
   auto graph = Result("io=served-graph prefer_nhwc=1", true, 32, 4.2, 7600);
   graph.config.variant.cuda_options = {{"enable_cuda_graph", "1"}, {"prefer_nhwc", "1"}};
   report.results.push_back(graph);
@@ -124,10 +127,7 @@ TEST(RecommendTest, ConfigForServeKeepsCudaGraphsOnlyWhereServeCanCaptureThem) {
 }
 
 TEST(RecommendTest, Issue9AnUnstableWinnerIsNeverRecommendedSilently) {
-  BenchReport report;
-  report.model = "m.onnx";
-  report.provider = Provider::kCpu;
-  report.dynamic_batch = true;
+  BenchReport report = BatchingReport("m.onnx", Provider::kCpu);
   auto steady = Result("default", true, 1, 2.0, 500, Provider::kCpu);
   steady.stats.stable = true;
   auto jumpy = Result("opt=basic", false, 1, 1.0, 900, Provider::kCpu);
@@ -156,10 +156,7 @@ TEST(RecommendTest, Issue9AnUnstableWinnerIsNeverRecommendedSilently) {
 }
 
 TEST(RecommendTest, Issue9TheFragmentKeepsTheModelsBatchingAndServesGraphLevel) {
-  BenchReport report;
-  report.model = "m.onnx";
-  report.provider = Provider::kCpu;
-  report.dynamic_batch = true;
+  BenchReport report = BatchingReport("m.onnx", Provider::kCpu);
   auto basic = Result("opt=basic", false, 1, 1.0, 900, Provider::kCpu);
   basic.config.variant.optimization = OptimizationLevel::kBasic;
   report.results = {basic};
@@ -176,10 +173,7 @@ TEST(RecommendTest, Issue9TheFragmentKeepsTheModelsBatchingAndServesGraphLevel) 
 // measured fastest, but serve copies every request in and out, so its
 // figure cannot be reproduced by serving the fragment.
 TEST(RecommendTest, Issue25ResidentFastestIsNotRecommendedAndTheReportSaysWhy) {
-  BenchReport report;
-  report.model = "resnet50.onnx";
-  report.provider = Provider::kCuda;
-  report.dynamic_batch = true;
+  BenchReport report = BatchingReport("resnet50.onnx", Provider::kCuda);
   report.results.push_back(Result("default", true, 32, 8.2, 3870));
   report.results.back().config.variant.io = IoMode::kHost;
   auto resident = Result("io=resident prefer_nhwc=1", false, 32, 4.0, 8000);
