@@ -88,9 +88,9 @@ if [[ " $parts " == *" bench "* ]]; then
       --html "$out/resnet50_sweep.html" --config-out "$out/resnet50_config.pbtxt" > "$out/resnet50_sweep.json"
     echo "exit code $?"
     # CUDA graphs are left out for BERT: its shape nodes stay on the CPU, which graph capture refuses.
-    echo "\$ ortgpu bench $B --provider cuda --batch 32 --shape seq:128 --int-range input_ids:0:30000 --concurrency 1,2 --concurrency-mode per-worker --sweep --sweep-axes 'io=host|bound|resident' --iterations 200 --json"
+    echo "\$ ortgpu bench $B --provider cuda --batch 32 --shape seq:128 --int-range input_ids:0:30000 --concurrency 1,2 --concurrency-mode per-worker --sweep --sweep-axes 'io=host|bound|resident|served' --iterations 200 --json"
     ortgpu bench "$B" --provider cuda --batch 32 --shape seq:128 --int-range input_ids:0:30000 \
-      --concurrency 1,2 --concurrency-mode per-worker --sweep --sweep-axes 'io=host|bound|resident' \
+      --concurrency 1,2 --concurrency-mode per-worker --sweep --sweep-axes 'io=host|bound|resident|served' \
       --iterations 200 --no-progress --json --html "$out/bert_sweep.html" \
       --config-out "$out/bert_config.pbtxt" > "$out/bert_sweep.json"
     echo "exit code $?"

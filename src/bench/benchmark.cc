@@ -70,6 +70,30 @@ Expected<std::vector<int64_t>> Batches(const BenchOptions& o, const std::vector<
   return o.batches;
 }
 
+}  // namespace
+
+std::vector<RunnerPlan> PlanRunners(const std::vector<int64_t>& batches, const std::vector<int>& concurrency,
+                                    ConcurrencyMode mode) {
+  std::vector<RunnerPlan> plan;
+  std::map<size_t, int> next_id;  // by session
+  for (int64_t batch : batches) {
+    for (int conc : concurrency) {
+      for (int w = 0; w < conc; ++w) {
+        RunnerPlan p;
+        p.batch = batch;
+        p.concurrency = conc;
+        p.worker = w;
+        p.session = mode == ConcurrencyMode::kSessionPerWorker ? static_cast<size_t>(w) : 0;
+        p.graph_id = ++next_id[p.session];
+        plan.push_back(p);
+      }
+    }
+  }
+  return plan;
+}
+
+namespace {
+
 struct BatchData {
   std::vector<Tensor> inputs;
   std::vector<Tensor> reference;  // CPU outputs; empty when not checked
@@ -95,9 +119,12 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
     if (s == 0) create_ms = (*loaded)->load_ms();
     sessions.push_back(std::move(loaded).value());
   }
-  for (size_t bi = 0; bi < batches.size(); ++bi) {
-    const int64_t batch = batches[bi];
+  const std::vector<RunnerPlan> plan = PlanRunners(batches, o.concurrency, o.concurrency_mode);
+  size_t planned = 0;
+  for (const int64_t batch : batches) {
     for (int conc : o.concurrency) {
+      const RunnerPlan* runner_plan = &plan[planned];
+      planned += static_cast<size_t>(conc);
       ConfigResult r;
       r.config = {v, o.session.provider, batch, conc, o.concurrency_mode};
       r.session_create_ms = create_ms;
@@ -105,11 +132,26 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
       if (hooks.on_config) hooks.on_config(fmt::format("{} batch {} concurrency {}", v.name, batch, conc), index, total);
       auto finish = [&](Status st) {
         r.error = std::move(st);
-        if (!r.error.ok() && !o.sweep && fatal.ok()) fatal = r.error;
+        // Without --sweep the first failure ends the run; among several
+        // configurations it names which one failed.
+        if (!r.error.ok() && !o.sweep && fatal.ok()) fatal = total > 1 ? r.error.WithContext(ConfigurationLabel(r.config)) : r.error;
         report.results.push_back(std::move(r));
       };
       if (!session_error.ok()) {
         finish(session_error);
+        continue;
+      }
+      if (NeedsCudaGraphOption(v.io) && conc > 1 && o.concurrency_mode == ConcurrencyMode::kSharedSession) {
+        Status refused = FailedPrecondition(fmt::format(
+            "I/O mode {} at concurrency {} needs --concurrency-mode per-worker: ONNX Runtime does not support CUDA "
+            "graphs run from several threads on one session (serve gives each worker sessions of its own)",
+            IoModeName(v.io), conc));
+        if (o.sweep) {
+          // A sweep measures what it can: the other concurrencies still run.
+          report.notes.push_back(fmt::format("{} batch {} concurrency {} not measured: {}", v.name, batch, conc, refused.message()));
+          continue;
+        }
+        finish(std::move(refused));
         continue;
       }
       const BatchData& bd = data.at(batch);
@@ -117,10 +159,10 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
       std::vector<BoundRunner*> workers;
       Status bind_error;
       for (int w = 0; w < conc; ++w) {
-        const Session& s = *sessions[o.concurrency_mode == ConcurrencyMode::kSessionPerWorker ? w : 0];
+        const Session& s = *sessions[runner_plan[w].session];
         BoundRunnerOptions ro;
         ro.mode = v.io;
-        ro.graph_id = static_cast<int>(bi) + 1;  // one CUDA graph per batch size
+        ro.graph_id = runner_plan[w].graph_id;  // never one another runner of this session had
         auto runner = BoundRunner::Create(s, bd.inputs, ro);
         if (!runner.ok()) {
           bind_error = runner.status();
@@ -199,7 +241,7 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   base.io = o.io;
   base.optimization = o.session.optimization;
   base.cuda_options = o.session.cuda_options;
-  if (o.io == IoMode::kCudaGraph) base.cuda_options["enable_cuda_graph"] = "1";
+  if (NeedsCudaGraphOption(o.io)) base.cuda_options["enable_cuda_graph"] = "1";
   std::vector<Variant> variants = {base};
   if (o.sweep) {
     ORTGPU_ASSIGN_OR_RETURN(variants, ExpandSweep(o.session.provider, o.sweep_axes, base));

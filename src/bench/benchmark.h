@@ -54,6 +54,26 @@ struct BenchHooks {
   ProgressFn progress;
 };
 
+// One BoundRunner bench makes for a variant: the batch and concurrency it
+// measures, its worker, the session it runs on (an index into the variant's
+// sessions: 0 when shared, the worker's own per worker) and its CUDA graph
+// id (used by the graph I/O modes). Every runner of a session gets an id of
+// its own, from 1 up: ORT keeps a session's graphs by id for the session's
+// life, so a second runner with the same id (the next concurrency, another
+// worker) would replay the first one's graph on the first one's buffers,
+// and id 0 is ORT's default, which any unannotated run would capture.
+struct RunnerPlan {
+  int64_t batch = 1;
+  int concurrency = 1;
+  int worker = 0;
+  size_t session = 0;
+  int graph_id = 1;
+};
+// In the order bench makes them: batch by batch, concurrency by
+// concurrency, worker by worker.
+std::vector<RunnerPlan> PlanRunners(const std::vector<int64_t>& batches, const std::vector<int>& concurrency,
+                                    ConcurrencyMode mode);
+
 // Errors (returned, not recorded): the model does not load, an input spec
 // does not fit it, an option is invalid, or - without --sweep - the one
 // configuration fails (EP missing, I/O mode not possible). With --sweep a

@@ -13,6 +13,10 @@ nlohmann::json ResultJson(const ConfigResult& r, bool with_samples) {
   j["variant"] = c.variant.name;
   j["default"] = c.variant.is_default;
   j["io"] = IoModeName(c.variant.io);
+  // Whether `ortgpu serve` runs this I/O mode; the others are references,
+  // never recommended.
+  j["servable"] = ServedByServe(c.variant.io);
+  if (!ServedByServe(c.variant.io)) j["not_servable_because"] = NotServedReason(c.variant.io);
   j["optimization"] = OptimizationLevelName(c.variant.optimization);
   j["cuda_options"] = c.variant.cuda_options;
   j["provider"] = ProviderName(c.provider);
@@ -73,9 +77,11 @@ std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
       return nlohmann::json{{"index", p->index}, {"variant", c.variant.name}, {"batch", c.batch},
                             {"concurrency", c.concurrency}, {"gain_over_default", p->has_baseline ? nlohmann::json(p->gain) : nlohmann::json(nullptr)},
                             {"unstable", p->unstable},
-                            {"faster_unstable", p->faster_unstable ? nlohmann::json(*p->faster_unstable) : nlohmann::json(nullptr)}};
+                            {"faster_unstable", p->faster_unstable ? nlohmann::json(*p->faster_unstable) : nlohmann::json(nullptr)},
+                            {"faster_not_servable", p->faster_not_served ? nlohmann::json(*p->faster_not_served) : nlohmann::json(nullptr)}};
     };
-    j["recommendation"] = {{"latency", pick(rec.latency)}, {"throughput", pick(rec.throughput)}, {"config_pbtxt", rec.config_pbtxt}};
+    j["recommendation"] = {{"latency", pick(rec.latency)}, {"throughput", pick(rec.throughput)}, {"config_pbtxt", rec.config_pbtxt},
+                           {"lines", RecommendationLines(report)}};
   }
   return j.dump(options.indent) + "\n";
 }

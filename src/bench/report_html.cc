@@ -208,6 +208,8 @@ void AddTable(const BenchReport& report, report::HtmlPage& page) {
     std::string pick;
     if (PickIndex(report, true) == i) pick = "best latency";
     if (PickIndex(report, false) == i) pick += pick.empty() ? "best throughput" : ", best throughput";
+    // A reference I/O mode is never picked; the column says why.
+    if (pick.empty() && !ServedByServe(c.variant.io)) pick = "not servable: " + std::string(NotServedReason(c.variant.io));
     if (!r.error.ok()) {
       rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), "", "", "", "", "", "", "", "", "",
                       StatusText(r)});

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "bench/report.h"
@@ -8,7 +10,8 @@ namespace {
 std::string Status_(const ConfigResult& r) {
   if (!r.error.ok()) return "ERROR";
   if (r.accuracy.checked && !r.accuracy.passed) return "WRONG";
-  return r.stats.stable ? "ok" : "unstable";
+  const char* served = ServedByServe(r.config.variant.io) ? "" : " (reference: not servable)";
+  return std::string(r.stats.stable ? "ok" : "unstable") + served;
 }
 
 }  // namespace
@@ -16,8 +19,16 @@ std::string Status_(const ConfigResult& r) {
 std::vector<std::string> RecommendationLines(const BenchReport& report) {
   if (!report.recommendation) return {};
   const auto& rec = *report.recommendation;
+  const bool any_served = std::any_of(report.results.begin(), report.results.end(), [](const ConfigResult& r) {
+    return ServedByServe(r.config.variant.io);
+  });
   auto describe = [&](const char* goal, const std::optional<Pick>& p, bool latency) {
-    if (!p) return fmt::format("best {}: none (no configuration succeeded)", goal);
+    if (!p && !any_served) {
+      return fmt::format("best {}: none: no configuration was measured in an I/O mode `ortgpu serve` runs; add "
+                         "io=served or io=served-graph to --sweep-axes, or sweep with --io served",
+                         goal);
+    }
+    if (!p) return fmt::format("best {}: none (no configuration serve runs succeeded)", goal);
     const auto& r = report.results[p->index];
     const std::string gain = p->has_baseline ? fmt::format("{:.2f}x the default", p->gain) : "no default measured there";
     std::string stability;
@@ -26,10 +37,17 @@ std::vector<std::string> RecommendationLines(const BenchReport& report) {
       stability = "; " + report.results[*p->faster_unstable].config.variant.name +
                   " measured faster but was unstable, so it is not recommended";
     }
-    return fmt::format("best {}: {} at batch {}, concurrency {}: {} ({}{})", goal, r.config.variant.name, r.config.batch,
-                       r.config.concurrency,
-                       latency ? fmt::format("p50 {:.4g} ms", r.stats.p50_ms) : fmt::format("{:.1f} items/s", r.stats.items_per_s),
-                       gain, stability);
+    auto figure = [latency](const ConfigResult& x) {
+      return latency ? fmt::format("p50 {:.4g} ms", x.stats.p50_ms) : fmt::format("{:.1f} items/s", x.stats.items_per_s);
+    };
+    std::string reference;
+    if (p->faster_not_served) {
+      const auto& f = report.results[*p->faster_not_served];
+      reference = fmt::format("; {} at batch {}, concurrency {} measured {} but is not recommended: {}", f.config.variant.name,
+                              f.config.batch, f.config.concurrency, figure(f), NotServedReason(f.config.variant.io));
+    }
+    return fmt::format("best {}: {} at batch {}, concurrency {}: {} ({}{}{})", goal, r.config.variant.name, r.config.batch,
+                       r.config.concurrency, figure(r), gain, stability, reference);
   };
   return {describe("latency", rec.latency, true), describe("throughput", rec.throughput, false)};
 }

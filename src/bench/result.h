@@ -69,6 +69,10 @@ struct Pick {
   bool unstable = false;
   // A faster configuration that was passed over because it was unstable.
   std::optional<size_t> faster_unstable;
+  // The best configuration of a reference I/O mode (host, bound, resident,
+  // cuda-graph: not what `ortgpu serve` runs) when it measured better than
+  // the pick; never picked itself.
+  std::optional<size_t> faster_not_served;
 };
 
 struct Recommendation {

@@ -12,7 +12,9 @@ namespace ortgpu::bench {
 const std::vector<SweepAxis>& SweepAxes() {
   // Ordered as the table's columns. The first value is ORT's default.
   static const std::vector<SweepAxis> axes = {
-      {"io", {"host", "bound", "resident", "cuda-graph"}, "tensor placement: copies each run, outputs on device, all on device, CUDA graph replay", false, true},
+      {"io", {"host", "bound", "resident", "cuda-graph", "served", "served-graph"},
+       "tensor placement: copies each run, outputs on device, all on device, CUDA graph replay; served and served-graph "
+       "as `ortgpu serve` runs a batch (the only ones recommended)", false, true},
       {"opt", {"all", "extended", "basic", "disable"}, "graph optimisation level", false, true, false},
       {"prefer_nhwc", {"0", "1"}, "NHWC convolution layouts (CUDA EP)", true, true},
       {"cudnn_conv_algo_search", {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}, "how cuDNN picks convolution algorithms", true, true},
@@ -42,7 +44,7 @@ std::string BaseValue(const SweepAxis& axis, const Variant& base) {
 Status Apply(const std::string& key, const std::string& value, Variant& v) {
   if (key == "io") {
     ORTGPU_ASSIGN_OR_RETURN(v.io, ParseIoMode(value));
-    if (v.io == IoMode::kCudaGraph) {
+    if (NeedsCudaGraphOption(v.io)) {
       v.cuda_options["enable_cuda_graph"] = "1";
     } else {
       v.cuda_options.erase("enable_cuda_graph");
@@ -77,7 +79,7 @@ Expected<std::vector<Variant>> ExpandSweep(Provider provider, const std::vector<
       const bool cpu = provider == Provider::kCpu;
       if (cpu ? !a.default_on_cpu || a.cuda_only : !a.default_on_cuda) continue;
       std::vector<std::string> values = a.values;
-      if (a.key == "io" && provider == Provider::kCpu) values = {"host", "bound", "resident"};
+      if (a.key == "io" && provider == Provider::kCpu) values = {"host", "bound", "resident", "served"};
       chosen.push_back({&a, values});
     }
   }
@@ -154,15 +156,21 @@ const ConfigResult* DefaultAt(const BenchReport& report, const Configuration& c)
   return nullptr;
 }
 
-// The best usable result for one goal (`better`), among the stable ones when
-// any is usable; otherwise the best unstable one, marked so. `eligible`
-// narrows the candidates (the latency goal's smallest batch and concurrency).
+// The best usable result for one goal (`better`) among those serve runs
+// (ServedByServe), among the stable ones when any is usable; otherwise the
+// best unstable one, marked so. `eligible` narrows the candidates (the
+// latency goal's smallest batch and concurrency). A reference mode that
+// measured better than the pick is named in faster_not_served.
 template <typename Eligible, typename Better>
 std::optional<Pick> BestPick(const BenchReport& report, Eligible eligible, Better better) {
-  std::optional<size_t> best_stable, best_any;
+  std::optional<size_t> best_stable, best_any, best_reference;
   for (size_t i = 0; i < report.results.size(); ++i) {
     const auto& r = report.results[i];
     if (!Usable(r) || !eligible(r)) continue;
+    if (!ServedByServe(r.config.variant.io)) {
+      if (!best_reference || better(r, report.results[*best_reference])) best_reference = i;
+      continue;
+    }
     if (!best_any || better(r, report.results[*best_any])) best_any = i;
     if (r.stats.stable && (!best_stable || better(r, report.results[*best_stable]))) best_stable = i;
   }
@@ -171,6 +179,7 @@ std::optional<Pick> BestPick(const BenchReport& report, Eligible eligible, Bette
   p.index = best_stable ? *best_stable : *best_any;
   p.unstable = !best_stable;
   if (best_stable && *best_any != *best_stable) p.faster_unstable = *best_any;
+  if (best_reference && better(report.results[*best_reference], report.results[p.index])) p.faster_not_served = best_reference;
   return p;
 }
 
@@ -200,9 +209,19 @@ Recommendation Recommend(const BenchReport& report) {
       rec.throughput->gain = best.stats.items_per_s / d->stats.items_per_s;
       rec.throughput->has_baseline = true;
     }
-    rec.config_pbtxt = StabilityNote(report, *rec.throughput) + ConfigPbtxtFragment(report, rec.throughput->index);
+    rec.config_pbtxt = StabilityNote(report, *rec.throughput) + NotServedNote(report, *rec.throughput) +
+                       ConfigPbtxtFragment(report, rec.throughput->index);
   }
   return rec;
+}
+
+std::string NotServedNote(const BenchReport& report, const Pick& pick) {
+  if (!pick.faster_not_served) return "";
+  const ConfigResult& f = report.results.at(*pick.faster_not_served);
+  return fmt::format("# {} (batch {}, concurrency {}) measured {:.1f} items/s but is not what `ortgpu serve` runs ({}), "
+                     "so the fastest configuration serve runs is recommended\n",
+                     f.config.variant.name, f.config.batch, f.config.concurrency, f.stats.items_per_s,
+                     NotServedReason(f.config.variant.io));
 }
 
 std::string StabilityNote(const BenchReport& report, const Pick& pick) {
@@ -229,8 +248,13 @@ std::string ConfigPbtxtFragment(const BenchReport& report, size_t pick) {
   std::string out;
   out += fmt::format("# Recommended by `ortgpu bench --sweep` for {}: {:.1f} items/s, p50 {:.3f} ms\n", report.model,
                      r.stats.items_per_s, r.stats.p50_ms);
-  out += fmt::format("# settings: {}; batch {}; concurrency {} ({}); I/O mode {} (a client-side choice, not a config field)\n",
-                     c.variant.name, c.batch, c.concurrency, ConcurrencyModeName(c.concurrency_mode), IoModeName(c.variant.io));
+  out += fmt::format("# settings: {}; batch {}; concurrency {} ({}); I/O mode {}: {}\n", c.variant.name, c.batch,
+                     c.concurrency, ConcurrencyModeName(c.concurrency_mode), IoModeName(c.variant.io),
+                     c.variant.io == IoMode::kServedGraph
+                         ? "serve's CUDA-graph path (staged inputs copied into the graph, replay, outputs copied out)"
+                     : ServedByServe(c.variant.io) ? "serve's own path (inputs staged in the instance's buffers, "
+                                                     "pinned on CUDA; outputs copied out)"
+                                                   : "a reference serve does not run");
   if (report.dynamic_batch) {
     // The model batches: keep it batching for clients as serve (and Triton)
     // would complete it, at least kServeDefaultMaxBatchSize rows, more when

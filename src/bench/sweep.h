@@ -40,9 +40,12 @@ Expected<std::vector<Variant>> ExpandSweep(Provider provider, const std::vector<
 std::string VariantName(const Variant& v);
 
 // Picks the best latency and throughput configurations among the results
-// that ran and passed their accuracy check; gains are against the default
-// variant measured at the same batch and concurrency. nullopt picks when
-// nothing succeeded.
+// that ran, passed their accuracy check and were measured in an I/O mode
+// `ortgpu serve` runs (served, served-graph: ServedByServe); the other modes
+// are references, never recommended, and one that measured better than a
+// pick is named in the pick (faster_not_served) so the report can say why it
+// was passed over. Gains are against the default variant measured at the
+// same batch and concurrency. nullopt picks when nothing servable succeeded.
 Recommendation Recommend(const BenchReport& report);
 
 // The max_batch_size `ortgpu serve` and Triton's ONNX Runtime backend give a
@@ -50,6 +53,10 @@ Recommendation Recommend(const BenchReport& report);
 // CompletionOptions); the fragment never offers less, so requests of a few
 // rows keep working when bench only measured batch 1.
 inline constexpr int64_t kServeDefaultMaxBatchSize = 4;
+
+// "" unless a reference mode measured better than `pick`; otherwise a
+// config.pbtxt comment line naming it and why serve does not run it.
+std::string NotServedNote(const BenchReport& report, const Pick& pick);
 
 // "" for a stable pick; otherwise config.pbtxt comment lines saying the pick
 // is unstable, or that a faster configuration was passed over as unstable.

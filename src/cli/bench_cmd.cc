@@ -64,8 +64,9 @@ Expected<bench::BenchOptions> ToOptions(const BenchFlags& f) {
   o.session.inter_op_threads = f.inter_threads;
   o.session.execution_mode = f.execution_mode == "parallel" ? ExecutionMode::kParallel : ExecutionMode::kSequential;
   ORTGPU_ASSIGN_OR_RETURN(o.io, ParseIoMode(f.io));
-  if (o.io == IoMode::kCudaGraph && o.session.provider == Provider::kCpu) {
-    return InvalidArgument("--io cuda-graph needs --provider cuda: I/O binding to the device and CUDA graphs need a GPU provider");
+  if (NeedsCudaGraphOption(o.io) && o.session.provider == Provider::kCpu) {
+    return InvalidArgument("--io " + std::string(IoModeName(o.io)) +
+                           " needs --provider cuda: I/O binding to the device and CUDA graphs need a GPU provider");
   }
   o.batches = f.batches;
   o.concurrency = f.concurrency;
@@ -129,7 +130,9 @@ int RunBenchCommand(const BenchFlags& flags) {
   }
   if (!flags.config_out.empty()) {
     if (!report->recommendation || report->recommendation->config_pbtxt.empty()) {
-      std::fprintf(stderr, "ortgpu bench: --config-out needs --sweep with at least one configuration that succeeded\n");
+      std::fprintf(stderr, "ortgpu bench: --config-out needs --sweep with at least one configuration that succeeded "
+                           "in an I/O mode serve runs (io=served or served-graph: add one to --sweep-axes, or use --io "
+                           "served)\n");
       return 2;
     }
     Status st = WriteOutputFile(flags.config_out, report->recommendation->config_pbtxt, "config.pbtxt fragment");
@@ -192,8 +195,11 @@ void AddBenchCommand(CLI::App& app, CommandResult& result) {
       ->default_val("sequential");
   cmd->add_option("--io", f->io,
                   "I/O mode: host (tensors copied every run), bound (outputs stay on the device), resident (inputs and "
-                  "outputs on the device; copies not timed), cuda-graph (resident + CUDA graph replay)")
-      ->check(CLI::IsMember({"host", "bound", "resident", "cuda-graph"}))
+                  "outputs on the device; copies not timed), cuda-graph (resident + CUDA graph replay), served (as "
+                  "`ortgpu serve` runs a batch: inputs staged in pinned memory, outputs copied to the host), "
+                  "served-graph (as serve runs a CUDA graph: staged inputs copied in, replay, outputs copied out). "
+                  "Only served and served-graph are what serve reproduces; --sweep recommends only those")
+      ->check(CLI::IsMember({"host", "bound", "resident", "cuda-graph", "served", "served-graph"}))
       ->default_val("host");
   cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,8,32); default 1")
       ->delimiter(',')

@@ -299,9 +299,12 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--max-concurrency", f->max_concurrency, "Budget search: the largest concurrency tried")->check(CLI::PositiveNumber)->default_val(256);
   cmd->add_option("--max-request-rate", f->max_rate, "Budget search: the largest rate tried")->check(CLI::PositiveNumber)->default_val(100000);
   cmd->add_option("--compare-in-process", f->compare_model,
-                  "Also run ortgpu bench on this ONNX file here (same rows, and max_batch_size) and print the ratio")
+                  "Also run ortgpu bench on this ONNX file here as serve runs the model (the EP options of the served "
+                  "config, serve's I/O with its CUDA graphs if used, the batch size the server ran, the request's "
+                  "shapes), print what was compared and the ratio")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--provider", f->provider, "With --compare-in-process: cpu, cuda, tensorrt (default cuda when a GPU is found)")
+  cmd->add_option("--provider", f->provider, "With --compare-in-process, when the served config names no instance kind: cpu, cuda, tensorrt "
+                  "(default cuda when a GPU is found)")
       ->check(CLI::IsMember({"cpu", "cuda", "tensorrt", "trt"}));
   cmd->add_flag("--json", f->json, "Print one JSON document instead of the table");
   cmd->add_flag("--csv", f->csv, "Print CSV instead of the table");

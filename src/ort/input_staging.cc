@@ -23,8 +23,10 @@ namespace {
 // A host tensor borrowing the bytes of `value` (CPU or pinned memory), which
 // the returned tensor keeps alive: no copy. Strings are copied out.
 Expected<Tensor> BorrowHostOutput(const std::string& name, Ort::Value value) {
-  if (!value.IsTensor()) return Unimplemented("output '" + name + "' is not a tensor; ortgpu returns tensors only");
-  if (!ort_internal::OnCpu(value.GetTensorMemoryInfo())) return ort_internal::ToHost(name, value);
+  // An empty value or a sequence: ToHost says which.
+  if (!value.HasValue() || !value.IsTensor() || !ort_internal::OnCpu(value.GetTensorMemoryInfo())) {
+    return ort_internal::ToHost(name, value);
+  }
   auto info = value.GetTensorTypeAndShapeInfo();
   if (static_cast<DataType>(info.GetElementType()) == DataType::kString) return ort_internal::ToHost(name, value);
   Tensor t;
@@ -232,8 +234,7 @@ Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_
     };
     for (const std::string* n : out_names) binding.BindOutput(n->c_str(), left_on_device(*n) ? device_out : out_memory);
     {
-      Ort::RunOptions run_options;
-      if (session.run_log_severity() >= 0) run_options.SetRunLogSeverityLevel(session.run_log_severity());
+      Ort::RunOptions run_options = ort_internal::PlainRunOptions(session);  // no graph capture or replay
       std::shared_lock capture(ort_internal::CudaCaptureMutex());  // not while a graph is being captured
       session.native().Run(run_options, binding);
     }

@@ -30,17 +30,34 @@ std::string_view IoModeName(IoMode mode) {
     case IoMode::kBound: return "bound";
     case IoMode::kResident: return "resident";
     case IoMode::kCudaGraph: return "cuda-graph";
+    case IoMode::kServed: return "served";
+    case IoMode::kServedGraph: return "served-graph";
   }
   return "host";
 }
 
+std::string_view NotServedReason(IoMode mode) {
+  switch (mode) {
+    case IoMode::kHost: return "serve stages a batch's inputs in pinned buffers, io=host copies them from pageable memory";
+    case IoMode::kBound: return "serve copies every output to the host, io=bound leaves them on the device";
+    case IoMode::kResident: return "serve copies each request's inputs in and outputs out, io=resident times no copies";
+    case IoMode::kCudaGraph: return "serve copies each batch's inputs into the graph and its outputs out, io=cuda-graph times no copies";
+    case IoMode::kServed:
+    case IoMode::kServedGraph: return "";
+  }
+  return "";
+}
+
 Expected<IoMode> ParseIoMode(std::string_view name) {
-  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident, IoMode::kCudaGraph}) {
+  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident, IoMode::kCudaGraph, IoMode::kServed,
+                   IoMode::kServedGraph}) {
     if (name == IoModeName(m)) return m;
   }
   return InvalidArgument("unknown I/O mode '" + std::string(name) +
                          "'; valid: host (copy tensors every run), bound (outputs stay on the device), resident (inputs and "
-                         "outputs on the device), cuda-graph (resident + CUDA graph replay)");
+                         "outputs on the device), cuda-graph (resident + CUDA graph replay), served (as `ortgpu serve` runs "
+                         "a batch: pinned staged inputs, outputs to the host), served-graph (as serve runs a CUDA graph: "
+                         "staged inputs copied in, replay, outputs copied out)");
 }
 
 BoundRunner::~BoundRunner() = default;
@@ -54,19 +71,24 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
   r->host_inputs_ = std::move(inputs);
   const SessionOptions& so = session.options();
   const bool gpu = so.provider != Provider::kCpu;
+  const std::string mode_name(IoModeName(options.mode));
   if (options.mode == IoMode::kHost) {
     r->memory_ = "host";
     return r;
   }
-  if (options.mode == IoMode::kCudaGraph) {
+  if (r->graph()) {
     if (!gpu) {
-      return InvalidArgument("I/O mode cuda-graph needs --provider cuda: CUDA graphs capture GPU work, and the CPU provider has "
-                             "none (with the CPU use --io host, bound or resident)");
+      return InvalidArgument("I/O mode " + mode_name + " needs --provider cuda: CUDA graphs capture GPU work, and the CPU "
+                             "provider has none (with the CPU use --io host, bound, resident or served)");
     }
-    auto it = so.cuda_options.find("enable_cuda_graph");
-    if (it == so.cuda_options.end() || it->second != "1") {
-      return FailedPrecondition("I/O mode cuda-graph needs a session built with the CUDA option enable_cuda_graph=1");
+    if (!CapturesCudaGraphs(so)) {
+      return FailedPrecondition("I/O mode " + mode_name + " needs a session built with the CUDA option enable_cuda_graph=1");
     }
+  }
+  if (ServedByServe(options.mode)) ORTGPU_RETURN_IF_ERROR(r->Stage());
+  if (options.mode == IoMode::kServed) {
+    r->memory_ = r->staging_->pinned() ? "host (pinned)" : "host";
+    return r;
   }
   if (options.mode != IoMode::kBound && gpu) {
     for (const auto& t : r->host_inputs_) {
@@ -79,8 +101,9 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
   if (auto it = so.cuda_options.find("device_id"); it != so.cuda_options.end()) device_id = std::atoi(it->second.c_str());
   r->memory_ = gpu ? "cuda:" + std::to_string(device_id) : "cpu";
   auto impl = std::make_unique<Impl>();
-  if (session.run_log_severity() >= 0) impl->run_options.SetRunLogSeverityLevel(session.run_log_severity());
   try {
+    // Runs of the other modes neither capture nor replay a CUDA graph.
+    impl->run_options = ort_internal::PlainRunOptions(session);
     Ort::Session& native = session.native();
     impl->memory = gpu ? Ort::MemoryInfo("Cuda", OrtDeviceAllocator, device_id, OrtMemTypeDefault)
                        : Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
@@ -104,7 +127,7 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
       impl->binding.BindInput(t.name.c_str(), impl->inputs.back());
     }
     for (const auto& o : session.outputs()) impl->output_names.push_back(o.name);
-    if (options.mode == IoMode::kCudaGraph) {
+    if (r->graph()) {
       // Output addresses must not change between replays: learn the shapes
       // with one plain run, then preallocate the outputs on the device.
       std::vector<Tensor> shapes;
@@ -120,11 +143,14 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
           shapes.push_back(std::move(t));
         }
       } else {
+        // Session::Run neither captures nor replays a graph on this session
+        // (PlainRunGraphAnnotation): the runner's own runs capture its id.
         Expected<std::vector<Tensor>> learned = [&] {
           std::unique_lock capture(ort_internal::CudaCaptureMutex());
           return session.Run(r->host_inputs_);
         }();
-        ORTGPU_ASSIGN_OR_RETURN(shapes, std::move(learned));
+        if (!learned.ok()) return learned.status().WithContext("learning the output shapes at " + r->Describe());
+        shapes = std::move(learned).value();
       }
       for (const auto& out : shapes) {
         Ort::Value v = Ort::Value::CreateTensor(impl->allocator, out.shape.data(), out.shape.size(),
@@ -132,6 +158,8 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
         impl->binding.BindOutput(out.name.c_str(), v);
         impl->outputs.push_back(std::move(v));
       }
+      impl->run_options = Ort::RunOptions();
+      if (session.run_log_severity() >= 0) impl->run_options.SetRunLogSeverityLevel(session.run_log_severity());
       impl->run_options.AddConfigEntry("gpu_graph_id", std::to_string(options.graph_id).c_str());
     } else {
       for (const auto& name : impl->output_names) impl->binding.BindOutput(name.c_str(), impl->memory);
@@ -143,15 +171,60 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
   return r;
 }
 
+std::string BoundRunner::Describe() const {
+  std::string out = host_inputs_.empty() || host_inputs_.front().shape.empty()
+                        ? std::string("no batch dimension")
+                        : "batch " + std::to_string(host_inputs_.front().shape.front());
+  if (graph()) out += ", CUDA graph id " + std::to_string(options_.graph_id);
+  return out;
+}
+
+Status BoundRunner::Stage() {
+  std::vector<StagedInputSpec> specs;
+  int64_t rows = -1;
+  for (const auto& t : host_inputs_) {
+    if (t.dtype == DataType::kString || t.shape.empty() || (rows >= 0 && t.shape.front() != rows)) {
+      return InvalidArgument("input '" + t.name + "' of " + session_->label() + " (" + ShapeToString(t.shape) +
+                             ") cannot be staged as `ortgpu serve` stages a batch (numeric inputs sharing their first, "
+                             "batch dimension); use --io host");
+    }
+    rows = t.shape.front();
+    specs.push_back({t.name, t.dtype, std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())});
+  }
+  if (rows < 1) return InvalidArgument(session_->label() + " has no input rows to stage; use --io host");
+  ORTGPU_ASSIGN_OR_RETURN(staging_, InputStaging::Create(*session_, std::move(specs), rows));
+  for (size_t i = 0; i < host_inputs_.size(); ++i) {
+    if (!host_inputs_[i].data.empty()) std::memcpy(staging_->data(i), host_inputs_[i].data.data(), host_inputs_[i].data.size());
+  }
+  return Status::Ok();
+}
+
 Status BoundRunner::Run() {
   if (!impl_) {
-    auto out = session_->Run(host_inputs_);
+    auto out = staging_ ? staging_->Run(*session_, host_inputs_.front().shape.front()) : session_->Run(host_inputs_);
     if (!out.ok()) return out.status();
     last_host_outputs_ = std::move(out).value();
     return Status::Ok();
   }
+  if (options_.mode == IoMode::kServedGraph) {
+    // serve's batch: the staged rows copied into the graph's fixed inputs.
+    for (size_t i = 0; i < host_inputs_.size(); ++i) {
+      Ort::Value& bound = impl_->inputs[i];
+      ORTGPU_RETURN_IF_ERROR(CopyBytes(bound.GetTensorMutableRawData(), staging_->data(i), host_inputs_[i].byte_size(),
+                                       kCudaMemcpyHostToDevice, bound));
+    }
+  }
+  ORTGPU_RETURN_IF_ERROR(RunBound());
+  if (options_.mode == IoMode::kServedGraph) {
+    // ... and every output copied back, as serve fetches them.
+    ORTGPU_ASSIGN_OR_RETURN(last_host_outputs_, CopyOutputsToHost({}));
+  }
+  return Status::Ok();
+}
+
+Status BoundRunner::RunBound() {
   try {
-    if (options_.mode == IoMode::kCudaGraph && graph_runs_ < kCaptureRuns) {
+    if (graph() && graph_runs_ < kCaptureRuns) {
       // The regular runs and the capture: no other CUDA work in the process
       // meanwhile (CudaCaptureMutex).
       std::unique_lock capture(ort_internal::CudaCaptureMutex());
@@ -162,9 +235,10 @@ Status BoundRunner::Run() {
     }
     // A replay is launched on ORT's stream and may still be running: wait,
     // so the outputs read next (and the inputs written next) are this run's.
-    if (options_.mode == IoMode::kCudaGraph) ORTGPU_RETURN_IF_ERROR(ort_internal::SynchronizeDevice());
+    if (graph()) ORTGPU_RETURN_IF_ERROR(ort_internal::SynchronizeDevice().WithContext(Describe()));
   } catch (const Ort::Exception& e) {
-    return StatusFromOrt(e, "running model " + session_->label() + " with I/O mode " + std::string(IoModeName(options_.mode)));
+    return StatusFromOrt(e, "running model " + session_->label() + " with I/O mode " + std::string(IoModeName(options_.mode)) +
+                                " at " + Describe());
   }
   return Status::Ok();
 }
@@ -174,6 +248,12 @@ Status BoundRunner::SetInput(size_t i, const uint8_t* src, size_t bytes) {
     return InvalidArgument("input " + std::to_string(i) + " of " + session_->label() + " is bound with another size (" +
                            std::to_string(i < host_inputs_.size() ? host_inputs_[i].byte_size() : 0) + " bytes, not " +
                            std::to_string(bytes) + ")");
+  }
+  if (staging_) {
+    // The served modes: the next run takes the batch from the staging, as
+    // serve's does.
+    if (bytes > 0) std::memcpy(staging_->data(i), src, bytes);
+    return Status::Ok();
   }
   if (impl_ && !impl_->inputs.empty() && !ort_internal::OnCpu(impl_->inputs[i].GetTensorMemoryInfo())) {
     return CopyBytes(impl_->inputs[i].GetTensorMutableRawData(), src, bytes, kCudaMemcpyHostToDevice, impl_->inputs[i]);
@@ -213,22 +293,35 @@ Expected<Tensor> BoundRunner::DeviceOutput(const std::string& name) const {
 }
 
 Expected<std::vector<Tensor>> BoundRunner::FetchOutputs(const std::vector<std::string>& wanted) {
+  if (impl_ && options_.mode != IoMode::kServedGraph) return CopyOutputsToHost(wanted);
+  std::vector<Tensor> out;
+  for (const auto& t : last_host_outputs_) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), t.name) != wanted.end()) out.push_back(t);
+  }
+  return out;
+}
+
+Expected<std::vector<Tensor>> BoundRunner::CopyOutputsToHost(const std::vector<std::string>& wanted) const {
   auto asked = [&](const std::string& name) {
     return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
   };
-  if (!impl_) {
-    std::vector<Tensor> out;
-    for (const auto& t : last_host_outputs_) {
-      if (asked(t.name)) out.push_back(t);
+  // A value ORT left empty is named with this runner's batch and graph id:
+  // with graphs, a sign that the run replayed a graph these outputs are not
+  // bound to (another runner's id, or a capture made by a plain run).
+  auto copy = [&](const std::string& name, const Ort::Value& v) -> Expected<Tensor> {
+    auto t = ToHost(name, v);
+    if (!t.ok()) {
+      return t.status().WithContext("reading output '" + name + "' of " + session_->label() + " at " + Describe() +
+                                    " (I/O mode " + std::string(IoModeName(options_.mode)) + ")");
     }
-    return out;
-  }
+    return t;
+  };
   try {
     std::vector<Tensor> out;
     if (!impl_->outputs.empty()) {
       for (size_t i = 0; i < impl_->outputs.size(); ++i) {
         if (!asked(impl_->output_names[i])) continue;
-        ORTGPU_ASSIGN_OR_RETURN(Tensor t, ToHost(impl_->output_names[i], impl_->outputs[i]));
+        ORTGPU_ASSIGN_OR_RETURN(Tensor t, copy(impl_->output_names[i], impl_->outputs[i]));
         out.push_back(std::move(t));
       }
       return out;
@@ -237,12 +330,12 @@ Expected<std::vector<Tensor>> BoundRunner::FetchOutputs(const std::vector<std::s
     auto values = impl_->binding.GetOutputValues();
     for (size_t i = 0; i < values.size(); ++i) {
       if (!asked(names[i])) continue;
-      ORTGPU_ASSIGN_OR_RETURN(Tensor t, ToHost(names[i], values[i]));
+      ORTGPU_ASSIGN_OR_RETURN(Tensor t, copy(names[i], values[i]));
       out.push_back(std::move(t));
     }
     return out;
   } catch (const Ort::Exception& e) {
-    return StatusFromOrt(e, "copying the outputs of " + session_->label() + " to the host");
+    return StatusFromOrt(e, "copying the outputs of " + session_->label() + " at " + Describe() + " to the host");
   }
 }
 

@@ -1,21 +1,35 @@
 // BoundRunner: runs one Session repeatedly on fixed inputs in one of the I/O
 // modes bench compares, from plain host tensors to CUDA graph replay:
 //
-//   kHost      Session::Run on host tensors each run (what `serve` does):
-//              inputs copied in and outputs copied out on every run.
-//   kBound     I/O binding; inputs bound once from host memory (copied in by
-//              ORT each run), outputs left on the device (ORT allocates them).
-//   kResident  inputs copied to device memory once and bound; outputs on the
-//              device: no host<->device copies are timed (trtexec's
-//              --noDataTransfers).
-//   kCudaGraph as kResident with outputs preallocated at fixed addresses, the
-//              session built with enable_cuda_graph=1: ORT captures the graph
-//              on an early run and replays it afterwards.
+//   kHost        Session::Run on host tensors each run: inputs copied in
+//                (from pageable memory) and outputs copied out every run.
+//   kBound       I/O binding; inputs bound once from host memory (copied in
+//                by ORT each run), outputs left on the device (ORT allocates
+//                them).
+//   kResident    inputs copied to device memory once and bound; outputs on
+//                the device: no host<->device copies are timed (trtexec's
+//                --noDataTransfers).
+//   kCudaGraph   as kResident with outputs preallocated at fixed addresses,
+//                the session built with enable_cuda_graph=1: ORT captures the
+//                graph on an early run and replays it afterwards.
+//   kServed      what `ortgpu serve` runs for a batch without CUDA graphs
+//                (serve/scheduler/instance_runner.h): the inputs in the
+//                instance's staging buffers (InputStaging: CUDA pinned memory
+//                on CUDA), every output copied to the host each run.
+//   kServedGraph what serve runs for a batch of a padded size with CUDA
+//                graphs: the staged inputs copied into the graph's fixed
+//                device buffers (SetInput), the graph replayed, every output
+//                copied to the host (FetchOutputs), each run. Needs
+//                enable_cuda_graph=1.
 //
-// With the CPU provider, kBound and kResident bind CPU memory (memory() says
-// "cpu"), and kCudaGraph is refused. A runner is used by one thread at a time
-// (its IoBinding is not thread-safe); several runners may share one Session.
-// REQUIRES: the Session outlives its runners.
+// Only kServed and kServedGraph time what serve does; the others are
+// references (ServedByServe). With the CPU provider, kBound and kResident
+// bind CPU memory (memory() says "cpu"), kServed stages in CPU memory, and
+// the graph modes are refused. A runner is used by one thread at a time (its
+// IoBinding is not thread-safe); several runners may share one Session, but
+// two graph runners on one Session need distinct graph ids and never run at
+// the same time (ORT's CUDA graphs are not safe to replay concurrently on one
+// session). REQUIRES: the Session outlives its runners.
 #pragma once
 
 #include <memory>
@@ -23,25 +37,38 @@
 #include <string_view>
 #include <vector>
 
+#include "ort/input_staging.h"
 #include "ort/session.h"
 #include "ort/tensor.h"
 #include "status/expected.h"
 
 namespace ortgpu {
 
-enum class IoMode { kHost, kBound, kResident, kCudaGraph };
-// "host", "bound", "resident", "cuda-graph".
+enum class IoMode { kHost, kBound, kResident, kCudaGraph, kServed, kServedGraph };
+// "host", "bound", "resident", "cuda-graph", "served", "served-graph".
 std::string_view IoModeName(IoMode mode);
 Expected<IoMode> ParseIoMode(std::string_view name);
-// Whether `mode` needs the session option enable_cuda_graph=1 (kCudaGraph).
-inline bool NeedsCudaGraphOption(IoMode mode) { return mode == IoMode::kCudaGraph; }
+// Whether `mode` needs the session option enable_cuda_graph=1 (kCudaGraph,
+// kServedGraph).
+inline bool NeedsCudaGraphOption(IoMode mode) { return mode == IoMode::kCudaGraph || mode == IoMode::kServedGraph; }
+// Whether `mode` times what `ortgpu serve` does for a batch (kServed,
+// kServedGraph); the others leave out copies serve makes, or make ones
+// it does not.
+inline bool ServedByServe(IoMode mode) { return mode == IoMode::kServed || mode == IoMode::kServedGraph; }
+// Why serve cannot reproduce a figure measured in `mode`: "" for the
+// served modes, else one clause ("serve copies every output to the host,
+// io=bound leaves them on the device").
+std::string_view NotServedReason(IoMode mode);
 
 struct BoundRunnerOptions {
   IoMode mode = IoMode::kHost;
-  // The CUDA graph annotation ("gpu_graph_id" run option): one graph per
-  // distinct input shape on a session. Used by kCudaGraph only.
+  // The CUDA graph annotation ("gpu_graph_id" run option) of kCudaGraph and
+  // kServedGraph: one graph per runner on a session (a second runner with
+  // the same id would replay the first one's graph, on the first one's
+  // buffers). ORT reserves 0 for its own default; serve's graph sessions
+  // each hold one runner, so 0 is theirs.
   int graph_id = 0;
-  // kCudaGraph: the output shapes, in model order, when the caller knows
+  // kCudaGraph, kServedGraph: the output shapes, in model order, when the caller knows
   // them (serve learns them from another session of the model). Then no
   // run with host inputs precedes the capture: after one, ORT keeps copying
   // the feeds into buffers of its own, the captured graph reads those, and
@@ -56,9 +83,11 @@ class BoundRunner {
   BoundRunner& operator=(const BoundRunner&) = delete;
 
   // Binds `inputs` (host tensors of concrete shape, validated against the
-  // model) as the mode requires. Runs the model once in kCudaGraph mode to
-  // learn the output shapes. Errors: kCudaGraph without CUDA or without
-  // enable_cuda_graph=1, device inputs of type string, allocation failures.
+  // model) as the mode requires. The graph modes run the model once on host
+  // tensors, capturing no graph, to learn the output shapes unless given.
+  // Errors: a graph mode without CUDA or without enable_cuda_graph=1, device
+  // inputs of type string, kServed(Graph) inputs that do not stage (strings,
+  // scalars), allocation failures; each names the batch and graph id.
   static Expected<std::unique_ptr<BoundRunner>> Create(const Session& session, std::vector<Tensor> inputs,
                                                        const BoundRunnerOptions& options);
 
@@ -69,7 +98,8 @@ class BoundRunner {
   // Replaces the bytes of bound input i (same shape and type) with `bytes`
   // bytes from host memory: copied into its device buffer in kResident and
   // kCudaGraph (the address a captured graph reads stays the same), into
-  // the bound host tensor otherwise. How `serve` feeds each batch to a
+  // the staging buffer in kServed and kServedGraph (each run takes it from
+  // there), into the bound host tensor otherwise. How `serve` feeds each batch to a
   // CUDA-graph session. InvalidArgument when the size differs.
   Status SetInput(size_t i, const uint8_t* src, size_t bytes);
   // The device address of bound input i's fixed buffer (kResident and
@@ -89,6 +119,9 @@ class BoundRunner {
   Expected<std::vector<Tensor>> FetchOutputs(const std::vector<std::string>& names = {});
 
   IoMode mode() const { return options_.mode; }
+  // "batch 32, CUDA graph id 3" (no graph id outside the graph modes): how
+  // errors name this runner.
+  std::string Describe() const;
   // Where bound tensors live: "host" (kHost), "cpu" or "cuda:N".
   const std::string& memory() const { return memory_; }
 
@@ -98,9 +131,17 @@ class BoundRunner {
   const Session* session_ = nullptr;
   BoundRunnerOptions options_;
   std::vector<Tensor> host_inputs_;
-  std::vector<Tensor> last_host_outputs_;  // kHost only
+  std::vector<Tensor> last_host_outputs_;  // kHost, kServed, kServedGraph
+  std::unique_ptr<InputStaging> staging_;  // kServed, kServedGraph
   std::string memory_;
   std::unique_ptr<Impl> impl_;  // ORT objects, absent in kHost mode
+  bool graph() const { return NeedsCudaGraphOption(options_.mode); }
+  // The bound run of every mode but kHost and kServed.
+  Status RunBound();
+  // kServed, kServedGraph: the staging buffers, holding host_inputs_.
+  Status Stage();
+  // The outputs of the last bound run, copied to the host.
+  Expected<std::vector<Tensor>> CopyOutputsToHost(const std::vector<std::string>& wanted) const;
   // kCudaGraph: runs so far, up to kCaptureRuns (ORT's regular runs before
   // the capture, and the capture itself, hold the capture lock).
   static constexpr int kCaptureRuns = 3;

@@ -230,7 +230,20 @@ Ort::Value StringTensor(OrtAllocator* allocator, const Tensor& t) {
 
 bool OnCpu(const Ort::ConstMemoryInfo& info) { return info.GetDeviceType() == OrtMemoryInfoDeviceType_CPU; }
 
+Ort::RunOptions PlainRunOptions(const Session& session) {
+  Ort::RunOptions options;
+  if (session.run_log_severity() >= 0) options.SetRunLogSeverityLevel(session.run_log_severity());
+  if (auto id = PlainRunGraphAnnotation(session.options())) {
+    options.AddConfigEntry("gpu_graph_id", std::to_string(*id).c_str());
+  }
+  return options;
+}
+
 Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v) {
+  if (!v.HasValue()) {
+    return Internal("ONNX Runtime returned output '" + name + "' empty (no type, no data), as it does when a run replays "
+                    "an already captured CUDA graph without that output bound to the graph's fixed buffers");
+  }
   if (!v.IsTensor()) return Unimplemented("output '" + name + "' is not a tensor; ortgpu returns tensors only");
   auto info = v.GetTensorTypeAndShapeInfo();
   Tensor t;

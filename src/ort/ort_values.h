@@ -9,6 +9,7 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include "ort/session.h"
 #include "ort/tensor.h"
 #include "status/expected.h"
 
@@ -55,8 +56,14 @@ Ort::Value StringTensor(OrtAllocator* allocator, const Tensor& t);
 // Whether `info` is CPU memory (pinned memory counts as CPU).
 bool OnCpu(const Ort::ConstMemoryInfo& info);
 
+// The run options of a run of `session` that neither captures nor replays a
+// CUDA graph (PlainRunGraphAnnotation), at the session's run log severity.
+Ort::RunOptions PlainRunOptions(const Session& session);
+
 // A host copy of the tensor `v` (in CPU or device memory), named `name`.
-// Unimplemented for sequences and maps.
+// Unimplemented for sequences and maps; Internal for a value ORT left
+// empty (no type, no data), which a run that replays a captured CUDA graph
+// returns for every output not bound to it.
 Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v);
 
 }  // namespace ortgpu::ort_internal

@@ -298,8 +298,9 @@ Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs
     }
     std::vector<const char*> out_names;
     for (const auto& n : names) out_names.push_back(n.c_str());
-    Ort::RunOptions run_options;
-    if (run_log_severity() >= 0) run_options.SetRunLogSeverityLevel(run_log_severity());
+    // On a session that captures CUDA graphs this run neither captures nor
+    // replays one: a replay would leave these unbound outputs empty.
+    Ort::RunOptions run_options = ort_internal::PlainRunOptions(*this);
     if (!profile_prefix.empty()) run_options.EnableProfiling(profile_prefix.c_str());
     auto results = session_->Run(run_options, in_names.data(), values.data(), values.size(),
                                  out_names.data(), out_names.size());

@@ -76,6 +76,17 @@ const std::vector<std::pair<std::string, std::string>>& CudaOptionKeys() {
   return keys;
 }
 
+bool CapturesCudaGraphs(const SessionOptions& options) {
+  if (options.provider == Provider::kCpu) return false;
+  auto it = options.cuda_options.find("enable_cuda_graph");
+  return it != options.cuda_options.end() && it->second == "1";
+}
+
+std::optional<int> PlainRunGraphAnnotation(const SessionOptions& options) {
+  if (!CapturesCudaGraphs(options)) return std::nullopt;
+  return -1;
+}
+
 Status ValidateCudaOptions(const std::map<std::string, std::string>& options) {
   for (const auto& [key, value] : options) {
     bool known = false;

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,19 @@ struct SessionOptions {
   // The session keeps it alive. null: the session loads its own weights.
   std::shared_ptr<const SharedInitializers> shared_initializers;
 };
+
+// Whether a session built with `options` captures CUDA graphs (the CUDA
+// option enable_cuda_graph=1).
+bool CapturesCudaGraphs(const SessionOptions& options);
+
+// The CUDA graph annotation ("gpu_graph_id" run option) of a run that must
+// neither capture nor replay a graph: ORT's -1 on a session that captures
+// CUDA graphs, nullopt on any other. Such a session's runs on host tensors
+// (Session::Run, InputStaging) pass it: without it a run takes the default
+// annotation 0, the first such run captures graph 0 and every later one
+// replays it, and a replay writes only outputs bound to fixed addresses, so
+// a run with unbound outputs got back values without a tensor (issue 25).
+std::optional<int> PlainRunGraphAnnotation(const SessionOptions& options);
 
 // The CUDA EP option keys ORT 1.29 accepts, with a one-line description each.
 const std::vector<std::pair<std::string, std::string>>& CudaOptionKeys();

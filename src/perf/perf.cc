@@ -10,6 +10,7 @@
 #include "perf/client.h"
 #include "perf/grpc_client.h"
 #include "perf/search.h"
+#include "perf/served_config.h"
 
 namespace ortgpu::perf {
 namespace {
@@ -248,24 +249,53 @@ Expected<StepResult> RunStep(const StepContext& ctx, double load) {
   return step;
 }
 
-void CompareInProcess(const PerfOptions& o, PerfReport& report) {
+// The in-process run as serve runs the model (ServedSetup): its EP options
+// and I/O from the served configuration, the batch the load made the server
+// run in the best step, the request's own shapes.
+void CompareInProcess(const PerfOptions& o, const ModelInfo& model, const std::vector<Tensor>& request, PerfReport& report) {
   InProcessComparison c;
   c.model_path = o.compare_model;
-  c.provider = std::string(ProviderName(o.compare_provider));
-  std::vector<int64_t> batches = {o.rows};
-  // A dynamic batcher runs batches of max_batch_size, so that is what the GPU can do.
-  if (report.max_batch_size > o.rows) batches.push_back(report.max_batch_size);
-  for (int64_t b : batches) {
-    bench::BenchOptions bo;
-    bo.model_path = o.compare_model;
-    bo.session.provider = o.compare_provider;
-    bo.batches = {b};
-    bo.inputs = o.inputs;
-    bo.check_accuracy = false;
-    bo.load.duration_s = std::max(0.5, static_cast<double>(o.measure.window_ms) / 1000.0);
-    ComparisonRow row;
-    row.batch = b;
-    auto r = bench::RunBenchmark(bo);
+  const StepResult* best = nullptr;
+  for (const auto& s : report.steps) {
+    if (!s.failed && (best == nullptr || s.items_per_s > best->items_per_s)) best = &s;
+  }
+  if (best != nullptr) c.served_items_per_s = best->items_per_s;
+  ServedSetup setup;
+  c.config_source = "GET " + ModelPath(o.model, o.version, "/config");
+  if (model.config_json.empty()) {
+    setup.max_batch_size = model.max_batch_size;
+    c.config_source = "none (the server answered no " + c.config_source + "): ONNX Runtime's default options";
+  } else if (auto parsed = ParseServedSetup(model.config_json); parsed.ok()) {
+    setup = std::move(parsed).value();
+  } else {
+    c.rows.push_back({o.rows, 0, 0, parsed.status().message()});
+    report.comparison = std::move(c);
+    return;
+  }
+  if (!setup.cuda_graph_note.empty()) c.notes.push_back(setup.cuda_graph_note);
+  const double average_batch = best != nullptr && best->server ? best->server->average_batch : 0;
+  const int64_t batch = ServedBatch(setup, o.rows, average_batch);
+  if (!setup.dynamic_batching) {
+    c.batch_source = fmt::format("the request's {} row(s): the served model does not batch requests together", o.rows);
+  } else if (average_batch > 0) {
+    c.batch_source = fmt::format("the server ran {:.1f} rows per execution in the best step{}", average_batch,
+                                 setup.pads ? ", padded to its preferred batch size" : "");
+  } else {
+    c.batch_source = "the served configuration's largest preferred batch size (the server's statistics gave no batch size)";
+  }
+  ComparisonRow row;
+  row.batch = batch;
+  auto run = InProcessRunFor(setup, o.compare_model, o.compare_provider, request, o.inputs, batch);
+  if (!run.ok()) {
+    row.error = run.status().message();
+  } else {
+    c.provider = std::string(ProviderName(run->options.session.provider));
+    c.io = run->io;
+    c.cuda_options = run->cuda_options;
+    c.shapes = run->shapes;
+    c.command = run->command;
+    run->options.load.duration_s = std::max(0.5, static_cast<double>(o.measure.window_ms) / 1000.0);
+    auto r = bench::RunBenchmark(run->options);
     if (!r.ok()) {
       row.error = r.status().message();
     } else if (r->results.empty() || !r->results.front().error.ok()) {
@@ -273,13 +303,10 @@ void CompareInProcess(const PerfOptions& o, PerfReport& report) {
     } else {
       row.in_process_items_per_s = r->results.front().stats.items_per_s;
       row.in_process_p50_ms = r->results.front().stats.p50_ms;
-      c.best_in_process_items_per_s = std::max(c.best_in_process_items_per_s, row.in_process_items_per_s);
+      c.best_in_process_items_per_s = row.in_process_items_per_s;
     }
-    c.rows.push_back(row);
   }
-  for (const auto& s : report.steps) {
-    if (!s.failed) c.served_items_per_s = std::max(c.served_items_per_s, s.items_per_s);
-  }
+  c.rows.push_back(row);
   if (c.served_items_per_s > 0 && c.best_in_process_items_per_s > 0) c.ratio = c.served_items_per_s / c.best_in_process_items_per_s;
   report.comparison = std::move(c);
 }
@@ -398,7 +425,7 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
   }
   if (!o.compare_model.empty()) {
     if (hooks.on_compare) hooks.on_compare();
-    CompareInProcess(o, report);
+    CompareInProcess(o, model, inputs, report);
   }
   return report;
 }

@@ -5,7 +5,8 @@
 // Prometheus metrics around each window, and stops the client. With a
 // latency budget it searches the load instead of sweeping a list (search.h);
 // with compare_model it runs bench::RunBenchmark on that file in this
-// process. Renderers (report.h) print the PerfReport.
+// process, as serve runs the model (perf/served_config.h). Renderers
+// (report.h) print the PerfReport.
 //
 // Blocking; call from one thread. Progress is reported through hooks.
 #pragma once
@@ -71,7 +72,9 @@ struct PerfOptions {
   // --shared-memory-device. mode kNone: tensor bytes travel in the requests.
   SharedMemoryOptions shared_memory;
 
-  // --compare-in-process MODEL.onnx with --provider.
+  // --compare-in-process MODEL.onnx: bench in process as serve runs it
+  // (perf/served_config.h); --provider when the served config names no
+  // instance kind.
   std::string compare_model;
   Provider compare_provider = Provider::kCpu;
 };

@@ -53,7 +53,9 @@ struct BudgetSummary {
 };
 
 // --compare-in-process: the served throughput next to `ortgpu bench` of the
-// same model in this process.
+// same model in this process, run as serve runs it (perf/served_config.h):
+// the served configuration's EP options, serve's I/O, the batch size the
+// load made the server run and the request's own shapes.
 struct ComparisonRow {
   int64_t batch = 1;
   double in_process_items_per_s = 0;
@@ -67,6 +69,16 @@ struct InProcessComparison {
   double served_items_per_s = 0;   // the best step
   double best_in_process_items_per_s = 0;
   double ratio = 0;                // served / best in-process; 0 when either is missing
+  // What was compared: where the settings came from, serve's I/O mode as
+  // bench names it, the EP options, the shapes at the batch, why that
+  // batch, and the equivalent `ortgpu bench` command line.
+  std::string config_source;       // "GET /v2/models/M/config"
+  std::string io;                  // "served", "served-graph"
+  std::map<std::string, std::string> cuda_options;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::string batch_source;
+  std::string command;
+  std::vector<std::string> notes;
 };
 
 struct PerfReport {
@@ -91,6 +103,10 @@ struct PerfReport {
 };
 
 std::string RenderTable(const PerfReport& report);
+// What the in-process run compared, a line each: where the settings came
+// from, the I/O mode, the EP options, the batch and why, the shapes, and
+// the equivalent `ortgpu bench` command. The text and HTML reports print them.
+std::vector<std::string> ComparisonSettingsLines(const InProcessComparison& comparison);
 struct JsonOptions {
   int indent = 2;
 };

@@ -84,7 +84,10 @@ std::string RenderJson(const PerfReport& r, const JsonOptions& options) {
     }
     j["in_process"] = {{"model", c.model_path}, {"provider", c.provider}, {"rows", rows},
                        {"served_items_per_s", c.served_items_per_s},
-                       {"best_in_process_items_per_s", c.best_in_process_items_per_s}, {"ratio", c.ratio}};
+                       {"best_in_process_items_per_s", c.best_in_process_items_per_s}, {"ratio", c.ratio},
+                       {"compared", {{"config_source", c.config_source}, {"io", c.io}, {"cuda_options", c.cuda_options},
+                                     {"shapes", c.shapes}, {"batch_source", c.batch_source}, {"command", c.command},
+                                     {"notes", c.notes}}}};
   }
   j["notes"] = r.notes;
   return j.dump(options.indent) + "\n";

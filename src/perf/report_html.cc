@@ -147,6 +147,7 @@ std::string RenderHtml(const PerfReport& r) {
                        row.error.empty() ? fmt::format("{:.3f}", row.in_process_p50_ms) : "-", row.error});
     }
     page.AddTable({"batch", "in-process items/s", "p50 ms", "error"}, std::move(crows));
+    for (const auto& line : ComparisonSettingsLines(c)) page.AddParagraph(line);
     page.AddParagraph(c.ratio > 0 ? fmt::format("Served {:.1f} items/s against {:.1f} in process ({}, {}): ratio {:.2f}.",
                                                 c.served_items_per_s, c.best_in_process_items_per_s, c.provider, c.model_path, c.ratio)
                                   : "No ratio: one side has no figure.");

@@ -30,6 +30,29 @@ std::string StepLabel(const PerfReport& report, const StepResult& step) {
   return report.mode == LoadMode::kRequestRate ? fmt::format("{:g} req/s", step.load) : fmt::format("concurrency {:g}", step.load);
 }
 
+std::vector<std::string> ComparisonSettingsLines(const InProcessComparison& c) {
+  std::vector<std::string> lines;
+  lines.push_back("settings from " + c.config_source);
+  if (!c.io.empty()) {
+    lines.push_back("I/O: " + c.io +
+                    (c.io == "served-graph" ? " (inputs staged in pinned memory and copied into the CUDA graph, replay, "
+                                              "outputs copied to the host)"
+                                            : " (inputs staged in pinned memory, outputs copied to the host)"));
+    std::string options;
+    for (const auto& [k, v] : c.cuda_options) options += (options.empty() ? "" : " ") + k + "=" + v;
+    lines.push_back("EP options: " + (options.empty() ? std::string("ONNX Runtime's defaults") : options));
+  }
+  if (!c.rows.empty()) lines.push_back(fmt::format("batch {}: {}", c.rows.front().batch, c.batch_source));
+  if (!c.shapes.empty()) {
+    std::string shapes;
+    for (const auto& [name, shape] : c.shapes) shapes += (shapes.empty() ? "" : ", ") + name + " " + ShapeToString(shape);
+    lines.push_back("shapes: " + shapes);
+  }
+  if (!c.command.empty()) lines.push_back("the same as: " + c.command);
+  for (const auto& n : c.notes) lines.push_back("note: " + n);
+  return lines;
+}
+
 std::string RenderTable(const PerfReport& report) {
   std::string out = fmt::format("model {}{} at {}  {} tensors, {} row(s) per request{}\n", report.model,
                                 report.version.empty() ? "" : " version " + report.version, report.url,
@@ -78,7 +101,8 @@ std::string RenderTable(const PerfReport& report) {
   }
   if (report.comparison) {
     const auto& c = *report.comparison;
-    out += fmt::format("in process ({}, ortgpu bench {}):\n", c.provider, c.model_path);
+    out += fmt::format("in process ({}, ortgpu bench {}), as serve runs it:\n", c.provider, c.model_path);
+    for (const auto& line : ComparisonSettingsLines(c)) out += "  " + line + "\n";
     for (const auto& r : c.rows) {
       out += r.error.empty() ? fmt::format("  batch {:>4}: {:>10.1f} items/s, p50 {:.3f} ms\n", r.batch, r.in_process_items_per_s,
                                            r.in_process_p50_ms)

@@ -117,6 +117,7 @@ Expected<ModelInfo> FetchModelInfo(const HttpEndpoint& endpoint, const std::stri
   auto cfg = Fetch(endpoint, ModelPath(model, version, "/config"), timeout);
   if (cfg.ok() && cfg->status == 200) config = std::move(cfg->body);
   ORTGPU_ASSIGN_OR_RETURN(ModelInfo info, ParseModelInfo(md.body, config));
+  info.config_json = std::move(config);
   if (info.name.empty()) info.name = model;
   info.name = model;  // the name requests are sent to
   info.version = version;

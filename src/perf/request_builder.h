@@ -34,6 +34,7 @@ struct ModelInfo {
   std::vector<TensorInfo> inputs;  // KServe shapes: -1 for a variable dim (the batch dim included)
   std::vector<std::string> outputs;
   int64_t max_batch_size = 0;  // 0: the model does not batch (or the server has no config endpoint)
+  std::string config_json;     // GET .../config's body; "" when the server has none
 };
 
 // Parses the metadata JSON ({"name","platform","inputs":[{"name","datatype","shape"}],"outputs"})

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 
 #include "bench/report.h"
 #include "onnx/model_builder.h"
@@ -78,6 +79,56 @@ TEST(BenchmarkTest, CudaGraphWithTheCpuProviderIsOneClearError) {
   EXPECT_NE(report.status().message().find("needs --provider cuda"), std::string::npos) << report.status().message();
 }
 
+// Issue 25: every runner bench made for a batch size took the graph id of
+// that batch size, so the runners of the next concurrency (and every worker
+// of a shared session) replayed a graph another runner had captured, on
+// that runner's (freed) buffers. Each runner of a session now has its own.
+TEST(BenchPlanTest, Issue25EveryRunnerOfASessionHasItsOwnCudaGraphId) {
+  for (ConcurrencyMode mode : {ConcurrencyMode::kSharedSession, ConcurrencyMode::kSessionPerWorker}) {
+    const auto plan = PlanRunners({32, 128}, {1, 2}, mode);
+    ASSERT_EQ(plan.size(), 6u);
+    std::set<std::pair<size_t, int>> seen;
+    for (const auto& p : plan) {
+      EXPECT_GE(p.graph_id, 1) << "0 is ORT's default annotation, -1 turns graphs off";
+      EXPECT_TRUE(seen.insert({p.session, p.graph_id}).second)
+          << "graph id " << p.graph_id << " twice on session " << p.session << " (batch " << p.batch << ")";
+      EXPECT_EQ(p.session, mode == ConcurrencyMode::kSessionPerWorker ? static_cast<size_t>(p.worker) : 0u);
+    }
+    EXPECT_EQ(plan[3].batch, 128);
+    EXPECT_EQ(plan[5].concurrency, 2);
+    EXPECT_EQ(plan[5].worker, 1);
+  }
+}
+
+TEST(BenchmarkTest, Issue25CudaGraphsOnOneSharedSessionFromTwoThreadsAreRefusedClearly) {
+  BenchOptions o = Builtin();
+  o.io = IoMode::kCudaGraph;
+  o.batches = {1, 2};
+  o.concurrency = {2};
+  auto report = RunBenchmark(o);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().message().rfind("default batch 1 concurrency 2: ", 0), 0u)
+      << "among several configurations the failing one is named: " << report.status().message();
+  EXPECT_NE(report.status().message().find("I/O mode cuda-graph at concurrency 2 needs --concurrency-mode per-worker"),
+            std::string::npos)
+      << report.status().message();
+}
+
+TEST(BenchmarkTest, ServedIoStagesTheInputsAsServeDoes) {
+  BenchOptions o = Builtin();
+  o.io = IoMode::kServed;
+  o.batches = {1, 3};
+  o.concurrency = {1, 2};
+  auto report = RunBenchmark(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->results.size(), 4u);
+  for (const auto& r : report->results) {
+    ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+    EXPECT_EQ(r.memory, "host");
+    EXPECT_TRUE(r.accuracy.passed) << r.accuracy.note;
+  }
+}
+
 TEST(BenchmarkTest, IntRangeKeepsGatherIndicesValid) {
   BenchOptions o = Builtin();
   o.model_bytes = GatherModel();
@@ -151,7 +202,7 @@ TEST(BenchmarkTest, CpuWithoutCudaLibrariesFailsToCreateTheCudaSessionClearly) {
 TEST(BenchmarkTest, SweepOnTheCpuRecommendsAndWritesAConfigFragment) {
   BenchOptions o = Builtin();
   o.sweep = true;
-  o.sweep_axes = {"io=host|bound", "opt=all|basic"};
+  o.sweep_axes = {"io=host|served", "opt=all|basic"};
   o.batches = {1, 2};
   o.load.iterations = 6;
   std::vector<std::string> seen;

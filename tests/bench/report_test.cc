@@ -29,6 +29,8 @@ BenchReport Sample() {
         ConfigResult r;
         r.config.variant.name = variant;
         r.config.variant.is_default = std::string(variant) == "default";
+        // A sweep of --io served: the default is servable, io=bound a reference.
+        r.config.variant.io = r.config.variant.is_default ? IoMode::kServed : IoMode::kBound;
         r.config.provider = Provider::kCuda;
         r.config.batch = batch;
         r.config.concurrency = conc;

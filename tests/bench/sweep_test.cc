@@ -11,13 +11,13 @@ namespace {
 TEST(SweepTest, CpuDefaultSweepIsIoTimesOptWithTheDefaultFirst) {
   auto v = ExpandSweep(Provider::kCpu, {}, Variant{});
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(v->size(), 3u * 4u);
+  EXPECT_EQ(v->size(), 4u * 4u) << "host, bound, resident, served x 4 levels";
   EXPECT_TRUE(v->front().is_default);
   EXPECT_EQ(v->front().name, "default");
   int defaults = 0;
   for (const auto& x : *v) defaults += x.is_default;
   EXPECT_EQ(defaults, 1);
-  for (const auto& x : *v) EXPECT_NE(x.io, IoMode::kCudaGraph);
+  for (const auto& x : *v) EXPECT_FALSE(NeedsCudaGraphOption(x.io));
 }
 
 TEST(SweepTest, CudaSubsetWithValuesAndCudaGraphSetsTheSessionOption) {
@@ -54,29 +54,43 @@ TEST(SweepTest, BaseNotInTheProductIsAddedAsDefault) {
   EXPECT_EQ((*v)[1].name, "io=bound");
 }
 
+// A measured result; its I/O mode is the name's "io=MODE", else served
+// (what serve runs, so recommendable).
 ConfigResult Result(const std::string& name, bool is_default, int64_t batch, double p50, double items, Provider p = Provider::kCuda) {
   ConfigResult r;
   r.config.variant.name = name;
+  r.config.variant.io = IoMode::kServed;
+  if (const auto at = name.find("io="); at != std::string::npos) {
+    const std::string mode = name.substr(at + 3, name.find(' ', at) - at - 3);
+    r.config.variant.io = *ParseIoMode(mode);
+  }
   r.config.variant.is_default = is_default;
   r.config.provider = p;
   r.config.batch = batch;
   r.stats.count = 100;
   r.stats.p50_ms = p50;
   r.stats.items_per_s = items;
+  r.stats.stable = true;
   return r;
 }
 
-TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWithGains) {
+// An empty report of a model with a dynamic batch axis.
+BenchReport BatchingReport(const std::string& model, Provider provider) {
   BenchReport report;
-  report.model = "m.onnx";
-  report.provider = Provider::kCuda;
+  report.model = model;
+  report.provider = provider;
   report.dynamic_batch = true;
+  return report;
+}
+
+TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWithGains) {
+  BenchReport report = BatchingReport("m.onnx", Provider::kCuda);
   report.results.push_back(Result("default", true, 1, 2.0, 500));
   report.results.push_back(Result("default", true, 32, 8.0, 4000));
-  auto fast = Result("io=bound prefer_nhwc=1", false, 1, 1.0, 1000);
+  auto fast = Result("io=served prefer_nhwc=1", false, 1, 1.0, 1000);
   fast.config.variant.cuda_options["prefer_nhwc"] = "1";
   report.results.push_back(fast);
-  auto wide = Result("io=bound prefer_nhwc=1", false, 32, 4.0, 8000);
+  auto wide = Result("io=served prefer_nhwc=1", false, 32, 4.0, 8000);
   wide.config.variant.cuda_options["prefer_nhwc"] = "1";
   report.results.push_back(wide);
   auto wrong = Result("io=resident", false, 32, 0.1, 99999);
@@ -99,11 +113,8 @@ TEST(RecommendTest, PicksBestLatencyAtSmallestBatchAndBestThroughputAnywhereWith
 // so the fragment keeps the option there and leaves it out, saying why,
 // for a model that does not batch.
 TEST(RecommendTest, ConfigForServeKeepsCudaGraphsOnlyWhereServeCanCaptureThem) {
-  BenchReport report;
-  report.model = "resnet50.onnx";
-  report.provider = Provider::kCuda;
-  report.dynamic_batch = true;
-  auto graph = Result("io=cuda-graph prefer_nhwc=1", true, 32, 4.2, 7600);
+  BenchReport report = BatchingReport("resnet50.onnx", Provider::kCuda);
+  auto graph = Result("io=served-graph prefer_nhwc=1", true, 32, 4.2, 7600);
   graph.config.variant.cuda_options = {{"enable_cuda_graph", "1"}, {"prefer_nhwc", "1"}};
   report.results.push_back(graph);
   std::string pbtxt = ConfigPbtxtFragment(report, 0);
@@ -116,10 +127,7 @@ TEST(RecommendTest, ConfigForServeKeepsCudaGraphsOnlyWhereServeCanCaptureThem) {
 }
 
 TEST(RecommendTest, Issue9AnUnstableWinnerIsNeverRecommendedSilently) {
-  BenchReport report;
-  report.model = "m.onnx";
-  report.provider = Provider::kCpu;
-  report.dynamic_batch = true;
+  BenchReport report = BatchingReport("m.onnx", Provider::kCpu);
   auto steady = Result("default", true, 1, 2.0, 500, Provider::kCpu);
   steady.stats.stable = true;
   auto jumpy = Result("opt=basic", false, 1, 1.0, 900, Provider::kCpu);
@@ -148,10 +156,7 @@ TEST(RecommendTest, Issue9AnUnstableWinnerIsNeverRecommendedSilently) {
 }
 
 TEST(RecommendTest, Issue9TheFragmentKeepsTheModelsBatchingAndServesGraphLevel) {
-  BenchReport report;
-  report.model = "m.onnx";
-  report.provider = Provider::kCpu;
-  report.dynamic_batch = true;
+  BenchReport report = BatchingReport("m.onnx", Provider::kCpu);
   auto basic = Result("opt=basic", false, 1, 1.0, 900, Provider::kCpu);
   basic.config.variant.optimization = OptimizationLevel::kBasic;
   report.results = {basic};
@@ -162,6 +167,69 @@ TEST(RecommendTest, Issue9TheFragmentKeepsTheModelsBatchingAndServesGraphLevel) 
   EXPECT_NE(ConfigPbtxtFragment(report, 0).find("graph { level: 2 }"), std::string::npos);
   report.dynamic_batch = false;
   EXPECT_NE(ConfigPbtxtFragment(report, 0).find("max_batch_size: 0\n"), std::string::npos);
+}
+
+// Issue 25: io=resident (inputs already on the GPU, no copies timed)
+// measured fastest, but serve copies every request in and out, so its
+// figure cannot be reproduced by serving the fragment.
+TEST(RecommendTest, Issue25ResidentFastestIsNotRecommendedAndTheReportSaysWhy) {
+  BenchReport report = BatchingReport("resnet50.onnx", Provider::kCuda);
+  report.results.push_back(Result("default", true, 32, 8.2, 3870));
+  report.results.back().config.variant.io = IoMode::kHost;
+  auto resident = Result("io=resident prefer_nhwc=1", false, 32, 4.0, 8000);
+  resident.config.variant.cuda_options["prefer_nhwc"] = "1";
+  report.results.push_back(resident);
+  auto graph = Result("io=served-graph prefer_nhwc=1", false, 32, 4.4, 7300);
+  graph.config.variant.cuda_options = {{"enable_cuda_graph", "1"}, {"prefer_nhwc", "1"}};
+  report.results.push_back(graph);
+  report.results.push_back(Result("io=served", false, 32, 6.0, 5300));
+
+  const Recommendation rec = Recommend(report);
+  ASSERT_TRUE(rec.throughput && rec.latency);
+  EXPECT_EQ(rec.throughput->index, 2u) << "the fastest configuration serve runs";
+  EXPECT_EQ(rec.latency->index, 2u);
+  ASSERT_TRUE(rec.throughput->faster_not_served);
+  EXPECT_EQ(*rec.throughput->faster_not_served, 1u);
+  EXPECT_DOUBLE_EQ(rec.throughput->gain, 7300.0 / 3870.0);
+  // The fragment: serve's graph path, and a line on the passed-over one.
+  EXPECT_NE(rec.config_pbtxt.find("# io=resident prefer_nhwc=1 (batch 32, concurrency 1) measured 8000.0 items/s but is "
+                                  "not what `ortgpu serve` runs (serve copies each request's inputs in and outputs "
+                                  "out, io=resident times no copies)"),
+            std::string::npos)
+      << rec.config_pbtxt;
+  EXPECT_NE(rec.config_pbtxt.find("I/O mode served-graph: serve's CUDA-graph path"), std::string::npos) << rec.config_pbtxt;
+  EXPECT_NE(rec.config_pbtxt.find("key: \"enable_cuda_graph\" value: \"1\""), std::string::npos);
+  EXPECT_EQ(rec.config_pbtxt.find("io=resident prefer_nhwc=1;"), std::string::npos) << "never the settings line";
+
+  report.recommendation = rec;
+  const auto lines = RecommendationLines(report);
+  EXPECT_EQ(lines[1].rfind("best throughput: io=served-graph prefer_nhwc=1 at batch 32", 0), 0u) << lines[1];
+  EXPECT_NE(lines[1].find("io=resident prefer_nhwc=1 at batch 32, concurrency 1 measured 8000.0 items/s but is not "
+                          "recommended: serve copies"),
+            std::string::npos)
+      << lines[1];
+  const std::string table = RenderTable(report);
+  EXPECT_NE(table.find("ok (reference: not servable)"), std::string::npos) << table;
+  const std::string json = RenderJson(report);
+  EXPECT_NE(json.find("\"faster_not_servable\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"servable\": false"), std::string::npos);
+  EXPECT_NE(json.find("\"not_servable_because\": \"serve copies each request's inputs in and outputs out"),
+            std::string::npos);
+  const std::string html = RenderHtml(report);
+  EXPECT_NE(html.find("not servable: serve copies each request&#39;s inputs in"), std::string::npos) << "pick column";
+}
+
+TEST(RecommendTest, Issue25OnlyReferenceModesMeasuredMeansNoPickAndSaysWhatToAdd) {
+  BenchReport report;
+  report.provider = Provider::kCuda;
+  report.results.push_back(Result("default", true, 1, 2.0, 500));
+  report.results.back().config.variant.io = IoMode::kHost;
+  report.results.push_back(Result("io=resident", false, 1, 1.0, 1000));
+  report.recommendation = Recommend(report);
+  EXPECT_FALSE(report.recommendation->throughput);
+  EXPECT_TRUE(report.recommendation->config_pbtxt.empty()) << "no fragment serve could not reproduce";
+  EXPECT_NE(RecommendationLines(report)[1].find("add io=served or io=served-graph to --sweep-axes"), std::string::npos)
+      << RecommendationLines(report)[1];
 }
 
 TEST(RecommendTest, NothingUsableMeansNoPick) {

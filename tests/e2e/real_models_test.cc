@@ -290,8 +290,8 @@ TEST(RealModelsTest, Issue9TheBenchSweepFragmentServesAsItIsWithEverySettingHono
   RealModels models;
   if (!models.ok()) GTEST_SKIP() << "python3-onnx missing";
   const std::string fragment = models.root() + "/fragment.pbtxt";
-  ServeProcess bench({"bench", models.Model("reflect_pad"), "--provider", "cpu", "--sweep", "--sweep-axes",
-                      "opt=all|basic", "--shape", "samples:16", "--iterations", "20", "--warmup", "2", "--no-progress",
+  ServeProcess bench({"bench", models.Model("reflect_pad"), "--provider", "cpu", "--io", "served", "--sweep",
+                      "--sweep-axes", "opt=all|basic", "--shape", "samples:16", "--iterations", "20", "--warmup", "2", "--no-progress",
                       "--config-out", fragment});
   ASSERT_EQ(bench.WaitExit(120s), 0) << bench.output();
   const std::string text = ReadText(fragment);

@@ -1,7 +1,7 @@
 // StubKServeServer: a tiny KServe v2 server on raw sockets for perf's
 // client and end-to-end tests, where a real server cannot be made to
 // misbehave on purpose. It serves the metadata of one model "stub" (one FP32 input of
-// [-1, 4], max_batch_size 8), optionally the statistics extension, and
+// [-1, 4], max_batch_size 8; its config as the test gives it), optionally the statistics extension, and
 // answers POST .../infer as told: 200 with a fixed body, 500, or never.
 // Listens on 127.0.0.1 port 0; one thread accepts, one per connection. The
 // destructor shuts every socket down and joins the threads.
@@ -27,6 +27,8 @@ class StubKServeServer {
     Infer infer = Infer::kOk;
     bool statistics = true;
     bool close_after_answer = false;  // "Connection: close" on every answer, then close
+    // The body of GET /v2/models/stub/config.
+    std::string config_json = R"({"name":"stub","max_batch_size":8})";
   };
 
   explicit StubKServeServer(Options options) : options_(options) {
@@ -91,7 +93,7 @@ class StubKServeServer {
       return Response(200, R"({"name":"stub","versions":["1"],"platform":"stub","inputs":[{"name":"x","datatype":"FP32","shape":[-1,4]}],)"
                            R"("outputs":[{"name":"y","datatype":"FP32","shape":[-1,4]}]})");
     }
-    if (target == "/v2/models/stub/config") return Response(200, R"({"name":"stub","max_batch_size":8})");
+    if (target == "/v2/models/stub/config") return Response(200, options_.config_json);
     if (target == "/v2/models/stub/stats" && options_.statistics) {
       const int n = infer_requests_.load();
       return Response(200, R"({"model_stats":[{"name":"stub","version":"1","inference_count":)" + std::to_string(n) +

@@ -23,9 +23,13 @@ Tensor Image(int64_t batch) {
 }
 
 TEST(IoModeTest, NamesRoundTripAndUnknownListsTheModes) {
-  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident, IoMode::kCudaGraph}) {
+  for (IoMode m : {IoMode::kHost, IoMode::kBound, IoMode::kResident, IoMode::kCudaGraph, IoMode::kServed,
+                   IoMode::kServedGraph}) {
     EXPECT_EQ(*ParseIoMode(IoModeName(m)), m);
+    EXPECT_EQ(NotServedReason(m).empty(), ServedByServe(m)) << IoModeName(m);
   }
+  EXPECT_TRUE(NeedsCudaGraphOption(IoMode::kServedGraph));
+  EXPECT_FALSE(NeedsCudaGraphOption(IoMode::kServed));
   auto bad = ParseIoMode("device");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("cuda-graph"), std::string::npos);
@@ -84,12 +88,42 @@ TEST(BoundRunnerTest, NewInputBytesGiveNewOutputsInEveryMode) {
 TEST(BoundRunnerTest, CudaGraphOnTheCpuProviderSaysItNeedsCuda) {
   auto s = Builtin();
   ASSERT_NE(s, nullptr);
+  for (IoMode m : {IoMode::kCudaGraph, IoMode::kServedGraph}) {
+    BoundRunnerOptions o;
+    o.mode = m;
+    auto r = BoundRunner::Create(*s, {Image(1)}, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("I/O mode " + std::string(IoModeName(m)) + " needs --provider cuda"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
+// --io served runs a batch as serve's instance does: from staging buffers
+// (ordinary memory on the CPU), outputs copied to the host every run.
+TEST(BoundRunnerTest, ServedModeRunsFromStagingLikeServe) {
+  auto s = Builtin();
+  ASSERT_NE(s, nullptr);
+  Tensor other = Image(2);
+  for (int64_t i = 0; i < other.element_count(); ++i) other.data_as<float>()[i] = static_cast<float>(i % 7) * 0.1f;
+  auto first = s->Run({Image(2)});
+  auto second = s->Run({other});
+  ASSERT_TRUE(first.ok() && second.ok());
   BoundRunnerOptions o;
-  o.mode = IoMode::kCudaGraph;
-  auto r = BoundRunner::Create(*s, {Image(1)}, o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("needs --provider cuda"), std::string::npos) << r.status().message();
+  o.mode = IoMode::kServed;
+  auto r = BoundRunner::Create(*s, {Image(2)}, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->memory(), "host");
+  ASSERT_TRUE((*r)->Run().ok());
+  auto out = (*r)->FetchOutputs();
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].data, (*first)[0].data);
+  ASSERT_TRUE((*r)->SetInput(0, other.data.data(), other.byte_size()).ok());
+  ASSERT_TRUE((*r)->Run().ok());
+  EXPECT_EQ((*r)->FetchOutputs({"logits"})->at(0).data, (*second)[0].data) << "the next batch comes from the staging";
+  EXPECT_EQ((*r)->Describe(), "batch 2");
 }
 
 TEST(BoundRunnerTest, InputsAreValidatedBeforeBinding) {

@@ -24,6 +24,27 @@ TEST(RuntimeTest, ReportsTheLoadedOrtVersion) {
   EXPECT_NE(std::find(providers.begin(), providers.end(), "CPUExecutionProvider"), providers.end());
 }
 
+// Issue 25: on a session built with enable_cuda_graph=1, a run on host
+// tensors without an annotation took ORT's default graph id 0; the first
+// captured graph 0 and the next (bench's learning run for another batch
+// size) replayed it and got back outputs without a tensor. Such runs now
+// pass -1: no capture, no replay.
+TEST(SessionOptionsTest, Issue25PlainRunsOnACudaGraphSessionNeitherCaptureNorReplay) {
+  SessionOptions graphs;
+  graphs.provider = Provider::kCuda;
+  graphs.cuda_options["enable_cuda_graph"] = "1";
+  EXPECT_TRUE(CapturesCudaGraphs(graphs));
+  EXPECT_EQ(PlainRunGraphAnnotation(graphs), -1);
+  SessionOptions plain = graphs;
+  plain.cuda_options["enable_cuda_graph"] = "0";
+  EXPECT_FALSE(PlainRunGraphAnnotation(plain).has_value());
+  plain.cuda_options.clear();
+  EXPECT_FALSE(PlainRunGraphAnnotation(plain).has_value());
+  SessionOptions cpu = graphs;
+  cpu.provider = Provider::kCpu;
+  EXPECT_FALSE(PlainRunGraphAnnotation(cpu).has_value()) << "the CPU provider captures nothing";
+}
+
 TEST(SessionTest, DescribesInputsAndOutputsWithSymbolicDims) {
   auto s = LoadBuiltin();
   ASSERT_NE(s, nullptr);
