@@ -72,24 +72,20 @@ TEST(GraphDerivation, ASubgraphReadingOuterDataReadsData) {
   node->set_op_type("If");
   node->add_input("flag");
   node->add_output("y");
-  auto* then_attr = node->add_attribute();
-  then_attr->set_name("then_branch");
-  then_attr->set_type(::onnx::AttributeProto::GRAPH);
-  auto* then_node = then_attr->mutable_g()->add_node();
-  then_node->set_name("then_relu");
-  then_node->set_op_type("Relu");
-  then_node->add_input("x");
-  then_node->add_output("then_y");
-  then_attr->mutable_g()->add_output()->set_name("then_y");
-  auto* else_attr = node->add_attribute();
-  else_attr->set_name("else_branch");
-  else_attr->set_type(::onnx::AttributeProto::GRAPH);
-  auto* else_node = else_attr->mutable_g()->add_node();
-  else_node->set_name("else_cast");
-  else_node->set_op_type("Cast");
-  else_node->add_input("x_shape");
-  else_node->add_output("else_y");
-  else_attr->mutable_g()->add_output()->set_name("else_y");
+  // A branch of one node reading `input` from the enclosing graph.
+  auto add_branch = [node](const char* attr, const char* name, const char* op, const char* input) {
+    auto* a = node->add_attribute();
+    a->set_name(attr);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    auto* n = a->mutable_g()->add_node();
+    n->set_name(name);
+    n->set_op_type(op);
+    n->add_input(input);
+    n->add_output(std::string(name) + "_y");
+    a->mutable_g()->add_output()->set_name(std::string(name) + "_y");
+  };
+  add_branch("then_branch", "then_relu", "Relu", "x");
+  add_branch("else_branch", "else_cast", "Cast", "x_shape");
 
   auto d = DeriveGraph(model.SerializeAsString());
   ASSERT_TRUE(d.ok()) << d.status().ToString();
