@@ -1,6 +1,8 @@
 #include "onnx/graph_derivation.h"
 
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -153,8 +155,13 @@ Expected<GraphDerivation> DeriveGraph(std::string_view model_bytes) {
 }
 
 Expected<GraphDerivation> ReadGraphDerivation(const std::string& model_path) {
-  std::ifstream in(model_path, std::ios::binary);
+  std::ifstream in(model_path, std::ios::binary | std::ios::ate);
   if (!in) return NotFound("cannot read the model file " + model_path);
+  // Protobuf parses at most 2 GiB: a larger file is not read at all.
+  if (static_cast<uint64_t>(in.tellg()) > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    return InvalidArgument(model_path + " is over 2 GiB, more than one protobuf message holds; its graph is not read");
+  }
+  in.seekg(0);
   std::stringstream ss;
   ss << in.rdbuf();
   auto d = DeriveGraph(ss.str());
