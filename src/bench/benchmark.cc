@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "bench/sweep.h"
+#include "onnx/graph_derivation.h"
+#include "ort/row_sets.h"
 #include "ort/runtime.h"
 #include "ort/session.h"
 #include "sys/file_system.h"
@@ -97,6 +99,7 @@ namespace {
 struct BatchData {
   std::vector<Tensor> inputs;
   std::vector<Tensor> reference;  // CPU outputs; empty when not checked
+  RowSets row_sets;               // outputs compared as sets of rows (detections after NMS)
 };
 
 // Runs one variant: sessions created once, then every batch x concurrency.
@@ -195,7 +198,7 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
           finish(outputs.status().WithContext("reading outputs for the accuracy check"));
           continue;
         }
-        r.accuracy = CompareOutputs(*outputs, bd.reference, o.tolerance);
+        r.accuracy = CompareOutputs(*outputs, bd.reference, o.tolerance, bd.row_sets);
       }
       finish(Status::Ok());
     }
@@ -223,9 +226,18 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   ORTGPU_ASSIGN_OR_RETURN(std::unique_ptr<Session> reference, LoadSession(o, ref_options));
   report.dynamic_batch = HasDynamicBatch(reference->inputs());
   ORTGPU_ASSIGN_OR_RETURN(std::vector<int64_t> batches, Batches(o, reference->inputs()));
+  // Outputs after NMS, TopK or NonZero may come in another order or count
+  // on another provider: compared as sets of rows (ort/row_sets.h).
+  RowSets row_sets;
+  if (o.check_accuracy) {
+    auto graph = o.model_bytes.empty() ? onnx::ReadGraphDerivation(o.model_path) : onnx::DeriveGraph(o.model_bytes);
+    row_sets = RowSetsFor(reference->outputs(), graph.ok() ? &*graph : nullptr);
+    row_sets.reference_name = "the CPU reference";
+  }
   std::map<int64_t, BatchData> data;
   for (int64_t b : batches) {
     BatchData bd;
+    bd.row_sets = row_sets;
     ORTGPU_ASSIGN_OR_RETURN(bd.inputs, MakeInputs(reference->inputs(), o.inputs, b));
     ORTGPU_RETURN_IF_ERROR(reference->ValidateInputs(bd.inputs));
     if (o.check_accuracy) {

@@ -45,6 +45,7 @@ nlohmann::json ResultJson(const ConfigResult& r, bool with_samples) {
     j["accuracy"] = {{"passed", r.accuracy.passed}, {"max_abs_error", r.accuracy.max_abs_error},
                      {"max_rel_error", r.accuracy.max_rel_error}};
     if (!r.accuracy.note.empty()) j["accuracy"]["note"] = r.accuracy.note;
+    if (!r.accuracy.row_set_notes.empty()) j["accuracy"]["row_sets"] = r.accuracy.row_set_notes;
   }
   if (with_samples) j["samples_ms"] = r.samples_ms;
   return j;

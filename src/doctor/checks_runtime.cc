@@ -69,6 +69,9 @@ void EvaluateRun(const EndToEndObservation& obs, const std::string& prefix, Laye
     f.seen = fmt::format("max |cuda - cpu| = {:.3g}, {:.3g} of the output's range (tolerance {:.3g})",
                          obs.max_abs_diff, obs.max_rel_diff, obs.tolerance);
     if (!obs.agreement_note.empty()) f.seen += "; " + obs.agreement_note;
+    for (const auto& rows : obs.row_set_notes) {
+      if (rows != obs.agreement_note) f.seen += "; " + rows;
+    }
     f.facts = {{"max_abs_diff", fmt::format("{:.6g}", obs.max_abs_diff)},
                {"max_rel_diff", fmt::format("{:.6g}", obs.max_rel_diff)}};
     if (!agree) {
@@ -129,7 +132,8 @@ void EvaluateRun(const EndToEndObservation& obs, const std::string& prefix, Laye
       std::string list;
       for (size_t i = 0; i < p.compute_fallbacks.size() && i < 8; ++i) {
         const auto& n = p.compute_fallbacks[i];
-        list += fmt::format("{}{} '{}' [{}]: {}", list.empty() ? "" : "; ", n.op_type, n.node_name, n.types, n.reason);
+        list += fmt::format("{}{} '{}' [{}]{}: {}", list.empty() ? "" : "; ", n.op_type, n.node_name, n.types,
+                            n.derivation.empty() ? "" : " " + n.derivation, n.reason);
       }
       if (p.compute_fallbacks.size() > 8) list += fmt::format("; and {} more", p.compute_fallbacks.size() - 8);
       f.seen += "; compute on the CPU: " + list;
@@ -141,7 +145,11 @@ void EvaluateRun(const EndToEndObservation& obs, const std::string& prefix, Laye
       f.fix = "check " + op_list + " against the ORT CUDA EP's operator kernels: export the model without them, "
               "or with the types the CUDA EP takes (float32 or float16 rather than float64 or integers)";
     }
+    f.seen += p.by_derivation     ? "; CPU nodes told apart by what they read in the graph ORT ran"
+              : p.graph_note.empty() ? "; CPU nodes told apart by element types only"
+                                     : "; CPU nodes told apart by element types only (" + p.graph_note + ")";
     f.facts = {{"total_nodes", std::to_string(p.total_nodes)},
+               {"placement_rule", p.by_derivation ? "derivation" : "element_types"},
                {"memcpy_nodes", std::to_string(p.memcpy_nodes)},
                {"shape_nodes_on_cpu", std::to_string(p.shape_nodes.size())},
                {"compute_nodes_on_cpu", std::to_string(p.compute_fallbacks.size())}};

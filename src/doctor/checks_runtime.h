@@ -52,6 +52,9 @@ struct EndToEndObservation {
   double max_rel_diff = 0;               // as a share of the output's range
   double tolerance = Tolerance{}.rtol;   // on max_rel_diff (ort/accuracy.h)
   std::string agreement_note;            // the first element past tolerance
+  // Outputs compared as sets of rows (detections after NMS: ort/row_sets.h),
+  // one line per group, passed or not.
+  std::vector<std::string> row_set_notes;
   std::optional<uint64_t> gpu_memory_bytes;  // this process, from NVML
   std::optional<PlacementSummary> placement;  // of the CUDA run
 };

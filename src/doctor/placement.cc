@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -23,6 +25,24 @@ int64_t Elements(const TensorTypeShape& t) {
   return n;
 }
 
+bool OutputsSmall(const NodeEvent& e) {
+  return std::all_of(e.outputs.begin(), e.outputs.end(),
+                     [](const TensorTypeShape& t) { return Elements(t) <= kMaxShapeElements; });
+}
+
+// What the graph says about a CPU node, for the report.
+std::string DescribeDerivation(const NodeEvent& e, const onnx::NodeDerivation& d) {
+  if (d.reads_data) {
+    return "reads '" + d.data_input + "', computed from the values of input '" + d.data_source + "'";
+  }
+  if (!OutputsSmall(e)) {
+    return fmt::format("computed from shapes and constants only, but writes more than {} elements: a constant the "
+                       "CPU recomputes and copies to the GPU on every run",
+                       kMaxShapeElements);
+  }
+  return "computed from shapes and constants only";
+}
+
 std::string Describe(const std::vector<TensorTypeShape>& ts) {
   std::string s;
   for (const auto& t : ts) {
@@ -34,12 +54,24 @@ std::string Describe(const std::vector<TensorTypeShape>& ts) {
   return s;
 }
 
-// "CUDA kernel not found in registries for Op type: X node name: Y"
+// "CUDA kernel not found in registries for Op type: X node name: Y", and
+// (at info level) "Force fallback to CPU execution for node: Y because the
+// CPU execution path is deemed faster ...": ORT's own CPU preference for a
+// node that reads only small CPU tensors, initializers and graph inputs.
 std::map<std::string, std::string> ReasonsFromLog(const std::vector<OrtLogRecord>& logs) {
   std::map<std::string, std::string> reasons;
   const std::string kNotFound = "kernel not found in registries for Op type: ";
   const std::string kNodeName = " node name: ";
+  const std::string kPreferred = "Force fallback to CPU execution for node: ";
   for (const auto& r : logs) {
+    if (auto p = r.message.find(kPreferred); p != std::string::npos) {
+      const auto start = p + kPreferred.size();
+      const auto end = r.message.find(" because", start);
+      reasons[r.message.substr(start, end == std::string::npos ? std::string::npos : end - start)] =
+          "ORT placed it on the CPU on purpose: it reads only small CPU tensors, initializers or graph inputs, "
+          "and ORT judged the CPU faster than copying them";
+      continue;
+    }
     auto p = r.message.find(kNotFound);
     if (p == std::string::npos) continue;
     auto n = r.message.find(kNodeName, p);
@@ -53,12 +85,11 @@ std::map<std::string, std::string> ReasonsFromLog(const std::vector<OrtLogRecord
 
 }  // namespace
 
-bool IsShapeComputation(const NodeEvent& e) {
+bool IsShapeComputation(const NodeEvent& e, const onnx::NodeDerivation* derivation) {
+  if (derivation != nullptr) return !derivation->reads_data && OutputsSmall(e);
   static const std::set<std::string> kShapeOps = {"Shape", "Size", "ConstantOfShape", "Range", "NonZero"};
   if (kShapeOps.count(e.op_type)) return true;
-  // Shape arithmetic: every tensor integer (or bool) and tiny. Shape vectors
-  // have a handful of elements; 1,024 leaves room for batched index math.
-  constexpr int64_t kMaxShapeElements = 1024;
+  // Shape arithmetic: every tensor integer (or bool) and tiny.
   if (e.inputs.empty() && e.outputs.empty()) return false;
   for (const auto* list : {&e.inputs, &e.outputs}) {
     for (const auto& t : *list) {
@@ -69,8 +100,9 @@ bool IsShapeComputation(const NodeEvent& e) {
 }
 
 PlacementSummary SummarizePlacement(const std::vector<NodeEvent>& events, std::string_view target_provider,
-                                    const std::vector<OrtLogRecord>& ort_logs) {
+                                    const std::vector<OrtLogRecord>& ort_logs, const onnx::GraphDerivation* graph) {
   PlacementSummary s;
+  s.by_derivation = graph != nullptr;
   const auto reasons = ReasonsFromLog(ort_logs);
   std::map<std::string, ProviderShare> by_provider;
   std::set<std::string> seen_nodes;
@@ -93,9 +125,16 @@ PlacementSummary SummarizePlacement(const std::vector<NodeEvent>& events, std::s
     n.node_name = e.node_name;
     n.op_type = e.op_type;
     n.types = Describe(e.inputs) + " -> " + Describe(e.outputs);
-    if (IsShapeComputation(e)) {
+    const onnx::NodeDerivation* derivation = nullptr;
+    if (graph != nullptr) {
+      if (auto it = graph->nodes.find(e.node_name); it != graph->nodes.end()) derivation = &it->second;
+    }
+    if (derivation != nullptr) n.derivation = DescribeDerivation(e, *derivation);
+    if (IsShapeComputation(e, derivation)) {
       n.kind = CpuNodeKind::kShapeComputation;
-      n.reason = "shape arithmetic on small integer tensors; ORT keeps it on the CPU on purpose";
+      n.reason = derivation != nullptr
+                     ? "shape arithmetic (no input's values reach it); ORT keeps it on the CPU on purpose"
+                     : "shape arithmetic on small integer tensors; ORT keeps it on the CPU on purpose";
       s.shape_nodes.push_back(std::move(n));
     } else {
       n.kind = CpuNodeKind::kComputeFallback;
@@ -115,17 +154,56 @@ PlacementSummary SummarizePlacement(const std::vector<NodeEvent>& events, std::s
   return s;
 }
 
+SavedGraph::SavedGraph(const std::string& dir) {
+  static std::atomic<int> counter{0};
+  const std::string stem = "ortgpu_graph_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1));
+  path_ = JoinPath(dir, stem + ".onnx");
+  weights_name_ = stem + ".weights";
+}
+
+SavedGraph::~SavedGraph() {
+  std::remove(path_.c_str());
+  std::remove(weights_path().c_str());
+}
+
+std::string SavedGraph::weights_path() const { return JoinPath(DirName(path_), weights_name_); }
+
+void SavedGraph::Request(SessionOptions& options) const {
+  options.optimized_model_path = path_;
+  // The weights' file name is taken relative to the graph's folder.
+  options.config_entries["session.optimized_model_external_initializers_file_name"] = weights_name_;
+  options.config_entries["session.optimized_model_external_initializers_min_size_in_bytes"] = "1024";
+}
+
 Expected<PlacementSummary> ProfilePlacement(const Session& session, const std::vector<Tensor>& inputs,
                                             const std::string& profile_dir,
-                                            const std::vector<OrtLogRecord>& ort_logs) {
+                                            const std::vector<OrtLogRecord>& ort_logs,
+                                            const onnx::GraphDerivation* graph) {
   static std::atomic<int> counter{0};
   const std::string prefix = JoinPath(profile_dir, "ortgpu_placement_" + std::to_string(::getpid()) + "_" +
                                                        std::to_string(counter.fetch_add(1)));
+  std::string graph_note;
+  Expected<onnx::GraphDerivation> read = NotFound("");
+  if (graph == nullptr) {
+    const std::string& saved = session.options().optimized_model_path;
+    if (saved.empty()) {
+      graph_note = "the session did not save the graph ORT optimised";
+    } else {
+      read = onnx::ReadGraphDerivation(saved);
+      if (read.ok()) {
+        graph = &*read;
+      } else {
+        graph_note = "the graph ORT optimised could not be read: " + read.status().message();
+      }
+    }
+  }
   ORTGPU_ASSIGN_OR_RETURN(const std::string file, session.RunProfiled(inputs, prefix));
   auto events = ReadProfile(file);
   std::remove(file.c_str());
   if (!events.ok()) return events.status().WithContext("reading the placement profile " + file);
-  return SummarizePlacement(*events, OrtProviderName(session.options().provider), ort_logs);
+  PlacementSummary s = SummarizePlacement(*events, OrtProviderName(session.options().provider), ort_logs, graph);
+  if (graph == nullptr) s.graph_note = graph_note;
+  return s;
 }
 
 }  // namespace ortgpu::doctor

@@ -4,6 +4,8 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,11 +32,32 @@ struct Accuracy {
   double max_rel_error = 0;
   // Where it failed first: "output 'logits' element 17: 0.51 vs reference 0.49".
   std::string note;
+  // One line per group of outputs compared as sets of rows (RowSets),
+  // passed or not: what matched and what differed (ort/row_sets.h).
+  std::vector<std::string> row_set_notes;
+};
+
+// Outputs whose rows two runs may list in another order or cut at another
+// count: detections after NonMaxSuppression, TopK or NonZero. Such outputs
+// are compared as sets of rows (ort/row_sets.h has the rule), grouped by
+// their leading dimension.
+struct RowSets {
+  // Output name -> why ("after NonMaxSuppression '/nms'"): always compared
+  // as sets.
+  std::map<std::string, std::string> outputs;
+  // Outputs whose leading dimension the model leaves symbolic: compared as
+  // sets when the runs differ in that dimension alone (a data-dependent
+  // count), elementwise otherwise.
+  std::set<std::string> dynamic_leading_dim;
+  // The runs' names in notes.
+  std::string actual_name = "the run";
+  std::string reference_name = "the reference";
 };
 
 // Outputs are matched by name; a missing output, a shape or type difference
-// fails. Strings must be equal; NaN matches only NaN.
+// fails (but for the RowSets cases above). Strings must be equal; NaN
+// matches only NaN.
 Accuracy CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& reference,
-                        const Tolerance& tolerance);
+                        const Tolerance& tolerance, const RowSets& row_sets = {});
 
 }  // namespace ortgpu

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "onnx/graph_derivation.h"
+#include "support/vit_attention_scale.h"
+
 namespace ortgpu::doctor {
 namespace {
 
@@ -138,6 +141,56 @@ TEST(CheckModelTest, ComputeFallbackFailsButShapeNodesDoNot) {
   EXPECT_NE(f->seen.find("Conv 'conv1'"), std::string::npos);
   EXPECT_NE(f->fix.find("check Conv against the ORT CUDA EP"), std::string::npos) << f->fix;
   EXPECT_EQ(bad.ExitCode(false), 1);
+}
+
+// Issue 25: doctor refused vit_b_16 for the float scalars of its attention
+// scale (computed from a Shape) that ORT keeps on the CPU.
+TEST(CheckModelTest, Issue25VitAttentionScaleOnTheCpuPassesPlacement) {
+  auto graph = onnx::DeriveGraph(testing::VitAttentionScaleModel());
+  ASSERT_TRUE(graph.ok());
+  ModelObservation m;
+  m.path = "vit_b_16.onnx";
+  m.run.cpu = Timing(40);
+  m.run.cuda = Timing(4);
+  m.run.placement = SummarizePlacement(testing::VitAttentionScaleEvents("CUDAExecutionProvider"),
+                                       "CUDAExecutionProvider", {}, &*graph);
+  Report ok;
+  EvaluateModel(m, 1, ok);
+  const Finding* f = ok.Find("model.1.placement");
+  EXPECT_EQ(f->verdict, Verdict::kPass) << f->title << ": " << f->seen;
+  EXPECT_NE(f->seen.find("shape computation (benign): 5 nodes (1 Cast, 1 Div, 1 Gather, 1 Shape, 1 Sqrt)"),
+            std::string::npos)
+      << f->seen;
+  EXPECT_NE(f->seen.find("told apart by what they read in the graph ORT ran"), std::string::npos) << f->seen;
+  EXPECT_EQ(f->facts.at("placement_rule"), "derivation");
+  EXPECT_EQ(ok.ExitCode(/*require_gpu=*/true), 0);
+
+  // The same op on the data path is a fallback, and the finding says what it reads.
+  m.run.placement = SummarizePlacement(testing::VitAttentionScaleEvents("CPUExecutionProvider"),
+                                       "CUDAExecutionProvider", {}, &*graph);
+  Report bad;
+  EvaluateModel(m, 1, bad);
+  f = bad.Find("model.1.placement");
+  EXPECT_EQ(f->verdict, Verdict::kFail);
+  EXPECT_EQ(f->title, "1 compute nodes fell back to the CPU");
+  EXPECT_NE(f->seen.find("Sqrt 'Sqrt_7' [float[1,4,8] -> float[1,4,8]] reads 'q_scaled', computed from the values of "
+                         "input 'x'"),
+            std::string::npos)
+      << f->seen;
+}
+
+TEST(CheckModelTest, Issue25DetectionRowSetsAreReportedWhenOutputsAgree) {
+  ModelObservation m;
+  m.path = "ssdlite.onnx";
+  m.run.cpu = Timing(40);
+  m.run.cuda = Timing(4);
+  m.run.row_set_notes = {"outputs 'boxes', 'scores', 'labels' (after TopK '/topk') compared as sets of rows: 299 rows "
+                         "matched of 300 on CPU and 300 on CUDA; 1 only on CUDA, 1 only on CPU, all scored ..."};
+  Report r;
+  EvaluateModel(m, 1, r);
+  const Finding* f = r.Find("model.1.agreement");
+  EXPECT_EQ(f->verdict, Verdict::kPass);
+  EXPECT_NE(f->seen.find("299 rows matched of 300 on CPU and 300 on CUDA"), std::string::npos) << f->seen;
 }
 
 TEST(CheckModelTest, LoadErrorIsOneFinding) {

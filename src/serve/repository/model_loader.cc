@@ -302,24 +302,36 @@ SessionFactory RealSessionFactory() {
   return [](const std::string& path, const SessionOptions& options) { return Session::Load(path, options); };
 }
 
-Status ProfilePlacementChecker::CheckGpuPlacement(const Session& session, const std::vector<Tensor>& inputs) const {
+namespace {
+
+// Where placement checks keep their profiles and saved graphs.
+std::string PlacementDir() {
   std::error_code ec;
   const auto dir = std::filesystem::temp_directory_path(ec) / "ortgpu-placement";
   std::filesystem::create_directories(dir, ec);
-  auto placement = doctor::ProfilePlacement(session, inputs, dir.string());
-  if (!placement.ok()) return placement.status().WithContext("profiling a run to check node placement");
-  const doctor::PlacementSummary& summary = *placement;
+  return dir.string();
+}
+
+}  // namespace
+
+Status RequireGpuVerdict(const doctor::PlacementSummary& summary, const std::string& model) {
   if (summary.compute_fallbacks.empty()) return Status::Ok();
   std::string nodes;
   for (size_t i = 0; i < summary.compute_fallbacks.size() && i < 5; ++i) {
     const auto& n = summary.compute_fallbacks[i];
-    nodes += (i ? ", " : "") + n.node_name + " (" + n.op_type + ")";
+    nodes += (i ? ", " : "") + n.node_name + " (" + n.op_type + (n.derivation.empty() ? "" : ", " + n.derivation) + ")";
   }
   return FailedPrecondition(
       "require_gpu: " + std::to_string(summary.compute_fallbacks.size()) +
       " compute node(s) fell back to the CPU: " + nodes +
-      "; the model would be served slowly. Run `ortgpu doctor --model " + session.label() +
+      "; the model would be served slowly. Run `ortgpu doctor --model " + model +
       "` for the reasons, or drop --require-gpu to serve it anyway");
+}
+
+Status ProfilePlacementChecker::CheckGpuPlacement(const Session& session, const std::vector<Tensor>& inputs) const {
+  auto placement = doctor::ProfilePlacement(session, inputs, PlacementDir());
+  if (!placement.ok()) return placement.status().WithContext("profiling a run to check node placement");
+  return RequireGpuVerdict(*placement, session.label());
 }
 
 Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelConfig& config,
@@ -403,6 +415,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   }
   std::vector<std::unique_ptr<InstanceRunner>> runners;
   const SessionRunner* first_runner = nullptr;  // the placement check profiles its session
+  std::unique_ptr<doctor::SavedGraph> placement_graph;  // its optimised graph, removed when loading ends
   std::vector<SessionOptions> instance_options;
   std::vector<std::vector<Tensor>> samples;      // the config's model_warmup, or the generated input that ran
   std::vector<WarmupCandidate> candidates;       // generated, when the config has no model_warmup
@@ -478,7 +491,24 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       so.provider = Provider::kCpu;
       so.cuda_options.clear();
     }
-    auto session = make_session(so);
+    // Under require_gpu the first GPU session saves the graph ORT optimised,
+    // so the placement check can tell shape computation from compute by
+    // what each CPU node reads (doctor/placement.h); only that session.
+    SessionOptions first_options = so;
+    if (i == 0 && require_gpu && deps.placement != nullptr && so.provider == Provider::kCuda) {
+      placement_graph = std::make_unique<doctor::SavedGraph>(PlacementDir());
+      placement_graph->Request(first_options);
+    }
+    auto session = make_session(i == 0 ? first_options : so);
+    if (!session.ok() && i == 0 && placement_graph != nullptr) {
+      // Saving the graph serves the check only: a session that cannot save
+      // it loads without, and element types decide.
+      spdlog::warn("model '{}': the first GPU session could not save its optimised graph for the placement check "
+                   "({}); loading it without",
+                   source.name, session.status().message());
+      placement_graph.reset();
+      session = make_session(so);
+    }
     if (!session.ok()) return session.status().WithContext("loading " + instances[i].Describe(i) + " of model '" + source.name + "' version " + std::to_string(version));
     if (i == 0) {
       // Complete the config from the first session: every instance runs the same file.

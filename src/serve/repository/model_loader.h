@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "doctor/placement.h"
 #include "ort/random_inputs.h"
 #include "ort/session.h"
 #include "serve/model_server.h"
@@ -50,11 +51,18 @@ class PlacementChecker {
 };
 
 // Profiles one run of the instance's session (ORT's run-level profile, no
-// second session) and classifies the nodes with doctor/placement.h.
+// second session) and classifies the nodes with doctor/placement.h: by what
+// they read in the graph ORT ran when the session saved it (the loader asks
+// the first GPU session to, under require_gpu), else by element types.
 class ProfilePlacementChecker : public PlacementChecker {
  public:
   Status CheckGpuPlacement(const Session& session, const std::vector<Tensor>& inputs) const override;
 };
+
+// The require_gpu verdict on a placement: OK when no compute node fell back
+// to the CPU; FailedPrecondition naming the first nodes and what they read
+// otherwise. `model` names the model in the message (the session's label).
+Status RequireGpuVerdict(const doctor::PlacementSummary& summary, const std::string& model);
 
 struct LoaderOptions {
   // Kind of instances for KIND_AUTO / KIND_MODEL groups and for models

@@ -8,9 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "doctor/placement.h"
 #include "fakes/fake_clock.h"
+#include "onnx/graph_derivation.h"
 #include "serve/core/test_repository.h"
 #include "serve/scheduler/batch_costs.h"
+#include "support/vit_attention_scale.h"
+#include "sys/file_system.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -201,6 +205,79 @@ Expected<std::shared_ptr<LoadedModel>> LoadAsGpu(const TempRepository& repo, con
         return Session::Load(path, cpu);
       },
       clock);
+}
+
+// Issue 25: --require-gpu refused vit_b_16 for the float scalars of its
+// attention scale that ORT keeps on the CPU (computed from a Shape).
+TEST(ModelLoaderTest, Issue25RequireGpuAcceptsShapeScalarsAndNamesWhatAFallbackReads) {
+  auto graph = onnx::DeriveGraph(ortgpu::testing::VitAttentionScaleModel());
+  ASSERT_TRUE(graph.ok());
+  const std::string cuda = "CUDAExecutionProvider";
+  EXPECT_TRUE(RequireGpuVerdict(
+                  doctor::SummarizePlacement(ortgpu::testing::VitAttentionScaleEvents(cuda), cuda, {}, &*graph), "vit")
+                  .ok());
+  const Status fallback = RequireGpuVerdict(
+      doctor::SummarizePlacement(ortgpu::testing::VitAttentionScaleEvents("CPUExecutionProvider"), cuda, {}, &*graph),
+      "vit");
+  EXPECT_EQ(fallback.code(), Code::kFailedPrecondition);
+  EXPECT_NE(fallback.message().find(
+                "1 compute node(s) fell back to the CPU: Sqrt_7 (Sqrt, reads 'q_scaled', computed from the values of "
+                "input 'x')"),
+            std::string::npos)
+      << fallback.message();
+}
+
+// Profiles the session as ProfilePlacementChecker does and remembers how
+// the nodes were told apart.
+class RecordingPlacement : public PlacementChecker {
+ public:
+  Status CheckGpuPlacement(const Session& session, const std::vector<Tensor>& inputs) const override {
+    saved_graph = session.options().optimized_model_path;
+    auto p = doctor::ProfilePlacement(session, inputs, ::testing::TempDir());
+    if (!p.ok()) return p.status();
+    by_derivation = p->by_derivation;
+    return RequireGpuVerdict(*p, session.label());
+  }
+  mutable std::string saved_graph;
+  mutable bool by_derivation = false;
+};
+
+TEST(ModelLoaderTest, Issue25RequireGpuJudgesOverTheGraphTheFirstSessionSaved) {
+  TempRepository repo;
+  repo.AddModel("vit", 1, ortgpu::testing::VitAttentionScaleModel());
+  repo.WriteConfig("vit", R"pb(
+    max_batch_size: 0
+    instance_group [ { count: 2 kind: KIND_GPU } ]
+    parameters { key: "require_gpu" value { string_value: "true" } }
+  )pb");
+  auto source = ModelRepository::FromDirectory(repo.root()).ReadModel("vit");
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  auto parsed = ParseModelConfig(source->config_text, source->config_path);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  FakeClock clock;
+  std::vector<std::string> asked_to_save;
+  RecordingPlacement placement;
+  LoaderDeps deps;
+  deps.session_factory = [&](const std::string& path, const SessionOptions& so) {
+    asked_to_save.push_back(so.optimized_model_path);
+    SessionOptions cpu = so;  // "GPU" sessions on the CPU, saving what they were asked to
+    cpu.provider = Provider::kCpu;
+    cpu.cuda_options.clear();
+    return Session::Load(path, cpu);
+  };
+  deps.placement = &placement;
+  deps.clock = &clock;
+  LoaderOptions options;
+  options.default_instance_kind = InstanceKind::kGpu;
+  options.warmup_shapes = ShapeFlags{{"batch", {2}}};
+  auto m = LoadModelVersion(*source, parsed->config, 1, options, deps);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(placement.by_derivation) << "the check read the graph the session saved";
+  ASSERT_FALSE(asked_to_save.empty());
+  EXPECT_EQ(asked_to_save[0], placement.saved_graph);
+  EXPECT_NE(asked_to_save[0], "");
+  for (size_t i = 1; i < asked_to_save.size(); ++i) EXPECT_EQ(asked_to_save[i], "") << "only the first session saves";
+  EXPECT_FALSE(RealFileSystem().Exists(asked_to_save[0])) << "removed once the load is done";
 }
 
 // Issue 8: on a GPU every new batch shape costs a cuDNN set-up on each run,
