@@ -545,19 +545,26 @@ WeightCensus CountWeights(const ::onnx::ModelProto& model) {
   return c;
 }
 
+std::string AlreadyFloat16(const ::onnx::ModelProto& model) {
+  const WeightCensus census = CountWeights(model);
+  bool float_input = false;
+  for (const auto& v : model.graph().input()) float_input = float_input || v.type().tensor_type().elem_type() == kF32;
+  if (census.fp16_elements > census.fp32_elements || (census.fp16_elements > 0 && census.fp32_elements == 0 && !float_input)) {
+    return fmt::format(
+        "the model is float16 already ({} of {} weight values are float16): left as it is; convert the float32 "
+        "model instead, which gives the accuracy check a true reference",
+        census.fp16_elements, census.fp16_elements + census.fp32_elements);
+  }
+  return "";
+}
+
 Expected<ConversionReport> ConvertToFloat16(::onnx::ModelProto& model, const ConvertOptions& options) {
   ConversionReport report;
   auto& g = *model.mutable_graph();
   report.nodes_total = g.node_size();
-  const WeightCensus census = CountWeights(model);
-  bool float_io = false;
-  for (const auto& v : g.input()) float_io = float_io || v.type().tensor_type().elem_type() == kF32;
-  if (census.fp16_elements > census.fp32_elements || (census.fp16_elements > 0 && census.fp32_elements == 0 && !float_io)) {
+  report.message = AlreadyFloat16(model);
+  if (!report.message.empty()) {
     report.already_fp16 = true;
-    report.message = fmt::format(
-        "the model is float16 already ({} of {} weight values are float16): left as it is; convert the float32 "
-        "model instead, which gives the accuracy check a true reference",
-        census.fp16_elements, census.fp16_elements + census.fp32_elements);
     return report;
   }
   if (options.max_finite <= 0 || options.max_finite > 65504.0f || options.min_positive < 5.96e-08f) {

@@ -105,5 +105,8 @@ struct WeightCensus {
   int64_t fp16_elements = 0;
 };
 WeightCensus CountWeights(const ::onnx::ModelProto& model);
+// The message saying `model` is float16 already (more float16 weights than
+// float32 ones, or float16 weights and no float32 input), or "" when it is not.
+std::string AlreadyFloat16(const ::onnx::ModelProto& model);
 
 }  // namespace ortgpu::precision

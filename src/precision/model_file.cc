@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
@@ -36,14 +35,14 @@ Status ReadExternal(::onnx::TensorProto& t, const fs::path& folder, const std::s
       if (e.key() == "offset") offset = std::stoull(e.value());
       if (e.key() == "length") length = std::stoull(e.value());
     } catch (const std::exception&) {
-      return InvalidArgument(fmt::format("{}: tensor '{}' has external data {}='{}', not a number", model_path,
+      return FailedPrecondition(fmt::format("{}: tensor '{}' has external data {}='{}', not a number", model_path,
                                          t.name(), e.key(), e.value()));
     }
   }
   const fs::path file = (folder / location).lexically_normal();
   const auto rel = file.lexically_relative(folder);
   if (location.empty() || rel.empty() || *rel.begin() == "..") {
-    return InvalidArgument(fmt::format("{}: tensor '{}' names external data '{}', which is not a file inside the "
+    return FailedPrecondition(fmt::format("{}: tensor '{}' names external data '{}', which is not a file inside the "
                                        "model's folder {}; ONNX reads external data only from there",
                                        model_path, t.name(), location, folder.string()));
   }
@@ -57,7 +56,7 @@ Status ReadExternal(::onnx::TensorProto& t, const fs::path& folder, const std::s
   const uint64_t size = static_cast<uint64_t>(in.tellg());
   if (length == std::numeric_limits<uint64_t>::max()) length = size >= offset ? size - offset : 0;
   if (offset > size || length > size - offset) {
-    return InvalidArgument(fmt::format("{}: tensor '{}' wants bytes {}..{} of '{}', which has {}; the data file does "
+    return FailedPrecondition(fmt::format("{}: tensor '{}' wants bytes {}..{} of '{}', which has {}; the data file does "
                                        "not belong to this model or is truncated",
                                        model_path, t.name(), offset, offset + length, file.string(), size));
   }
@@ -87,10 +86,13 @@ void MoveToRawData(::onnx::TensorProto& t) {
 Expected<::onnx::ModelProto> ReadModelFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(fmt::format("{}: cannot open the model file", path));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.seekg(0, std::ios::end);
+  std::string bytes(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   ::onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
-    return InvalidArgument(fmt::format("{}: not an ONNX model (the protobuf does not parse)", path));
+    return FailedPrecondition(fmt::format("{}: not an ONNX model (the protobuf does not parse)", path));
   }
   const fs::path folder = fs::absolute(fs::path(path)).parent_path().lexically_normal();
   Status status = Status::Ok();

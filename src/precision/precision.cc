@@ -45,31 +45,27 @@ Expected<ConvertOptions> AvoidNewFallbacks(const ::onnx::ModelProto& fp32, const
 
 }  // namespace
 
-Expected<PrecisionResult> ConvertPrecision(const ::onnx::ModelProto& fp32_in, const std::vector<Tensor>& inputs,
+Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::vector<Tensor>& inputs,
                                            const PrecisionOptions& options, const PrecisionSeams& seams) {
-  ::onnx::ModelProto fp32 = fp32_in;
   NameUnnamedNodes(fp32);
   PrecisionResult result;
   ConvertOptions convert = options.convert;
   if (options.target == Target::kMixed && (seams.reference == nullptr || seams.candidate == nullptr)) {
     return InvalidArgument("--to mixed needs the accuracy check (it searches by it); drop --no-check");
   }
-  {
-    // An already-float16 model is left alone before anything runs.
-    ::onnx::ModelProto probe = fp32;
-    ORTGPU_ASSIGN_OR_RETURN(auto report, ConvertToFloat16(probe, convert));
-    if (report.already_fp16) {
-      result.model = fp32_in;
-      result.report = report;
-      return result;
-    }
+  if (std::string message = AlreadyFloat16(fp32); !message.empty()) {
+    // Left alone before anything runs.
+    result.model = std::move(fp32);
+    result.report.already_fp16 = true;
+    result.report.message = std::move(message);
+    return result;
   }
   if (seams.placement != nullptr) {
     ORTGPU_ASSIGN_OR_RETURN(convert, AvoidNewFallbacks(fp32, inputs, convert, options.placement_rounds,
                                                        *seams.placement, result.kept_for_placement));
   }
   if (seams.reference == nullptr || seams.candidate == nullptr) {
-    result.model = fp32;
+    result.model = std::move(fp32);
     ORTGPU_ASSIGN_OR_RETURN(result.report, ConvertToFloat16(result.model, convert));
     return result;
   }

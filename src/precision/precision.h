@@ -55,10 +55,11 @@ struct PrecisionResult {
   bool within_budget() const { return violations.empty(); }
 };
 
-// `inputs` feed the accuracy check and the placement run (generated or the
+// `fp32` is taken by value: move a model in that is not needed after (it
+// can be gigabytes). `inputs` feed the accuracy check and the placement run (generated or the
 // user's). Errors: a model that does not convert or does not run (ORT's
 // message), Target::kMixed without runners.
-Expected<PrecisionResult> ConvertPrecision(const ::onnx::ModelProto& fp32, const std::vector<Tensor>& inputs,
+Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::vector<Tensor>& inputs,
                                            const PrecisionOptions& options, const PrecisionSeams& seams);
 
 }  // namespace ortgpu::precision
