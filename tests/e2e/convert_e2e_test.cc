@@ -18,6 +18,7 @@
 #include "e2e/serve_process.h"
 #include "onnx/model_builder.h"
 #include "serve/http/test_http_client.h"
+#include "support/temp_dir.h"
 
 namespace ortgpu::e2e {
 namespace {
@@ -27,42 +28,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::path(::testing::TempDir()) / ("ortgpu-convert-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string Write(const std::string& name, const std::string& bytes) const {
-    fs::create_directories((path_ / name).parent_path());
-    std::ofstream(path_ / name, std::ios::binary) << bytes;
-    return (path_ / name).string();
-  }
-  std::string Path(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-struct Outcome {
-  int exit_code = -1;
-  std::string output;
-};
-
-Outcome RunConvert(const std::vector<std::string>& args) {
-  ServeProcess p(args);
-  EXPECT_TRUE(p.started());
-  Outcome o;
-  o.exit_code = p.WaitExit(120s);
-  o.output = p.output();
-  return o;
-}
+using testing_support::TempDir;
 
 // x [batch, 8] -> MatMul -> Add -> Relu -> y [batch, 4]; and, with
 // `overflow`, a second output z = x * 1e5, which float16 cannot hold.
@@ -85,10 +51,10 @@ std::string Model(bool overflow) {
 
 TEST(ConvertE2eTest, Fp16ModelIsWrittenWithTheReportAndServes) {
   TempDir dir;
-  const std::string in = dir.Write("model.onnx", Model(false));
+  const std::string in = dir.File("model.onnx", Model(false));
   const std::string out = dir.Path("repo/mlp16/1/model.onnx");
   fs::create_directories(fs::path(out).parent_path());
-  Outcome o = RunConvert({"convert", in, "--to", "fp16", "--output", out});
+  Outcome o = RunOrtgpu({"convert", in, "--to", "fp16", "--output", out});
   ASSERT_EQ(o.exit_code, 0) << o.output;
   EXPECT_THAT(o.output, HasSubstr("nodes: 3, 3 now float16, 0 kept float32"));
   EXPECT_THAT(o.output, HasSubstr("casts: 2 added"));
@@ -113,14 +79,14 @@ TEST(ConvertE2eTest, Fp16ModelIsWrittenWithTheReportAndServes) {
 
 TEST(ConvertE2eTest, MixedKeepsTheOverflowingNodeInFloat32AndSaysWhy) {
   TempDir dir;
-  const std::string in = dir.Write("model.onnx", Model(true));
-  Outcome fp16 = RunConvert({"convert", in, "--to", "fp16", "--output", dir.Path("fp16.onnx")});
+  const std::string in = dir.File("model.onnx", Model(true));
+  Outcome fp16 = RunOrtgpu({"convert", in, "--to", "fp16", "--output", dir.Path("fp16.onnx")});
   EXPECT_EQ(fp16.exit_code, 1) << fp16.output;
   EXPECT_THAT(fp16.output, HasSubstr("outside the budget: output 'z'"));
   EXPECT_THAT(fp16.output, HasSubstr("--to mixed keeps the nodes responsible in float32"));
   EXPECT_TRUE(fs::exists(dir.Path("fp16.onnx"))) << "written anyway, for whoever wants it";
 
-  Outcome mixed = RunConvert({"convert", in, "--to", "mixed", "--output", dir.Path("mixed.onnx")});
+  Outcome mixed = RunOrtgpu({"convert", in, "--to", "mixed", "--output", dir.Path("mixed.onnx")});
   ASSERT_EQ(mixed.exit_code, 0) << mixed.output;
   EXPECT_THAT(mixed.output, HasSubstr("Mul_3 (Mul): float16 here breaks the budget: output 'z'"));
   EXPECT_THAT(mixed.output, HasSubstr("1 node(s) kept float32"));
@@ -129,8 +95,8 @@ TEST(ConvertE2eTest, MixedKeepsTheOverflowingNodeInFloat32AndSaysWhy) {
 
 TEST(ConvertE2eTest, KeepIoTypesFalseAndABlockListAreHonoured) {
   TempDir dir;
-  const std::string in = dir.Write("model.onnx", Model(false));
-  Outcome o = RunConvert({"convert", in, "--output", dir.Path("out.onnx"), "--keep-io-types=false", "--op-block-list",
+  const std::string in = dir.File("model.onnx", Model(false));
+  Outcome o = RunOrtgpu({"convert", in, "--output", dir.Path("out.onnx"), "--keep-io-types=false", "--op-block-list",
                    "default,Relu", "--no-check"});
   ASSERT_EQ(o.exit_code, 0) << o.output;
   EXPECT_THAT(o.output, HasSubstr("Relu_2 (Relu): op Relu is in the op block list"));
@@ -138,23 +104,27 @@ TEST(ConvertE2eTest, KeepIoTypesFalseAndABlockListAreHonoured) {
   EXPECT_THAT(o.output, HasSubstr("CPU time"));
 }
 
-TEST(ConvertE2eTest, BadUsageExitsTwoNamingTheFlag) {
+TEST(ConvertE2eTest, BadUsageExitsTwoNamingTheFlagAndAMissingModelOne) {
   TempDir dir;
-  const std::string in = dir.Write("model.onnx", Model(false));
-  Outcome no_output = RunConvert({"convert", in});
-  EXPECT_EQ(no_output.exit_code, 2) << no_output.output;
-  EXPECT_THAT(no_output.output, HasSubstr("--output"));
-  Outcome bad_to = RunConvert({"convert", in, "--to", "int8", "--output", dir.Path("o.onnx")});
-  EXPECT_EQ(bad_to.exit_code, 2) << bad_to.output;
-  EXPECT_THAT(bad_to.output, HasSubstr("--to"));
-  Outcome bad_budget = RunConvert({"convert", in, "--output", dir.Path("o.onnx"), "--budget", "cosin=0.9"});
-  EXPECT_EQ(bad_budget.exit_code, 2) << bad_budget.output;
-  EXPECT_THAT(bad_budget.output, HasSubstr("unknown key 'cosin'"));
-  Outcome mixed_unchecked = RunConvert({"convert", in, "--to", "mixed", "--no-check", "--output", dir.Path("o.onnx")});
-  EXPECT_EQ(mixed_unchecked.exit_code, 2) << mixed_unchecked.output;
-  Outcome missing = RunConvert({"convert", dir.Path("nosuch.onnx"), "--output", dir.Path("o.onnx")});
-  EXPECT_EQ(missing.exit_code, 1) << missing.output;
-  EXPECT_THAT(missing.output, HasSubstr("cannot open the model file"));
+  const std::string in = dir.File("model.onnx", Model(false));
+  const std::string out = dir.Path("o.onnx");
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string says;
+  };
+  const Case cases[] = {
+      {{"convert", in}, 2, "--output"},
+      {{"convert", in, "--to", "int8", "--output", out}, 2, "--to"},
+      {{"convert", in, "--output", out, "--budget", "cosin=0.9"}, 2, "unknown key 'cosin'"},
+      {{"convert", in, "--to", "mixed", "--no-check", "--output", out}, 2, "drop --no-check"},
+      {{"convert", dir.Path("nosuch.onnx"), "--output", out}, 1, "cannot open the model file"},
+  };
+  for (const auto& c : cases) {
+    Outcome o = RunOrtgpu(c.args);
+    EXPECT_EQ(o.exit_code, c.exit_code) << o.output;
+    EXPECT_THAT(o.output, HasSubstr(c.says));
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "precision/evaluate.h"
 #include "precision/model_file.h"
 #include "precision/precision_test_models.h"
+#include "support/temp_dir.h"
 
 namespace ortgpu::precision {
 namespace {
@@ -27,23 +28,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::path(::testing::TempDir()) / ("ortgpu-precision-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using testing_support::TempDir;
 
 std::vector<Tensor> InputsFor(const ::onnx::ModelProto& m, int64_t batch) {
   auto session = Session::LoadFromBytes(m.SerializeAsString(), {}, "inputs");
@@ -69,6 +54,14 @@ DeviationReport RunBoth(const ::onnx::ModelProto& fp32, const ::onnx::ModelProto
   EXPECT_TRUE(out.ok()) << out.status().message();
   if (!ref.ok() || !out.ok()) return {};
   return CompareDeviation(*out, *ref);
+}
+
+// External data for every tensor of 8 bytes or more, whatever the model's size.
+WriteOptions AlwaysExternal() {
+  WriteOptions o;
+  o.inline_limit = 0;
+  o.min_external_bytes = 8;
+  return o;
 }
 
 TEST(ConvertedModelInOrt, MatMulAddModelLoadsRunsAndStaysWithinBudget) {
@@ -110,25 +103,33 @@ TEST(ConvertedModelInOrt, Issue26LayerNormModelLoadsAfterConversion) {
   EXPECT_THAT(BudgetViolations(d, {}), IsEmpty());
 }
 
+TEST(ConvertedModelInOrt, RealPlacementObserverReadsTheProfileOfTheTargetProvider) {
+  // On the CPU provider everything, ORT's own Casts included, is on target.
+  auto fp16 = MatMulAddRelu();
+  ASSERT_TRUE(ConvertToFloat16(fp16, {}).ok());
+  OrtPlacementObserver observer({});
+  auto off = observer.OffTargetNodes(fp16, InputsFor(fp16, 2));
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_THAT(*off, IsEmpty());
+}
+
 TEST(ModelFile, ExternalDataModelIsReadConvertedAndWrittenBack) {
   TempDir dir;
   auto fp32 = MatMulAddRelu();
-  WriteOptions external;
-  external.inline_limit = 0;
-  external.min_external_bytes = 8;
-  auto written = WriteModelFile(fp32, dir.File("model.onnx"), external);
+  const WriteOptions external = AlwaysExternal();
+  auto written = WriteModelFile(fp32, dir.Path("model.onnx"), external);
   ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_TRUE(*written);
-  EXPECT_TRUE(fs::exists(dir.File("model.onnx.data")));
-  auto read = ReadModelFile(dir.File("model.onnx"));
+  EXPECT_TRUE(fs::exists(dir.Path("model.onnx.data")));
+  auto read = ReadModelFile(dir.Path("model.onnx"));
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(Initializer(*read, "w")->data_location(), ::onnx::TensorProto::DEFAULT);
   auto converted = *read;
   ASSERT_TRUE(ConvertToFloat16(converted, {}).ok());
-  auto out = WriteModelFile(converted, dir.File("out.onnx"), external);
+  auto out = WriteModelFile(converted, dir.Path("out.onnx"), external);
   ASSERT_TRUE(out.ok()) << out.status().message();
   // ORT reads the converted model and its data file from the folder.
-  auto session = Session::Load(dir.File("out.onnx"), {});
+  auto session = Session::Load(dir.Path("out.onnx"), {});
   ASSERT_TRUE(session.ok()) << session.status().message();
   auto inputs = InputsFor(*read, 2);
   auto ref = OrtModelRunner({}).Run(*read, inputs);
@@ -146,8 +147,8 @@ TEST(ModelFile, ExternalDataOutsideTheModelsFolderIsRefused) {
   auto* e = w->add_external_data();
   e->set_key("location");
   e->set_value("../../etc/passwd");
-  std::ofstream(dir.File("m.onnx"), std::ios::binary) << m.SerializeAsString();
-  auto read = ReadModelFile(dir.File("m.onnx"));
+  dir.File("m.onnx", m.SerializeAsString());
+  auto read = ReadModelFile(dir.Path("m.onnx"));
   ASSERT_FALSE(read.ok());
   EXPECT_THAT(read.status().message(), HasSubstr("not a file inside the model's folder"));
 }
@@ -155,12 +156,10 @@ TEST(ModelFile, ExternalDataOutsideTheModelsFolderIsRefused) {
 TEST(ModelFile, MissingDataFileNamesItAndSaysWhatToDo) {
   TempDir dir;
   auto m = MatMulAddRelu();
-  WriteOptions external;
-  external.inline_limit = 0;
-  external.min_external_bytes = 8;
-  ASSERT_TRUE(WriteModelFile(m, dir.File("m.onnx"), external).ok());
-  fs::remove(dir.File("m.onnx.data"));
-  auto read = ReadModelFile(dir.File("m.onnx"));
+  const WriteOptions external = AlwaysExternal();
+  ASSERT_TRUE(WriteModelFile(m, dir.Path("m.onnx"), external).ok());
+  fs::remove(dir.Path("m.onnx.data"));
+  auto read = ReadModelFile(dir.Path("m.onnx"));
   ASSERT_FALSE(read.ok());
   EXPECT_THAT(read.status().message(), HasSubstr("m.onnx.data"));
   EXPECT_THAT(read.status().message(), HasSubstr("copy the data file"));
