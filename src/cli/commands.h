@@ -24,5 +24,6 @@ void AddDoctorCommand(CLI::App& app, CommandResult& result);
 void AddBenchCommand(CLI::App& app, CommandResult& result);
 void AddServeCommand(CLI::App& app, CommandResult& result);
 void AddPerfCommand(CLI::App& app, CommandResult& result);
+void AddConvertCommand(CLI::App& app, CommandResult& result);
 
 }  // namespace ortgpu::cli

@@ -1,4 +1,4 @@
-// ortgpu: one binary, four jobs (doctor, bench, serve, perf). This file only
+// ortgpu: one binary, five jobs (doctor, bench, serve, perf, convert). This file only
 // wires the subcommands; each lives in its own <name>_cmd.cc and calls the
 // core library.
 #include <cstdio>
@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   AddBenchCommand(app, result);
   AddServeCommand(app, result);
   AddPerfCommand(app, result);
+  AddConvertCommand(app, result);
 
   // The CUDA libraries are found and preloaded before any command can create
   // a CUDA session, so no LD_LIBRARY_PATH is needed (gpu/preload.h).

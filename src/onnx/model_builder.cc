@@ -74,6 +74,50 @@ void ModelBuilder::AddFloatInitializer(const std::string& name, const std::vecto
   }
 }
 
+namespace {
+
+void FillTensor(::onnx::TensorProto* t, const std::string& name, const std::vector<int64_t>& shape,
+                const std::vector<float>& values) {
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::FLOAT);
+  for (int64_t d : shape) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+}
+
+}  // namespace
+
+void ModelBuilder::AddFloatValues(const std::string& name, const std::vector<int64_t>& shape,
+                                  const std::vector<float>& values) {
+  FillTensor(impl_->graph->add_initializer(), name, shape, values);
+}
+
+void ModelBuilder::AddFloat16Bits(const std::string& name, const std::vector<int64_t>& shape,
+                                  const std::vector<uint16_t>& bits) {
+  auto* t = impl_->graph->add_initializer();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::FLOAT16);
+  for (int64_t d : shape) t->add_dims(d);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(bits.data()), bits.size() * 2));
+}
+
+void ModelBuilder::AddFloatConstant(const std::string& output, const std::vector<int64_t>& shape,
+                                    const std::vector<float>& values) {
+  auto* n = impl_->graph->add_node();
+  n->set_op_type("Constant");
+  n->set_name("Constant_" + std::to_string(impl_->node_count++));
+  n->add_output(output);
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  FillTensor(a->mutable_t(), output, shape, values);
+}
+
+void ModelBuilder::AddValueInfo(const std::string& name, DataType type, const std::vector<int64_t>& shape) {
+  auto* v = impl_->graph->add_value_info();
+  v->set_name(name);
+  SetType(v, type, shape, {});
+}
+
 void ModelBuilder::AddInt64Initializer(const std::string& name, const std::vector<int64_t>& shape,
                                        const std::vector<int64_t>& values) {
   auto* t = impl_->graph->add_initializer();

@@ -25,6 +25,12 @@ class ModelBuilder {
   // A float initializer filled with deterministic pseudo-random values in
   // [-scale, scale] (seeded by `seed`), or from `values` when given.
   void AddFloatInitializer(const std::string& name, const std::vector<int64_t>& shape, float scale, uint32_t seed);
+  // Float initializers with the given values: float32, and float16 given
+  // as IEEE half bit patterns (ort/tensor.h's FloatToHalf).
+  void AddFloatValues(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values);
+  void AddFloat16Bits(const std::string& name, const std::vector<int64_t>& shape, const std::vector<uint16_t>& bits);
+  // A Constant node whose float32 `value` has these values.
+  void AddFloatConstant(const std::string& output, const std::vector<int64_t>& shape, const std::vector<float>& values);
   void AddInt64Initializer(const std::string& name, const std::vector<int64_t>& shape,
                            const std::vector<int64_t>& values);
   // A node; `int_attrs` / `ints_attrs` are INT and INTS attributes.
@@ -32,6 +38,9 @@ class ModelBuilder {
                const std::vector<std::string>& outputs,
                const std::vector<std::pair<std::string, int64_t>>& int_attrs = {},
                const std::vector<std::pair<std::string, std::vector<int64_t>>>& ints_attrs = {});
+
+  // A value_info entry (the declared type of an intermediate value).
+  void AddValueInfo(const std::string& name, DataType type, const std::vector<int64_t>& shape);
 
   // The serialized ModelProto.
   std::string Serialize() const;

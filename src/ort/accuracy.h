@@ -7,9 +7,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ort/tensor.h"
+#include "status/expected.h"
 
 namespace ortgpu {
 
@@ -59,5 +61,67 @@ struct RowSets {
 // matches only NaN.
 Accuracy CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& reference,
                         const Tolerance& tolerance, const RowSets& row_sets = {});
+
+}  // namespace ortgpu
+
+namespace ortgpu {
+
+// How far a lower precision (fp16, mixed) moved one output from true fp32
+// (TF32 off): the numbers a user judges a conversion by. Rows are the first
+// dimension (the batch): a [batch, ...] output has one row per sample, a
+// scalar or 1-D output is one row.
+struct OutputDeviation {
+  std::string name;
+  std::string shape;              // "8x1000"
+  bool compared = false;          // false: not numeric, missing or shaped differently (see note)
+  double max_abs_error = 0;       // max |a - r| over finite pairs
+  double max_rel_error = 0;       // max |a - r| / max |r| (the output's range)
+  double cosine_min = 1;          // cosine similarity of each row with its reference row
+  double cosine_mean = 1;
+  int64_t rows = 0;
+  // Non-finite values in the actual output where the reference had a
+  // finite one (what the lower precision introduced).
+  int64_t new_nan = 0;
+  int64_t new_inf = 0;
+  // [batch, classes] outputs (rank 2, at least 2 classes): share of rows
+  // whose arg-max agrees, and mean share of the reference's top-5 (top-k for
+  // fewer classes) found in the actual top-5.
+  bool classifier = false;
+  double top1_agreement = 1;
+  double top5_overlap = 1;
+  std::string note;               // why it was not compared
+};
+
+struct DeviationReport {
+  std::vector<OutputDeviation> outputs;  // in reference order
+};
+
+// Compares every reference output with the actual one of the same name.
+// Pure; thread-safe.
+DeviationReport CompareDeviation(const std::vector<Tensor>& actual, const std::vector<Tensor>& reference);
+
+// What a lower precision may change before ortgpu refuses it (convert --to
+// mixed keeps nodes in fp32 until it holds; bench recommends a precision
+// only within it). The defaults are docs/PRECISION.md's.
+struct PrecisionBudget {
+  double min_cosine = 0.999;   // every row of every output
+  bool allow_nonfinite = false;  // a NaN or Inf the fp32 model did not give
+  double min_top1 = 0.99;      // classifier outputs: arg-max agreement
+  // Bound on max_rel_error (the error as a share of the output's range);
+  // 0 = unbounded. Cosine cannot see a uniform scale (a constant clipped
+  // from 1e5 to 65504 scales its output by 0.66 at cosine 1); this can.
+  double max_rel_error = 0.05;
+};
+
+// Parses "cosine=0.999,top1=0.99,rel=0.05,nonfinite=allow" (any subset; the
+// rest keeps the defaults); the error names the bad key and lists the keys.
+Expected<PrecisionBudget> ParsePrecisionBudget(std::string_view text);
+// "row cosine >= 0.999, no new NaN/Inf, top-1 agreement >= 99%, ...".
+std::string DescribeBudget(const PrecisionBudget& budget);
+
+// The ways `report` breaks `budget`, one line each naming the output and
+// the figure ("output 'logits': row cosine 0.91 < 0.999"); empty: within it.
+// Pure.
+std::vector<std::string> BudgetViolations(const DeviationReport& report, const PrecisionBudget& budget);
 
 }  // namespace ortgpu

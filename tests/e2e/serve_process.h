@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 extern char** environ;
 
 namespace ortgpu::e2e {
@@ -138,5 +140,22 @@ class ServeProcess {
   std::string output_;  // guarded by mu_
   bool eof_ = false;    // guarded by mu_
 };
+
+// What a command that runs to its end left: its exit code and everything it
+// wrote to stdout and stderr.
+struct Outcome {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `ortgpu ARGS...` to its end (at most two minutes).
+inline Outcome RunOrtgpu(const std::vector<std::string>& args) {
+  ServeProcess p(args);
+  EXPECT_TRUE(p.started());
+  Outcome o;
+  o.exit_code = p.WaitExit(std::chrono::seconds(120));
+  o.output = p.output();
+  return o;
+}
 
 }  // namespace ortgpu::e2e

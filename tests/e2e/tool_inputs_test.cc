@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "e2e/serve_process.h"
+#include "support/temp_dir.h"
 
 namespace ortgpu::e2e {
 namespace {
@@ -28,42 +29,7 @@ using namespace std::chrono_literals;
 
 const std::string kAddSub = std::string(ORTGPU_SOURCE_DIR) + "/examples/model_repository/add_sub/1/model.onnx";
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;
-};
-
-Outcome RunOrtgpu(const std::vector<std::string>& args) {
-  ServeProcess p(args);
-  EXPECT_TRUE(p.started());
-  Outcome o;
-  o.exit_code = p.WaitExit(120s);
-  o.output = p.output();
-  return o;
-}
-
-// A temporary folder, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::path(::testing::TempDir()) /
-            ("ortgpu-tools-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name, std::ios::binary) << text;
-    return (path_ / name).string();
-  }
-  std::string Path(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using testing_support::TempDir;
 
 TEST(ToolInputsTest, BenchShapeOfTwoToTheFortyElementsIsRefusedBeforeAllocating) {
   Outcome o = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--no-check", "--shape", "INPUT0:1099511627776x4"});

@@ -38,5 +38,90 @@ TEST(AccuracyTest, NanMatchesOnlyNan) {
   EXPECT_FALSE(CompareOutputs({Floats({0, 1})}, {Floats({nan, 1})}, {}).passed);
 }
 
+
+Tensor Matrix(const std::string& name, int64_t rows, int64_t cols, std::vector<float> values) {
+  Tensor t = Tensor::Zeros(name, DataType::kFloat, {rows, cols});
+  for (size_t i = 0; i < values.size(); ++i) t.data_as<float>()[i] = values[i];
+  return t;
+}
+
+TEST(DeviationTest, ReportsErrorsCosinePerRowAndClassifierAgreement) {
+  // Two rows of 6 classes. Row 0 agrees up to rounding; row 1's arg-max moves
+  // from class 0 to class 1 and one of its top-5 changes.
+  Tensor ref = Matrix("logits", 2, 6, {1, 2, 3, 4, 5, 6, 9, 8, 1, 2, 3, 0});
+  Tensor got = Matrix("logits", 2, 6, {1, 2, 3, 4, 5, 6.01f, 8, 9, 1, 2, 0, 3});
+  DeviationReport r = CompareDeviation({got}, {ref});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  const OutputDeviation& d = r.outputs[0];
+  EXPECT_TRUE(d.compared);
+  EXPECT_EQ(d.rows, 2);
+  EXPECT_NEAR(d.max_abs_error, 3.0, 1e-6);
+  EXPECT_NEAR(d.max_rel_error, 3.0 / 9.0, 1e-6) << "relative to the output's range (9)";
+  EXPECT_GT(d.cosine_mean, d.cosine_min);
+  EXPECT_NEAR(d.cosine_min, 149.0 / 159.0, 1e-6) << "row 1: dot 149, both squared norms 159";
+  EXPECT_TRUE(d.classifier);
+  EXPECT_DOUBLE_EQ(d.top1_agreement, 0.5);
+  EXPECT_DOUBLE_EQ(d.top5_overlap, (1.0 + 0.8) / 2) << "row 1 lost class 4 and gained class 5 in its top-5";
+  EXPECT_EQ(d.new_nan + d.new_inf, 0);
+}
+
+TEST(DeviationTest, CountsOnlyTheNanAndInfTheLowerPrecisionIntroduced) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  DeviationReport r = CompareDeviation({Floats({nan, inf, nan, 1})}, {Floats({nan, 2, 3, 1})});
+  EXPECT_EQ(r.outputs[0].new_nan, 1) << "the reference's own NaN is not the conversion's";
+  EXPECT_EQ(r.outputs[0].new_inf, 1);
+  EXPECT_FALSE(r.outputs[0].classifier) << "a 1-D output is not [batch, classes]";
+  auto v = BudgetViolations(r, {});
+  ASSERT_FALSE(v.empty());
+  EXPECT_NE(v[0].find("1 NaN and 1 Inf"), std::string::npos) << v[0];
+}
+
+TEST(DeviationTest, ZeroRowsAgreeAndAMissingOutputBreaksTheBudget) {
+  DeviationReport same = CompareDeviation({Floats({0, 0})}, {Floats({0, 0})});
+  EXPECT_EQ(same.outputs[0].cosine_min, 1.0);
+  EXPECT_TRUE(BudgetViolations(same, {}).empty());
+  DeviationReport missing = CompareDeviation({}, {Floats({1})});
+  auto v = BudgetViolations(missing, {});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].find("missing"), std::string::npos);
+}
+
+TEST(PrecisionBudgetTest, DefaultsAreTheDocumentedOnesAndEachBoundIsChecked) {
+  PrecisionBudget b;
+  EXPECT_EQ(b.min_cosine, 0.999);
+  EXPECT_FALSE(b.allow_nonfinite);
+  EXPECT_EQ(b.min_top1, 0.99);
+  EXPECT_EQ(b.max_rel_error, 0.05);
+  OutputDeviation d;
+  d.name = "y";
+  d.compared = true;
+  d.cosine_min = 0.99;
+  d.classifier = true;
+  d.top1_agreement = 0.9;
+  d.max_rel_error = 0.2;
+  auto v = BudgetViolations({{d}}, b);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_NE(v[0].find("row cosine 0.990000 < 0.999"), std::string::npos) << v[0];
+  EXPECT_NE(v[1].find("top-1 agreement 90.0% < 99%"), std::string::npos) << v[1];
+  EXPECT_NE(v[2].find("max relative error 0.2 > 0.05"), std::string::npos) << v[2];
+}
+
+TEST(PrecisionBudgetTest, ParsesAnySubsetAndNamesABadKey) {
+  auto b = ParsePrecisionBudget("cosine=0.99,top1=0.95,rel=0,nonfinite=allow");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->min_cosine, 0.99);
+  EXPECT_EQ(b->min_top1, 0.95);
+  EXPECT_EQ(b->max_rel_error, 0);
+  EXPECT_TRUE(b->allow_nonfinite);
+  EXPECT_EQ(ParsePrecisionBudget("")->min_cosine, 0.999);
+  auto bad = ParsePrecisionBudget("cosin=0.9");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown key 'cosin'"), std::string::npos);
+  EXPECT_FALSE(ParsePrecisionBudget("cosine=2").ok());
+  EXPECT_FALSE(ParsePrecisionBudget("cosine=x").ok());
+  EXPECT_NE(DescribeBudget({}).find("cosine >= 0.999"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ortgpu
