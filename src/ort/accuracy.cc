@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <utility>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
