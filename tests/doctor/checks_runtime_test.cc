@@ -111,6 +111,22 @@ TEST(CheckEndToEndTest, DisagreeingOutputsFail) {
   EXPECT_EQ(r.Find("e2e.agreement")->verdict, Verdict::kFail);
 }
 
+// Issue 25: ssdlite320's detections on the H200 matched as sets of rows with
+// one matched box 16 px apart, 0.05 of the range: within atol + rtol x range,
+// so the comparison passed, yet a second rule (max_rel_diff <= rtol) failed it.
+TEST(CheckEndToEndTest, Issue25OutputsTheComparisonPassedAgreeAtTheTolerance) {
+  EndToEndObservation o;
+  o.cpu = Timing(10);
+  o.cuda = Timing(1);
+  o.max_abs_diff = 16;
+  o.max_rel_diff = 0.0500001;
+  o.row_set_notes = {"outputs 'boxes', 'scores' compared as sets of rows: 37 rows matched of 300 on CPU and 300 on CUDA"};
+  Report r;
+  EvaluateEndToEnd(o, r);
+  EXPECT_EQ(r.Find("e2e.agreement")->verdict, Verdict::kPass);
+  EXPECT_NE(r.Find("e2e.agreement")->seen.find("37 rows matched"), std::string::npos);
+}
+
 TEST(CheckModelTest, ComputeFallbackFailsButShapeNodesDoNot) {
   ModelObservation m;
   m.path = "bert.onnx";

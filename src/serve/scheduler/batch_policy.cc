@@ -137,7 +137,8 @@ std::string DescribePadding(const BatchPolicy& policy, const BatchCosts* costs) 
                             own < 0 ? ", not measured" : ", about the same as " + ms(rows));
     }
   }
-  std::string out = "idle batches run unpadded at " + (unpadded.empty() ? std::string("no size") : unpadded);
+  std::string out = unpadded.empty() ? std::string("every idle batch is padded, each size costs about the same")
+                                     : "idle batches run unpadded at " + unpadded;
   if (!padded.empty()) out += "; padded even when idle: " + padded;
   std::string targets;
   for (int b : policy.preferred_batch_sizes) {
