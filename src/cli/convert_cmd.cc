@@ -41,6 +41,7 @@ struct ConvertFlags {
   std::string budget;
   bool no_check = false;
   bool no_placement = false;
+  std::string fuse = "auto";
   int max_evaluations = 80;
 };
 
@@ -82,6 +83,9 @@ Expected<precision::PrecisionOptions> ToOptions(const ConvertFlags& f, SessionOp
     return InvalidArgument("--cuda-option needs --provider cuda (the CPU provider takes no CUDA options)");
   }
   ORTGPU_RETURN_IF_ERROR(ValidateCudaOptions(session.cuda_options));
+  // Fused attention and layer normalisation are what the CUDA EP runs
+  // fastest in float16; the CPU provider has no float16 kernels for them.
+  o.fuse = f.fuse == "on" || (f.fuse == "auto" && session.provider == Provider::kCuda);
   if (o.target == precision::Target::kMixed && f.no_check) {
     return InvalidArgument("--to mixed searches by the accuracy check; drop --no-check or use --to fp16");
   }
@@ -114,6 +118,12 @@ void PrintReport(const precision::PrecisionResult& r, const precision::Precision
               static_cast<long long>(rep.values_clipped));
   std::printf("casts: %d added, %d of the model's retargeted to float16, %d removed\n", rep.casts_added,
               rep.casts_retargeted, rep.casts_removed);
+  if (r.fusion.any()) {
+    std::printf("fused before converting: %d attention -> MultiHeadAttention, %d Add + LayerNormalization -> "
+                "SkipLayerNormalization (%d nodes fewer)\n",
+                r.fusion.attention, r.fusion.skip_layer_norm, r.fusion.nodes_removed);
+  }
+  if (!r.fusion_dropped.empty()) std::printf("not fused: %s\n", r.fusion_dropped.c_str());
   if (!rep.kept_fp32.empty()) {
     std::printf("kept float32:\n");
     for (const auto& k : rep.kept_fp32) std::printf("  %s (%s): %s\n", k.name.c_str(), k.op_type.c_str(), k.reason.c_str());
@@ -239,6 +249,11 @@ void AddConvertCommand(CLI::App& app, CommandResult& result) {
                   "unbounded), nonfinite=allow|deny (deny)");
   cmd->add_flag("--no-check", f->no_check, "Convert only: no accuracy check (not with --to mixed)");
   cmd->add_flag("--no-placement", f->no_placement, "On --provider cuda: skip the placement-aware pass");
+  cmd->add_option("--fuse", f->fuse,
+                  "Fuse attention and Add+LayerNormalization before converting (kept only when the fused model "
+                  "runs within the budget): auto (on with --provider cuda), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->default_val("auto");
   cmd->add_option("--max-evaluations", f->max_evaluations, "--to mixed: models converted and run at most")
       ->check(CLI::PositiveNumber)
       ->default_val(80);

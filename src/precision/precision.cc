@@ -43,11 +43,11 @@ Expected<ConvertOptions> AvoidNewFallbacks(const ::onnx::ModelProto& fp32, const
   return options;
 }
 
-}  // namespace
 
-Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::vector<Tensor>& inputs,
-                                           const PrecisionOptions& options, const PrecisionSeams& seams) {
-  NameUnnamedNodes(fp32);
+// The pipeline on `fp32` (fused or not); `original` is what the reference runs.
+Expected<PrecisionResult> Convert(::onnx::ModelProto fp32, const ::onnx::ModelProto& original,
+                                  const std::vector<Tensor>& inputs, const PrecisionOptions& options,
+                                  const PrecisionSeams& seams) {
   PrecisionResult result;
   ConvertOptions convert = options.convert;
   if (options.target == Target::kMixed && (seams.reference == nullptr || seams.candidate == nullptr)) {
@@ -69,7 +69,7 @@ Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::v
     ORTGPU_ASSIGN_OR_RETURN(result.report, ConvertToFloat16(result.model, convert));
     return result;
   }
-  ORTGPU_ASSIGN_OR_RETURN(auto reference, seams.reference->Run(fp32, inputs));
+  ORTGPU_ASSIGN_OR_RETURN(auto reference, seams.reference->Run(original, inputs));
   result.checked = true;
   Evaluation final;
   if (options.target == Target::kMixed) {
@@ -90,6 +90,30 @@ Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::v
   result.deviation = std::move(final.deviation);
   result.violations = std::move(final.violations);
   return result;
+}
+
+}  // namespace
+
+Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::vector<Tensor>& inputs,
+                                           const PrecisionOptions& options, const PrecisionSeams& seams) {
+  NameUnnamedNodes(fp32);
+  if (!options.fuse || !AlreadyFloat16(fp32).empty()) return Convert(fp32, fp32, inputs, options, seams);
+  ::onnx::ModelProto fused = fp32;
+  fusion::FusionReport report = fusion::FuseForCuda(fused);
+  if (!report.any()) return Convert(fp32, fp32, inputs, options, seams);
+  auto attempt = Convert(std::move(fused), fp32, inputs, options, seams);
+  if (attempt.ok() && attempt->within_budget()) {
+    attempt->fusion = std::move(report);
+    return attempt;
+  }
+  std::string why = attempt.ok() ? "the fused model broke the accuracy budget (" +
+                                       (attempt->violations.empty() ? std::string("?") : attempt->violations.front()) + ")"
+                                 : "the fused model did not run: " + attempt.status().message();
+  auto plain = Convert(fp32, fp32, inputs, options, seams);
+  if (!plain.ok()) return plain;
+  plain->fusion_dropped = fmt::format("{} attention and {} skip-layer-norm fusions dropped: {}", report.attention,
+                                      report.skip_layer_norm, why);
+  return plain;
 }
 
 }  // namespace ortgpu::precision

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fusion/fusion.h"
 #include "onnx.pb.h"
 #include "ort/accuracy.h"
 #include "precision/convert.h"
@@ -29,6 +30,11 @@ struct PrecisionOptions {
   // converted nodes on the CPU.
   int placement_rounds = 3;
   int max_evaluations = 80;  // of the mixed search
+  // Fuse attention and skip layer normalisation before converting
+  // (fusion/fusion.h): what the CUDA EP runs fastest in float16. The fused
+  // model is judged like any other; when it does not run or breaks the
+  // budget, the conversion is made again without fusing, and says so.
+  bool fuse = false;
 };
 
 struct PrecisionSeams {
@@ -52,6 +58,8 @@ struct PrecisionResult {
   std::vector<std::string> fp16_violations;  // Target::kMixed: what all-float16 broke
   int evaluations = 0;                       // models converted and run by the search
   std::string note;                          // the search's, when it stopped short
+  fusion::FusionReport fusion;               // the fusions the model kept (none when dropped)
+  std::string fusion_dropped;                // why fusions made were not kept ("" when kept or none)
   bool within_budget() const { return violations.empty(); }
 };
 
