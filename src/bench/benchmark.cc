@@ -339,6 +339,32 @@ Expected<std::map<Precision, ModelAtPrecision>> PrepareModels(const BenchOptions
   return models;
 }
 
+// Sets `base`'s precision: the provider's default when asked (or when
+// nothing is), else the first asked; the other precisions asked become the
+// returned sweep selection ("precision=fp32|fp16"), empty when none was.
+std::vector<std::string> PrecisionAxis(const BenchOptions& o, Variant& base, BenchReport& report) {
+  const std::vector<Precision> precisions = EffectivePrecisions(o);
+  base.precision = DefaultPrecision(o.session.provider);
+  if (!precisions.empty() && std::find(precisions.begin(), precisions.end(), base.precision) == precisions.end()) {
+    base.precision = precisions.front();
+  }
+  if (base.precision == Precision::kFp32 && o.session.provider == Provider::kCuda) base.cuda_options["use_tf32"] = "0";
+  std::vector<std::string> precision_axis;
+  if (!precisions.empty()) {
+    std::string values;
+    for (Precision p : precisions) values += (values.empty() ? "" : "|") + std::string(PrecisionName(p));
+    precision_axis.push_back("precision=" + values);
+  }
+  const bool tf32_asked = std::count(o.precisions.begin(), o.precisions.end(), Precision::kTf32) > 0 ||
+                          std::any_of(o.sweep_axes.begin(), o.sweep_axes.end(), [](const std::string& a) {
+                            return a == "precision" || (a.rfind("precision=", 0) == 0 && a.find("tf32") != std::string::npos);
+                          });
+  if (o.session.provider == Provider::kCpu && tf32_asked) {
+    report.notes.push_back("on the CPU provider tf32 is fp32 (CPUs have no TF32): measured as fp32, once");
+  }
+  return precision_axis;
+}
+
 }  // namespace
 
 Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hooks) {
@@ -389,33 +415,13 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   base.optimization = o.session.optimization;
   base.cuda_options = o.session.cuda_options;
   if (NeedsCudaGraphOption(o.io)) base.cuda_options["enable_cuda_graph"] = "1";
-  // The base precision: the provider's default when asked (or nothing is),
-  // else the first asked. The other precisions are variants of it.
-  const std::vector<Precision> precisions = EffectivePrecisions(o);
-  base.precision = DefaultPrecision(o.session.provider);
-  if (!precisions.empty() && std::find(precisions.begin(), precisions.end(), base.precision) == precisions.end()) {
-    base.precision = precisions.front();
-  }
-  if (base.precision == Precision::kFp32 && o.session.provider == Provider::kCuda) base.cuda_options["use_tf32"] = "0";
-  std::vector<std::string> precision_axis;
-  if (!precisions.empty()) {
-    std::string values;
-    for (Precision p : precisions) values += (values.empty() ? "" : "|") + std::string(PrecisionName(p));
-    precision_axis.push_back("precision=" + values);
-  }
-  const bool tf32_asked = std::count(o.precisions.begin(), o.precisions.end(), Precision::kTf32) > 0 ||
-                          std::any_of(o.sweep_axes.begin(), o.sweep_axes.end(), [](const std::string& a) {
-                            return a == "precision" || (a.rfind("precision=", 0) == 0 && a.find("tf32") != std::string::npos);
-                          });
-  if (o.session.provider == Provider::kCpu && tf32_asked) {
-    report.notes.push_back("on the CPU provider tf32 is fp32 (CPUs have no TF32): measured as fp32, once");
-  }
+  const std::vector<std::string> precision_axis = PrecisionAxis(o, base, report);
   std::vector<Variant> variants = {base};
   if (o.sweep) {
     ORTGPU_ASSIGN_OR_RETURN(variants, ExpandSweep(o.session.provider, o.sweep_axes, base, precision_axis));
   } else if (!o.sweep_axes.empty()) {
     return InvalidArgument("--sweep-axes needs --sweep");
-  } else if (precisions.size() > 1) {
+  } else if (!precision_axis.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(variants, ExpandSweep(o.session.provider, precision_axis, base));
   }
   ORTGPU_ASSIGN_OR_RETURN(auto models, PrepareModels(o, variants, data, report));
