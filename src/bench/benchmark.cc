@@ -5,11 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "bench/prepared_model.h"
 #include "bench/sweep.h"
 #include "onnx/graph_derivation.h"
 #include "ort/row_sets.h"
 #include "ort/runtime.h"
 #include "ort/session.h"
+#include "precision/model_file.h"
 #include "sys/file_system.h"
 
 namespace ortgpu::bench {
@@ -34,7 +36,11 @@ bool BenchReport::ok() const {
 
 namespace {
 
-Expected<std::unique_ptr<Session>> LoadSession(const BenchOptions& o, const SessionOptions& so) {
+// `converted`: a converted model's bytes (fp16, mixed), or null for the
+// model bench was given.
+Expected<std::unique_ptr<Session>> LoadSession(const BenchOptions& o, const SessionOptions& so,
+                                               const std::string* converted = nullptr) {
+  if (converted != nullptr && !converted->empty()) return Session::LoadFromBytes(*converted, so, o.model_path);
   if (!o.model_bytes.empty()) return Session::LoadFromBytes(o.model_bytes, so, o.model_path);
   ORTGPU_RETURN_IF_ERROR(CheckRegularFile(o.model_path, "model"));
   auto session = Session::Load(o.model_path, so);
@@ -102,19 +108,28 @@ struct BatchData {
   RowSets row_sets;               // outputs compared as sets of rows (detections after NMS)
 };
 
+// The model at one precision, as every variant of that precision runs it.
+struct ModelAtPrecision {
+  PreparedModel prepared;
+  Status error;  // the conversion or its reference failed: every variant of it fails so
+  // Converted models: the CPU provider's outputs of the converted model per
+  // batch, the reference of the per-configuration check (empty when not checked).
+  std::map<int64_t, std::vector<Tensor>> reference;
+};
+
 // Runs one variant: sessions created once, then every batch x concurrency.
-void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v, const std::vector<int64_t>& batches,
-                const std::map<int64_t, BatchData>& data, GpuMemoryProbe& probe, size_t& index, size_t total,
-                BenchReport& report, Status& fatal) {
+void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v, const ModelAtPrecision& model,
+                const std::vector<int64_t>& batches, const std::map<int64_t, BatchData>& data, GpuMemoryProbe& probe,
+                size_t& index, size_t total, BenchReport& report, Status& fatal) {
   const int max_conc = *std::max_element(o.concurrency.begin(), o.concurrency.end());
   const int sessions_needed = o.concurrency_mode == ConcurrencyMode::kSessionPerWorker ? max_conc : 1;
   std::vector<std::unique_ptr<Session>> sessions;
-  Status session_error;
+  Status session_error = model.error;
   double create_ms = 0;
   for (int s = 0; s < sessions_needed && session_error.ok(); ++s) {
     SessionOptions so = SessionFor(o, v);
     if (s > 0) so.optimized_model_path.clear();
-    auto loaded = LoadSession(o, so);
+    auto loaded = LoadSession(o, so, &model.prepared.model_bytes);
     if (!loaded.ok()) {
       session_error = loaded.status();
       break;
@@ -131,6 +146,7 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
       ConfigResult r;
       r.config = {v, o.session.provider, batch, conc, o.concurrency_mode};
       r.session_create_ms = create_ms;
+      r.precision_accuracy = model.prepared.accuracy;
       ++index;
       if (hooks.on_config) hooks.on_config(fmt::format("{} batch {} concurrency {}", v.name, batch, conc), index, total);
       auto finish = [&](Status st) {
@@ -192,17 +208,161 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
       r.peak_rss_mb = CurrentProcessUsage().peak_rss_mb;
       if (auto used = probe.UsedBytes()) r.gpu_memory_mb = static_cast<double>(*used) / (1024.0 * 1024.0);
       r.gpu_memory_source = probe.source();
-      if (!bd.reference.empty()) {
+      const std::vector<Tensor>& reference = model.reference.empty() ? bd.reference : model.reference.at(batch);
+      if (!reference.empty()) {
         auto outputs = runners.front()->FetchOutputs();
         if (!outputs.ok()) {
           finish(outputs.status().WithContext("reading outputs for the accuracy check"));
           continue;
         }
-        r.accuracy = CompareOutputs(*outputs, bd.reference, o.tolerance, bd.row_sets);
+        r.accuracy = CompareOutputs(*outputs, reference, o.tolerance, bd.row_sets);
       }
       finish(Status::Ok());
     }
   }
+}
+
+// The precisions asked, as the provider runs them (tf32 is fp32 on the
+// CPU), each once, in the order given.
+std::vector<Precision> EffectivePrecisions(const BenchOptions& o) {
+  std::vector<Precision> out;
+  for (Precision p : o.precisions) {
+    p = EffectivePrecision(o.session.provider, p);
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
+}
+
+bool SweepsPrecision(const BenchOptions& o) {
+  return std::any_of(o.sweep_axes.begin(), o.sweep_axes.end(),
+                     [](const std::string& a) { return a.substr(0, a.find('=')) == "precision"; });
+}
+
+Status ValidatePrecisions(const BenchOptions& o) {
+  const bool asked = !o.precisions.empty() || SweepsPrecision(o);
+  if (asked && o.session.provider == Provider::kTensorRt) {
+    return InvalidArgument("--precision with --provider tensorrt: TensorRT makes its own precision choices "
+                           "(--cuda-option does not reach it; use its trt_fp16_enable); bench judges precisions on "
+                           "cpu or cuda");
+  }
+  if (!o.precisions.empty() && SweepsPrecision(o)) {
+    return InvalidArgument("--precision and --sweep-axes precision=... both list precisions; give them once");
+  }
+  auto tf32 = o.session.cuda_options.find("use_tf32");
+  const bool tf32_off = tf32 != o.session.cuda_options.end() && tf32->second == "0";
+  if (tf32_off && o.session.provider == Provider::kCuda &&
+      (std::count(o.precisions.begin(), o.precisions.end(), Precision::kTf32) > 0 || SweepsPrecision(o))) {
+    return InvalidArgument("--cuda-option use_tf32=0 is --precision fp32; with --precision or a precision axis, "
+                           "leave use_tf32 to them");
+  }
+  return Status::Ok();
+}
+
+// Reads the model as a protobuf for the conversions and the accuracy check.
+Expected<::onnx::ModelProto> ReadModel(const BenchOptions& o) {
+  if (o.model_bytes.empty()) return precision::ReadModelFile(o.model_path);
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(o.model_bytes)) return InvalidArgument(o.model_path + " is not an ONNX model");
+  return model;
+}
+
+// The model at every precision among `variants`, made once each and judged
+// against true fp32 when precisions were asked. A failure is fatal without
+// --sweep; with it, the precision's variants carry it.
+Expected<std::map<Precision, ModelAtPrecision>> PrepareModels(const BenchOptions& o, const std::vector<Variant>& variants,
+                                                             const std::map<int64_t, BatchData>& data, BenchReport& report) {
+  std::vector<Precision> needed;
+  for (const auto& v : variants) {
+    if (std::find(needed.begin(), needed.end(), v.precision) == needed.end()) needed.push_back(v.precision);
+  }
+  std::map<Precision, ModelAtPrecision> models;
+  const bool asked = !o.precisions.empty() || SweepsPrecision(o);
+  if (!asked) {
+    // Unchanged behaviour: the provider's default precision, not judged
+    // (fp32 on the CPU is the reference by definition).
+    for (Precision p : needed) {
+      models[p].prepared.precision = p;
+      models[p].prepared.accuracy = p == Precision::kFp32 ? ReferenceAccuracy() : PrecisionAccuracy{};
+      models[p].prepared.accuracy.note = p == Precision::kFp32 ? "fp32 is the reference" : "not judged: give --precision";
+    }
+    return models;
+  }
+  if (o.check_accuracy) report.precision_budget = DescribeBudget(o.budget);
+  std::optional<ModelPreparer> preparer;
+  if (needed.size() > 1 || needed.front() != Precision::kFp32) {
+    ORTGPU_ASSIGN_OR_RETURN(auto fp32, ReadModel(o));
+    PrepareOptions po;
+    po.session = o.session;
+    po.budget = o.budget;
+    po.check_accuracy = o.check_accuracy;
+    // The largest batch: the most rows to judge the precision by.
+    preparer.emplace(std::move(fp32), data.rbegin()->second.inputs, po);
+  }
+  SessionOptions cpu;
+  cpu.intra_op_threads = o.session.intra_op_threads;
+  cpu.free_dimensions = o.session.free_dimensions;
+  for (Precision p : needed) {
+    ModelAtPrecision& m = models[p];
+    auto prepared = p == Precision::kFp32 ? Expected<PreparedModel>(PreparedModel{p, "", ReferenceAccuracy(), ""})
+                                          : preparer->Prepare(p);
+    if (!prepared.ok()) {
+      if (!o.sweep || prepared.status().code() == Code::kInvalidArgument) return prepared.status();
+      m.prepared.precision = p;
+      m.error = prepared.status();
+      continue;
+    }
+    m.prepared = std::move(prepared).value();
+    if (!m.prepared.summary.empty()) report.notes.push_back(m.prepared.summary);
+    const PrecisionAccuracy& a = m.prepared.accuracy;
+    if (a.checked && !a.within_budget) {
+      std::string why;
+      for (const auto& v : a.violations) why += (why.empty() ? "" : "; ") + v;
+      report.notes.push_back(fmt::format("{} is outside the accuracy budget ({}): measured, never recommended{}", PrecisionName(p),
+                                         why, p == Precision::kFp16 ? "; mixed keeps the nodes responsible in fp32" : ""));
+    }
+    if (!IsConverted(p) || !o.check_accuracy) continue;
+    // The per-configuration check compares with the CPU running the same
+    // converted model; what the precision itself changed is judged above.
+    auto session = LoadSession(o, cpu, &m.prepared.model_bytes);
+    for (const auto& [batch, bd] : data) {
+      if (!session.ok()) break;
+      auto out = (*session)->Run(bd.inputs);
+      if (!out.ok()) {
+        m.error = out.status().WithContext(fmt::format("computing the CPU reference of the {} model at batch {}", PrecisionName(p), batch));
+        break;
+      }
+      m.reference[batch] = std::move(out).value();
+    }
+    if (!session.ok()) m.error = session.status().WithContext(fmt::format("loading the {} model on the CPU", PrecisionName(p)));
+    if (!m.error.ok() && !o.sweep) return m.error;
+  }
+  return models;
+}
+
+// Sets `base`'s precision: the provider's default when asked (or when
+// nothing is), else the first asked; the other precisions asked become the
+// returned sweep selection ("precision=fp32|fp16"), empty when none was.
+std::vector<std::string> PrecisionAxis(const BenchOptions& o, Variant& base, BenchReport& report) {
+  const std::vector<Precision> precisions = EffectivePrecisions(o);
+  base.precision = DefaultPrecision(o.session.provider);
+  if (!precisions.empty() && std::find(precisions.begin(), precisions.end(), base.precision) == precisions.end()) {
+    base.precision = precisions.front();
+  }
+  if (base.precision == Precision::kFp32 && o.session.provider == Provider::kCuda) base.cuda_options["use_tf32"] = "0";
+  std::vector<std::string> precision_axis;
+  if (!precisions.empty()) {
+    std::string values;
+    for (Precision p : precisions) values += (values.empty() ? "" : "|") + std::string(PrecisionName(p));
+    precision_axis.push_back("precision=" + values);
+  }
+  const bool tf32_asked = std::count(o.precisions.begin(), o.precisions.end(), Precision::kTf32) > 0 ||
+                          std::any_of(o.sweep_axes.begin(), o.sweep_axes.end(), [](const std::string& a) {
+                            return a == "precision" || (a.rfind("precision=", 0) == 0 && a.find("tf32") != std::string::npos);
+                          });
+  if (o.session.provider == Provider::kCpu && tf32_asked) {
+    report.notes.push_back("on the CPU provider tf32 is fp32 (CPUs have no TF32): measured as fp32, once");
+  }
+  return precision_axis;
 }
 
 }  // namespace
@@ -213,6 +373,7 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   }
   if (o.load.iterations < 1 && o.load.duration_s <= 0) return InvalidArgument("give a positive --iterations or --duration");
   if (o.session.provider == Provider::kCuda) ORTGPU_RETURN_IF_ERROR(ValidateCudaOptions(o.session.cuda_options));
+  ORTGPU_RETURN_IF_ERROR(ValidatePrecisions(o));
   BenchReport report;
   report.model = o.model_path;
   report.ort_version = Runtime::Get().Version();
@@ -254,12 +415,16 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   base.optimization = o.session.optimization;
   base.cuda_options = o.session.cuda_options;
   if (NeedsCudaGraphOption(o.io)) base.cuda_options["enable_cuda_graph"] = "1";
+  const std::vector<std::string> precision_axis = PrecisionAxis(o, base, report);
   std::vector<Variant> variants = {base};
   if (o.sweep) {
-    ORTGPU_ASSIGN_OR_RETURN(variants, ExpandSweep(o.session.provider, o.sweep_axes, base));
+    ORTGPU_ASSIGN_OR_RETURN(variants, ExpandSweep(o.session.provider, o.sweep_axes, base, precision_axis));
   } else if (!o.sweep_axes.empty()) {
     return InvalidArgument("--sweep-axes needs --sweep");
+  } else if (!precision_axis.empty()) {
+    ORTGPU_ASSIGN_OR_RETURN(variants, ExpandSweep(o.session.provider, precision_axis, base));
   }
+  ORTGPU_ASSIGN_OR_RETURN(auto models, PrepareModels(o, variants, data, report));
   std::unique_ptr<GpuMemoryProbe> probe;
   if (hooks.gpu_memory_probe) {
     probe = hooks.gpu_memory_probe();
@@ -274,7 +439,7 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   size_t index = 0;
   Status fatal;
   for (const Variant& v : variants) {
-    RunVariant(o, hooks, v, batches, data, *probe, index, total, report, fatal);
+    RunVariant(o, hooks, v, models.at(v.precision), batches, data, *probe, index, total, report, fatal);
     if (!fatal.ok()) return fatal;
   }
   for (const auto& r : report.results) {

@@ -1,7 +1,9 @@
 // RunBenchmark: `ortgpu bench` as a library call. Loads the model, builds
-// the inputs once per batch size, computes the CPU reference outputs, then
-// for every variant x batch x concurrency creates the sessions, binds I/O,
-// measures, checks accuracy and records resources. Renderers (report.h)
+// the inputs once per batch size, computes the CPU reference outputs, makes
+// the model at each precision asked (once each, judged against true fp32:
+// bench/prepared_model.h), then for every variant x batch x concurrency
+// creates the sessions, binds I/O, measures, checks accuracy and records
+// resources. Renderers (report.h)
 // turn the BenchReport into text, JSON, CSV and HTML.
 //
 // Blocking; call from one thread. Progress is reported through hooks.
@@ -38,6 +40,14 @@ struct BenchOptions {
   // Compare every configuration's outputs with the CPU provider's.
   bool check_accuracy = true;
   Tolerance tolerance;
+  // --precision: the precisions to measure (bench/precisions.h); empty:
+  // DefaultPrecision(provider), not judged against fp32. With --sweep they
+  // are the sweep's precision axis. Refused on TensorRT, which makes its own
+  // precision choices.
+  std::vector<Precision> precisions;
+  // --budget: what fp16 and mixed (and TF32) may change against fp32
+  // before a precision is marked outside it and never recommended.
+  PrecisionBudget budget;
   // --sweep: compare the variants of `sweep_axes` (empty: default axes).
   bool sweep = false;
   std::vector<std::string> sweep_axes;
@@ -75,8 +85,8 @@ std::vector<RunnerPlan> PlanRunners(const std::vector<int64_t>& batches, const s
                                     ConcurrencyMode mode);
 
 // Errors (returned, not recorded): the model does not load, an input spec
-// does not fit it, an option is invalid, or - without --sweep - the one
-// configuration fails (EP missing, I/O mode not possible). With --sweep a
+// does not fit it, an option is invalid, or - without --sweep - a
+// configuration or a conversion fails (EP missing, I/O mode not possible). With --sweep a
 // failing variant is recorded in its ConfigResult and the rest still run.
 Expected<BenchReport> RunBenchmark(const BenchOptions& options, const BenchHooks& hooks = {});
 

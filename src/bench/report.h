@@ -32,6 +32,9 @@ std::vector<std::string> RecommendationLines(const BenchReport& report);
 // A page (report::HtmlPage) with, in this order:
 //  - with two variants or more, a bar per variant: p50 latency at the
 //    smallest batch and concurrency, throughput at the throughput pick's;
+//  - with two precisions or more, throughput against the least row cosine
+//    against fp32, one series per precision (a scatter, at the throughput
+//    pick's batch and concurrency);
 //  - p50 latency and throughput against batch size and against concurrency,
 //    one line per variant (past 4 variants: the default and the picks'),
 //    only where that dimension took >= 2 values:
@@ -40,10 +43,12 @@ std::vector<std::string> RecommendationLines(const BenchReport& report);
 //  - latency histograms (report::LatencyHistogram, so one outlier cannot
 //    flatten them) for the recommended configurations, each variant at the
 //    smallest batch and concurrency, then the rest, at most 6;
-//  - the table of every configuration, the config.pbtxt fragment
+//  - the table of every configuration (precision and its accuracy against
+//    fp32 included), the config.pbtxt fragment
 //    (<pre id="config-pbtxt">) and the notes.
 // Chart boxes are <div class="chart" data-chart="ID" data-kind="KIND">, ID
 // histogram-<result index>, latency-by-variant, throughput-by-variant,
+// throughput-vs-accuracy,
 // latency-vs-batch, throughput-vs-batch, latency-vs-concurrency or
 // throughput-vs-concurrency.
 std::string RenderHtml(const BenchReport& report);

@@ -7,6 +7,19 @@
 namespace ortgpu::bench {
 namespace {
 
+nlohmann::json PrecisionJson(const PrecisionAccuracy& a) {
+  nlohmann::json j = {{"checked", a.checked}};
+  if (!a.note.empty()) j["note"] = a.note;
+  if (!a.checked) return j;
+  j["reference"] = a.reference;
+  j["min_cosine"] = a.min_cosine;
+  j["max_rel_error"] = a.max_rel_error;
+  j["top1_agreement"] = a.top1_agreement ? nlohmann::json(*a.top1_agreement) : nlohmann::json(nullptr);
+  j["within_budget"] = a.within_budget;
+  j["violations"] = a.violations;
+  return j;
+}
+
 nlohmann::json ResultJson(const ConfigResult& r, bool with_samples) {
   nlohmann::json j;
   const auto& c = r.config;
@@ -20,6 +33,9 @@ nlohmann::json ResultJson(const ConfigResult& r, bool with_samples) {
   j["optimization"] = OptimizationLevelName(c.variant.optimization);
   j["cuda_options"] = c.variant.cuda_options;
   j["provider"] = ProviderName(c.provider);
+  j["precision"] = PrecisionName(c.variant.precision);
+  // Against true fp32 (TF32 off): what the precision changed.
+  j["precision_accuracy"] = PrecisionJson(r.precision_accuracy);
   j["batch"] = c.batch;
   j["concurrency"] = c.concurrency;
   j["concurrency_mode"] = ConcurrencyModeName(c.concurrency_mode);
@@ -70,12 +86,16 @@ std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
   j["results"] = nlohmann::json::array();
   for (const auto& r : report.results) j["results"].push_back(ResultJson(r, options.with_samples));
   j["notes"] = report.notes;
+  j["precision_budget"] = report.precision_budget.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.precision_budget);
   if (report.recommendation) {
     const auto& rec = *report.recommendation;
     auto pick = [&](const std::optional<Pick>& p) {
       if (!p) return nlohmann::json(nullptr);
       const auto& c = report.results[p->index].config;
-      return nlohmann::json{{"index", p->index}, {"variant", c.variant.name}, {"batch", c.batch},
+      return nlohmann::json{{"index", p->index}, {"variant", c.variant.name}, {"precision", PrecisionName(c.variant.precision)},
+                            {"traded", p->traded.empty() ? nlohmann::json(nullptr) : nlohmann::json(p->traded)},
+                            {"faster_outside_budget", p->faster_outside_budget ? nlohmann::json(*p->faster_outside_budget) : nlohmann::json(nullptr)},
+                            {"batch", c.batch},
                             {"concurrency", c.concurrency}, {"gain_over_default", p->has_baseline ? nlohmann::json(p->gain) : nlohmann::json(nullptr)},
                             {"unstable", p->unstable},
                             {"faster_unstable", p->faster_unstable ? nlohmann::json(*p->faster_unstable) : nlohmann::json(nullptr)},
@@ -91,12 +111,15 @@ std::string RenderCsv(const BenchReport& report) {
   std::string out =
       "variant,provider,io,optimization,batch,concurrency,concurrency_mode,status,count,min_ms,mean_ms,p50_ms,p90_ms,p95_ms,"
       "p99_ms,p999_ms,max_ms,stddev_ms,runs_per_s,items_per_s,session_create_ms,first_run_ms,stable,max_abs_error,"
-      "max_rel_error,peak_rss_mb,cpu_percent,gpu_memory_mb,error\n";
+      "max_rel_error,peak_rss_mb,cpu_percent,gpu_memory_mb,precision,fp32_min_cosine,fp32_max_rel_error,fp32_top1,"
+      "within_budget,error\n";
   for (const auto& r : report.results) {
     const auto& c = r.config;
     const auto& s = r.stats;
     const std::string status = !r.error.ok() ? "error" : (r.accuracy.checked && !r.accuracy.passed) ? "wrong" : "ok";
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{:.1f},{:.1f},{},{}\n",
+    const PrecisionAccuracy& pa = r.precision_accuracy;
+    const std::string within = !pa.checked ? "" : pa.within_budget ? "1" : "0";
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{:.1f},{:.1f},{},{},{},{},{},{},{}\n",
                        CsvField(c.variant.name), ProviderName(c.provider), IoModeName(c.variant.io),
                        OptimizationLevelName(c.variant.optimization), c.batch, c.concurrency, ConcurrencyModeName(c.concurrency_mode),
                        status, s.count, s.min_ms, s.mean_ms, s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms, s.p999_ms, s.max_ms,
@@ -104,6 +127,9 @@ std::string RenderCsv(const BenchReport& report) {
                        r.accuracy.checked ? fmt::format("{:.6g}", r.accuracy.max_abs_error) : "",
                        r.accuracy.checked ? fmt::format("{:.6g}", r.accuracy.max_rel_error) : "", r.peak_rss_mb,
                        r.cpu_utilisation, r.gpu_memory_mb ? fmt::format("{:.1f}", *r.gpu_memory_mb) : "",
+                       PrecisionName(c.variant.precision), pa.checked ? fmt::format("{:.8f}", pa.min_cosine) : "",
+                       pa.checked ? fmt::format("{:.6g}", pa.max_rel_error) : "",
+                       pa.checked && pa.top1_agreement ? fmt::format("{:.6g}", *pa.top1_agreement) : "", within,
                        CsvField(r.error.ok() ? "" : r.error.message()));
   }
   return out;

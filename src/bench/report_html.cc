@@ -196,6 +196,54 @@ void AddVariantBars(const BenchReport& report, report::HtmlPage& page) {
   }
 }
 
+// With two precisions or more: throughput against the least row cosine
+// against fp32, one series per precision, at the throughput pick's batch
+// and concurrency (else the smallest): what each precision buys and costs.
+void AddPrecisionChart(const BenchReport& report, report::HtmlPage& page) {
+  std::set<Precision> precisions;
+  for (const auto& r : report.results) {
+    if (Usable(r)) precisions.insert(r.config.variant.precision);
+  }
+  std::optional<BatchAndConcurrency> at = SmallestBatchAndConcurrency(report, Usable);
+  if (precisions.size() < 2 || !at) return;
+  const std::optional<size_t> pick = PickIndex(report, false);
+  if (pick) at = BatchAndConcurrency{report.results[*pick].config.batch, report.results[*pick].config.concurrency};
+  Chart c;
+  c.id = "throughput-vs-accuracy";
+  c.kind = ChartKind::kScatter;
+  c.title = fmt::format("Throughput against accuracy by precision (batch {}, concurrency {})", at->batch, at->concurrency);
+  c.x_label = "least row cosine against fp32 (1: fp32)";
+  c.y_label = "items/s";
+  std::map<Precision, size_t> index;
+  std::vector<std::string> unjudged;
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const auto& r = report.results[i];
+    if (!Usable(r) || r.config.batch != at->batch || r.config.concurrency != at->concurrency) continue;
+    const PrecisionAccuracy& a = r.precision_accuracy;
+    if (!a.checked) {
+      unjudged.push_back(r.config.variant.name);
+      continue;
+    }
+    auto [it, added] = index.try_emplace(r.config.variant.precision, c.series.size());
+    if (added) c.series.push_back({std::string(PrecisionName(r.config.variant.precision)), {}});
+    Point p{a.min_cosine, r.stats.items_per_s,
+            fmt::format("{}: p50 {:.4g} ms, {}, budget {}", r.config.variant.name, r.stats.p50_ms, DescribeAccuracy(a),
+                        BudgetCell(a))};
+    c.series[it->second].points.push_back(p);
+    if (pick == i) {
+      c.highlight = p;
+      c.highlight_label = "recommended for throughput: " + r.config.variant.name;
+    }
+  }
+  page.AddHeading("Speed against accuracy");
+  page.AddChart(std::move(c));
+  if (!unjudged.empty()) {
+    std::string names;
+    for (const auto& n : unjudged) names += (names.empty() ? "" : ", ") + n;
+    page.AddParagraph("Not on the chart, their accuracy against fp32 not judged: " + names);
+  }
+}
+
 // Four significant digits: 4.422 ms and 0.001282 ms alike (a fixed three
 // decimals would print the second as 0.001).
 std::string Ms(double ms) { return fmt::format("{:.4g}", ms); }
@@ -210,21 +258,28 @@ void AddTable(const BenchReport& report, report::HtmlPage& page) {
     if (PickIndex(report, false) == i) pick += pick.empty() ? "best throughput" : ", best throughput";
     // A reference I/O mode is never picked; the column says why.
     if (pick.empty() && !ServedByServe(c.variant.io)) pick = "not servable: " + std::string(NotServedReason(c.variant.io));
+    if (pick.empty() && !Recommendable(c.variant.precision, r.precision_accuracy)) {
+      pick = r.precision_accuracy.checked ? "outside the accuracy budget" : "accuracy against fp32 not judged";
+    }
+    const std::string precision(PrecisionName(c.variant.precision));
     if (!r.error.ok()) {
-      rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), "", "", "", "", "", "", "", "", "",
-                      StatusText(r)});
+      rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), precision, "", "", "", "", "",
+                      "", "", "", "", "", "", "", "", StatusText(r)});
       if (report.recommendation) rows.back().push_back(pick);
       continue;
     }
     const auto& s = r.stats;
-    rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), r.memory,
+    const PrecisionAccuracy& pa = r.precision_accuracy;
+    rows.push_back({c.variant.name, std::to_string(c.batch), std::to_string(c.concurrency), precision, r.memory,
                     Ms(s.p50_ms), Ms(s.p90_ms), Ms(s.p99_ms), Ms(s.mean_ms), fmt::format("{:.1f}", s.runs_per_s), fmt::format("{:.1f}", s.items_per_s),
-                    r.accuracy.checked ? fmt::format("{:.2g}", r.accuracy.max_abs_error) : "-",
+                    r.accuracy.checked ? fmt::format("{:.2g}", r.accuracy.max_abs_error) : "-", CosineCell(pa),
+                    RelErrorCell(pa), Top1Cell(pa), BudgetCell(pa),
                     r.gpu_memory_mb ? fmt::format("{:.0f}", *r.gpu_memory_mb) : "n/a", StatusText(r)});
     if (report.recommendation) rows.back().push_back(pick);
   }
-  std::vector<std::string> header = {"variant", "batch",   "conc.",       "memory", "p50 ms", "p90 ms", "p99 ms",
-                                     "mean ms", "runs/s", "items/s", "max abs err", "GPU MB", "status"};
+  std::vector<std::string> header = {"variant", "batch",  "conc.",   "precision",   "memory",   "p50 ms",
+                                     "p90 ms",  "p99 ms", "mean ms", "runs/s",      "items/s",  "max abs err",
+                                     "min cos (fp32)", "rel err (fp32)", "top-1 (fp32)", "in budget", "GPU MB", "status"};
   if (report.recommendation) header.push_back("pick");  // only a sweep recommends
   page.AddTable(std::move(header), std::move(rows));
 }
@@ -242,6 +297,7 @@ std::string RenderHtml(const BenchReport& report) {
   // The trends first (what a sweep is for), then the distributions behind
   // them, then every figure.
   AddVariantBars(report, page);
+  AddPrecisionChart(report, page);
   AddSlices(report, Axis::kBatch, page);
   AddSlices(report, Axis::kConcurrency, page);
   const std::vector<size_t> histograms = HistogramResults(report);
@@ -269,6 +325,7 @@ std::string RenderHtml(const BenchReport& report) {
   for (const auto& r : report.results) {
     if (Wrong(r)) notes.push_back(fmt::format("accuracy failure: {}: {}", ConfigurationLabel(r.config), r.accuracy.note));
   }
+  if (!report.precision_budget.empty()) notes.push_back("precision accuracy is against fp32 (TF32 off); budget: " + report.precision_budget);
   notes.insert(notes.end(), report.notes.begin(), report.notes.end());
   if (!notes.empty()) {
     page.AddHeading("Notes");

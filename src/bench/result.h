@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "ort/accuracy.h"
+#include "bench/precisions.h"
 #include "bench/statistics.h"
+#include "ort/accuracy.h"
 #include "ort/io_binding.h"
 #include "ort/session_options.h"
 #include "status/status.h"
@@ -33,6 +34,9 @@ struct Variant {
   IoMode io = IoMode::kHost;
   OptimizationLevel optimization = OptimizationLevel::kAll;
   std::map<std::string, std::string> cuda_options;  // merged over the base options
+  // The model's precision (bench/precisions.h); fp32 on CUDA also sets
+  // use_tf32=0 in cuda_options.
+  Precision precision = Precision::kTf32;
 };
 
 struct Configuration {
@@ -52,7 +56,13 @@ struct ConfigResult {
   std::vector<double> samples_ms;  // raw, in completion order
   double wall_s = 0;
   LatencyStats stats;
+  // Outputs against the CPU provider running the same model (the converted
+  // one for fp16 and mixed): did this provider and these settings change
+  // the answer.
   Accuracy accuracy;
+  // The precision's outputs against true float32: what the precision
+  // changed (the same for every result of one precision).
+  PrecisionAccuracy precision_accuracy;
   double peak_rss_mb = 0;
   double cpu_utilisation = 0;  // CPU time / wall time during the timed phase, percent of one core
   std::optional<double> gpu_memory_mb;
@@ -73,6 +83,13 @@ struct Pick {
   // cuda-graph: not what `ortgpu serve` runs) when it measured better than
   // the pick; never picked itself.
   std::optional<size_t> faster_not_served;
+  // A faster configuration passed over for its precision: outside the
+  // accuracy budget, or a conversion whose accuracy was not judged.
+  std::optional<size_t> faster_outside_budget;
+  // When the pick's precision is not the default variant's: what it traded,
+  // "fp16: 1.43x the tf32 throughput, min cosine 0.99991, ..." (the same
+  // settings at the default precision, same batch and concurrency).
+  std::string traded;
 };
 
 struct Recommendation {
@@ -89,6 +106,9 @@ struct BenchReport {
   std::vector<ConfigResult> results;
   std::optional<Recommendation> recommendation;  // set by --sweep
   std::vector<std::string> notes;                // warnings worth a line each
+  // DescribeBudget of the budget precisions were judged by; empty when none
+  // was (no --precision asked, or --no-check).
+  std::string precision_budget;
 
   // True when every configuration was measured and passed its accuracy check.
   bool ok() const;

@@ -39,6 +39,8 @@ struct BenchFlags {
   bool no_check = false;
   double atol = 1e-3;
   double rtol = 5e-2;
+  std::vector<std::string> precisions;
+  std::string budget;
   bool sweep = false;
   std::vector<std::string> sweep_axes;
   bool json = false;
@@ -80,6 +82,11 @@ Expected<bench::BenchOptions> ToOptions(const BenchFlags& f) {
   o.inputs.seed = f.seed;
   o.check_accuracy = !f.no_check;
   o.tolerance = {f.atol, f.rtol};
+  for (const auto& p : f.precisions) {
+    ORTGPU_ASSIGN_OR_RETURN(auto precision, bench::ParsePrecision(p));
+    o.precisions.push_back(precision);
+  }
+  ORTGPU_ASSIGN_OR_RETURN(o.budget, ParsePrecisionBudget(f.budget));
   o.sweep = f.sweep;
   o.sweep_axes = f.sweep_axes;
   return o;
@@ -223,9 +230,19 @@ void AddBenchCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--input", f->input_files, "NAME=FILE, real data from a .npy or ONNX TensorProto .pb file; repeatable")
       ->allow_extra_args(false);
   cmd->add_option("--seed", f->seed, "Seed of the generated inputs")->default_val(1);
-  cmd->add_flag("--no-check", f->no_check, "Skip the accuracy check against the CPU provider");
+  cmd->add_flag("--no-check", f->no_check, "Skip the accuracy checks: against the CPU provider, and --precision's against fp32");
   cmd->add_option("--atol", f->atol, "Accuracy: absolute tolerance")->default_val(1e-3);
   cmd->add_option("--rtol", f->rtol, "Accuracy: tolerance as a share of each output's range (5% admits TF32)")->default_val(5e-2);
+  cmd->add_option("--precision", f->precisions,
+                  "Precisions to measure, comma-separated: fp32 (TF32 off), tf32 (the CUDA default), fp16, mixed (fp16 "
+                  "with the nodes that break --budget kept fp32); converted once each in-process and judged against "
+                  "fp32. Default: tf32 on CUDA, fp32 on the CPU (where tf32 is fp32), not judged. With --sweep: the "
+                  "precision axis")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "mixed"}))
+      ->allow_extra_args(false);
+  cmd->add_option("--budget", f->budget,
+                  std::string(kPrecisionBudgetHelp) + "; a precision outside it is measured, marked, never recommended");
   cmd->add_flag("--sweep", f->sweep, "Compare a matrix of settings and recommend the best for latency and throughput");
   cmd->add_option("--sweep-axes", f->sweep_axes, AxesHelp())->delimiter(',')->allow_extra_args(false);
   cmd->add_flag("--json", f->json, "Print one JSON document instead of the table");

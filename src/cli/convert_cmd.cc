@@ -244,9 +244,7 @@ void AddConvertCommand(CLI::App& app, CommandResult& result) {
       ->check(CLI::PositiveNumber)
       ->default_val(4);
   cmd->add_option("--seed", f->seed, "Seed of the generated inputs")->default_val(1);
-  cmd->add_option("--budget", f->budget,
-                  "Accuracy budget, KEY=VALUE,...: cosine=MIN (0.999), top1=MIN (0.99), rel=MAX (0.05; 0 = "
-                  "unbounded), nonfinite=allow|deny (deny)");
+  cmd->add_option("--budget", f->budget, kPrecisionBudgetHelp);
   cmd->add_flag("--no-check", f->no_check, "Convert only: no accuracy check (not with --to mixed)");
   cmd->add_flag("--no-placement", f->no_placement, "On --provider cuda: skip the placement-aware pass");
   cmd->add_option("--fuse", f->fuse,

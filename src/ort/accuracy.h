@@ -113,6 +113,11 @@ struct PrecisionBudget {
   double max_rel_error = 0.05;
 };
 
+// The --budget flag's help, one text for every command that takes it.
+inline constexpr const char* kPrecisionBudgetHelp =
+    "Accuracy budget, KEY=VALUE,...: cosine=MIN (0.999), top1=MIN (0.99), rel=MAX (0.05; 0 = unbounded), "
+    "nonfinite=allow|deny (deny)";
+
 // Parses "cosine=0.999,top1=0.99,rel=0.05,nonfinite=allow" (any subset; the
 // rest keeps the defaults); the error names the bad key and lists the keys.
 Expected<PrecisionBudget> ParsePrecisionBudget(std::string_view text);

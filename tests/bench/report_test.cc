@@ -158,3 +158,65 @@ TEST(ReportTest, HtmlDrawsEveryChartInHeadlessChromium) {
 
 }  // namespace
 }  // namespace ortgpu::bench
+
+namespace ortgpu::bench {
+namespace {
+
+// Sample() at two precisions: io=bound becomes fp16, judged against fp32.
+BenchReport WithPrecisions() {
+  BenchReport report = Sample();
+  report.precision_budget = "row cosine >= 0.999";
+  for (auto& r : report.results) {
+    if (r.config.variant.is_default) {
+      r.precision_accuracy.checked = true;  // tf32, judged
+      r.precision_accuracy.min_cosine = 0.999998;
+    }
+    if (r.config.variant.name != "io=bound") continue;
+    r.config.variant.name = "precision=fp16";
+    r.config.variant.io = IoMode::kServed;
+    r.config.variant.precision = Precision::kFp16;
+    r.precision_accuracy.checked = true;
+    r.precision_accuracy.min_cosine = 0.99991;
+    r.precision_accuracy.max_rel_error = 0.0012;
+    r.precision_accuracy.top1_agreement = 1.0;
+  }
+  report.recommendation = Recommend(report);
+  return report;
+}
+
+TEST(ReportTest, Issue26EveryOutputCarriesThePrecisionAndItsAccuracy) {
+  const BenchReport report = WithPrecisions();
+  const std::string table = RenderTable(report);
+  EXPECT_NE(table.find("prec"), std::string::npos);
+  EXPECT_NE(table.find("0.999910"), std::string::npos) << table;
+  EXPECT_NE(table.find("precision accuracy against fp32 (TF32 off)"), std::string::npos);
+
+  auto j = nlohmann::json::parse(RenderJson(report));
+  EXPECT_EQ(j["precision_budget"], "row cosine >= 0.999");
+  const auto& fp16 = j["results"][6];
+  EXPECT_EQ(fp16["precision"], "fp16");
+  EXPECT_EQ(fp16["precision_accuracy"]["min_cosine"], 0.99991);
+  EXPECT_EQ(fp16["precision_accuracy"]["top1_agreement"], 1.0);
+  EXPECT_TRUE(fp16["precision_accuracy"]["within_budget"].get<bool>());
+  EXPECT_EQ(j["results"][0]["precision"], "tf32");
+  EXPECT_TRUE(j["results"][0]["precision_accuracy"]["checked"].get<bool>());
+
+  const std::string csv = RenderCsv(report);
+  EXPECT_NE(csv.find("precision,fp32_min_cosine,fp32_max_rel_error,fp32_top1,within_budget,error"), std::string::npos);
+  EXPECT_NE(csv.find(",fp16,0.99991000,0.0012,1,1,"), std::string::npos) << csv;
+
+  const std::string html = RenderHtml(report);
+  for (const char* part : {"data-chart=\"throughput-vs-accuracy\"", "<th>min cos (fp32)</th>", ">0.999910</td>"}) {
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  }
+}
+
+TEST(ReportTest, Issue26SpeedAgainstAccuracyDrawsInHeadlessChromium) {
+  if (!testing::HaveChromium()) GTEST_SKIP() << "chromium is not installed";
+  const testing::RenderedPage page = testing::RenderInChromium(RenderHtml(WithPrecisions()), "");
+  ASSERT_TRUE(page.ran && page.chart_errors.empty()) << page.command << page.chart_errors;
+  EXPECT_TRUE(page.charts_drawn == page.charts_expected && page.dom.find("throughput-vs-accuracy") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ortgpu::bench

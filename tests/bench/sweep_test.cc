@@ -244,3 +244,106 @@ TEST(RecommendTest, NothingUsableMeansNoPick) {
 
 }  // namespace
 }  // namespace ortgpu::bench
+
+namespace ortgpu::bench {
+namespace {
+
+TEST(PrecisionSweepTest, Issue26PrecisionAxisOnTheCpuMakesTf32Fp32AndOnCudaFp32TurnsTf32Off) {
+  Variant cpu_base;
+  cpu_base.precision = Precision::kFp32;
+  auto cpu = ExpandSweep(Provider::kCpu, {"precision=tf32|fp32|fp16"}, cpu_base);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  ASSERT_EQ(cpu->size(), 2u) << "tf32 and fp32 are one variant on the CPU";
+  EXPECT_EQ((*cpu)[0].name, "default");
+  EXPECT_EQ((*cpu)[0].precision, Precision::kFp32);
+  EXPECT_EQ((*cpu)[1].name, "precision=fp16");
+  EXPECT_TRUE((*cpu)[1].cuda_options.empty());
+
+  auto cuda = ExpandSweep(Provider::kCuda, {"io=served"}, Variant{}, {"precision=tf32|fp32|mixed"});
+  ASSERT_TRUE(cuda.ok()) << cuda.status().ToString();
+  ASSERT_EQ(cuda->size(), 4u) << "the default (host), then io=served at three precisions";
+  EXPECT_EQ((*cuda)[2].name, "io=served precision=fp32");
+  EXPECT_EQ((*cuda)[2].cuda_options.at("use_tf32"), "0");
+  EXPECT_EQ((*cuda)[3].precision, Precision::kMixed);
+  EXPECT_EQ((*cuda)[3].cuda_options.count("use_tf32"), 0u);
+}
+
+TEST(PrecisionSweepTest, Issue26PrecisionWithUseTf32OrTwiceIsRefusedSayingWhy) {
+  auto both = ExpandSweep(Provider::kCuda, {"use_tf32", "precision"}, Variant{});
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("sweep one of them"), std::string::npos) << both.status().message();
+  auto twice = ExpandSweep(Provider::kCpu, {"precision=fp16"}, Variant{}, {"precision=fp32"});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("given twice"), std::string::npos);
+  auto bad = ExpandSweep(Provider::kCpu, {"precision=fp8"}, Variant{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tf32, fp32, fp16, mixed"), std::string::npos) << bad.status().message();
+}
+
+// A result at `precision` judged against fp32.
+ConfigResult AtPrecision(const std::string& name, bool is_default, Precision precision, double items, double cosine,
+                         bool within) {
+  ConfigResult r = Result(name, is_default, 8, 1000 * 8 / items, items);
+  r.config.variant.precision = precision;
+  r.precision_accuracy.checked = true;
+  r.precision_accuracy.reference = precision == Precision::kFp32;
+  r.precision_accuracy.min_cosine = cosine;
+  r.precision_accuracy.top1_agreement = 1.0;
+  r.precision_accuracy.within_budget = within;
+  if (!within) r.precision_accuracy.violations = {"output 'y': row cosine 0.910000 < 0.999"};
+  return r;
+}
+
+TEST(PrecisionRecommendTest, Issue26LowerPrecisionIsPickedWithinTheBudgetAndSaysWhatItTraded) {
+  BenchReport report = BatchingReport("resnet50.onnx", Provider::kCuda);
+  report.precision_budget = "row cosine >= 0.999";
+  report.results.push_back(AtPrecision("default", true, Precision::kTf32, 1000, 0.99999, true));
+  report.results.push_back(AtPrecision("precision=fp16", false, Precision::kFp16, 1430, 0.99991, true));
+  const Recommendation rec = Recommend(report);
+  ASSERT_TRUE(rec.throughput);
+  EXPECT_EQ(rec.throughput->index, 1u);
+  EXPECT_EQ(rec.throughput->traded, "fp16: 1.43x the tf32 throughput, min cosine 0.99991, max rel error 0, top-1 100%");
+  EXPECT_NE(rec.config_pbtxt.find("parameters { key: \"precision\" value: { string_value: \"fp16\" } }"), std::string::npos)
+      << rec.config_pbtxt;
+  EXPECT_NE(rec.config_pbtxt.find("# precision fp16: 1.43x the tf32 throughput"), std::string::npos) << rec.config_pbtxt;
+  report.recommendation = rec;
+  const std::string table = RenderTable(report);
+  EXPECT_NE(table.find("best throughput: precision=fp16 at batch 8, concurrency 1: 1430.0 items/s (1.43x the default; "
+                       "fp16: 1.43x the tf32 throughput"),
+            std::string::npos)
+      << table;
+}
+
+TEST(PrecisionRecommendTest, Issue26OutsideTheBudgetOrUnjudgedIsNeverPickedAndTheFragmentSaysSo) {
+  BenchReport report = BatchingReport("m.onnx", Provider::kCuda);
+  report.results.push_back(AtPrecision("default", true, Precision::kTf32, 1000, 0.99999, true));
+  report.results.push_back(AtPrecision("precision=fp16", false, Precision::kFp16, 1900, 0.91, false));
+  ConfigResult unjudged = Result("precision=mixed", false, 8, 1, 8000);
+  unjudged.config.variant.precision = Precision::kMixed;
+  unjudged.precision_accuracy.note = "--no-check";
+  report.results.push_back(unjudged);
+  const Recommendation rec = Recommend(report);
+  ASSERT_TRUE(rec.throughput);
+  EXPECT_EQ(rec.throughput->index, 0u) << "tf32, the only precision within the budget and judged";
+  EXPECT_EQ(rec.throughput->traded, "");
+  EXPECT_EQ(rec.throughput->faster_outside_budget, std::optional<size_t>(2)) << "mixed, the fastest, was not judged";
+  EXPECT_NE(rec.config_pbtxt.find("precision=mixed (batch 8, concurrency 1) measured 8000.0 items/s but is not "
+                                  "recommended: its accuracy against fp32 was not judged"),
+            std::string::npos)
+      << rec.config_pbtxt;
+  EXPECT_EQ(rec.config_pbtxt.find("key: \"precision\""), std::string::npos);
+}
+
+TEST(PrecisionRecommendTest, Issue26Fp32IsTheCudaOptionUseTf32Off) {
+  BenchReport report = BatchingReport("m.onnx", Provider::kCuda);
+  ConfigResult fp32 = AtPrecision("default", true, Precision::kFp32, 1000, 1, true);
+  fp32.config.variant.cuda_options["use_tf32"] = "0";
+  report.results.push_back(fp32);
+  const std::string pbtxt = ConfigPbtxtFragment(report, 0);
+  EXPECT_NE(pbtxt.find("parameters { key: \"use_tf32\" value: \"0\" }"), std::string::npos) << pbtxt;
+  EXPECT_NE(pbtxt.find("# precision fp32: TF32 off"), std::string::npos);
+  EXPECT_EQ(pbtxt.find("key: \"precision\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ortgpu::bench
