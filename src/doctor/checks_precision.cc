@@ -16,6 +16,11 @@ std::string Join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+// "1 island", "3 islands".
+std::string Counted(size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 // ResNet-50, batch 32, on the H200 (docs/BENCHMARKS.md, issue 26).
 constexpr const char* kTf32Cost =
     "ResNet-50 at batch 32 on the H200 ran 2,333/s in true float32 against 7,232/s with TF32 "
@@ -41,7 +46,6 @@ std::string OrtgpuUses(const gpu::TensorCores& tc) {
   return s;
 }
 
-
 std::string DescribeIsland(const PrecisionIsland& island) {
   std::vector<std::pair<int, std::string>> ops;
   for (const auto& [op, n] : island.ops) ops.emplace_back(-n, op);
@@ -51,9 +55,9 @@ std::string DescribeIsland(const PrecisionIsland& island) {
   constexpr size_t kNamesShown = 6;
   std::vector<std::string> names(island.nodes.begin(),
                                  island.nodes.begin() + std::min(island.nodes.size(), kNamesShown));
-  std::string s = fmt::format("{} nodes ({}): {}", island.nodes.size(), Join(op_list, ", "), Join(names, ", "));
+  std::string s = fmt::format("{} ({}): {}", Counted(island.nodes.size(), "node"), Join(op_list, ", "), Join(names, ", "));
   if (island.nodes.size() > kNamesShown) s += fmt::format(" and {} more", island.nodes.size() - kNamesShown);
-  return s + fmt::format("; {} Casts at its borders", island.border_casts);
+  return s + fmt::format("; {} at its borders", Counted(island.border_casts, "Cast"));
 }
 
 void AddCensusFinding(const ModelPrecisionInputs& in, const std::string& prefix, const gpu::TensorCores& tc,
@@ -63,15 +67,15 @@ void AddCensusFinding(const ModelPrecisionInputs& in, const std::string& prefix,
   std::string title;
   switch (c.precision) {
     case ModelPrecision::kFloat32:
-      title = fmt::format("float32 model: {} nodes compute in float32", c.fp32_nodes);
+      title = "float32 model: " + Counted(c.fp32_nodes, "node") + " compute in float32";
       break;
     case ModelPrecision::kFloat16:
       title = fmt::format("float16 model: {} nodes compute in {}, none in float32", half,
                           c.bf16_nodes == 0 ? "float16" : c.fp16_nodes == 0 ? "bfloat16" : "float16 or bfloat16");
       break;
     case ModelPrecision::kMixed:
-      title = fmt::format("mixed-precision model: {} nodes in float16, {} in float32 ({} islands)", half,
-                          c.fp32_nodes, c.fp32_islands.size());
+      title = fmt::format("mixed-precision model: {} nodes in float16, {} in float32 ({})", half, c.fp32_nodes,
+                          Counted(c.fp32_islands.size(), "island"));
       break;
     case ModelPrecision::kOther:
       title = "no float16 or float32 compute (an integer or float64 model)";
@@ -124,8 +128,9 @@ void AddIslandsFinding(const PrecisionCensus& c, const std::string& prefix, Repo
     borders += i.border_casts;
   }
   Finding f = MakeFinding(prefix + ".fp32_islands", Layer::kModel, Verdict::kInfo,
-                          fmt::format("{} float32 islands in the float16 model: {} nodes, {} Casts at their borders",
-                                      c.fp32_islands.size(), island_nodes, borders));
+                          fmt::format("{} in the float16 model: {}, {} at their borders",
+                                      Counted(c.fp32_islands.size(), "float32 island"), Counted(island_nodes, "node"),
+                                      Counted(borders, "Cast")));
   constexpr size_t kShown = 3;
   std::vector<std::string> shown;
   for (size_t i = 0; i < c.fp32_islands.size() && i < kShown; ++i) {
@@ -148,9 +153,10 @@ void AddIslandsFinding(const PrecisionCensus& c, const std::string& prefix, Repo
 void AddCastsFinding(const PrecisionCensus& c, const std::string& prefix, Report& report) {
   const bool waste = !c.cancelling_casts.empty() || !c.useless_casts.empty();
   Finding f = MakeFinding(prefix + ".casts", Layer::kModel, waste ? Verdict::kWarn : Verdict::kPass,
-                          waste ? fmt::format("{} Cast pairs cancel and {} Casts change nothing (of {} Casts)",
-                                              c.cancelling_casts.size(), c.useless_casts.size(), c.casts)
-                                : fmt::format("{} Casts, none wasted", c.casts));
+                          waste ? fmt::format("wasted Casts: {} that cancel, {} to the type read (of {})",
+                                              Counted(c.cancelling_casts.size(), "pair"),
+                                              Counted(c.useless_casts.size(), "Cast"), Counted(c.casts, "Cast"))
+                                : Counted(c.casts, "Cast") + ", none wasted");
   std::vector<std::string> items;
   for (const auto& p : c.cancelling_casts) items.push_back(fmt::format("{} -> {} ({})", p.first, p.second, p.types));
   for (const auto& u : c.useless_casts) items.push_back(u);
@@ -177,7 +183,7 @@ void AddCpuFinding(const PlacementSummary& p, const std::string& prefix, Report&
   }
   Finding f = MakeFinding(prefix + ".fp16_cpu", Layer::kModel, nodes.empty() ? Verdict::kPass : Verdict::kWarn,
                           nodes.empty() ? "no float16 compute node fell back to the CPU"
-                                        : fmt::format("{} float16 compute nodes fell back to the CPU", nodes.size()),
+                                        : Counted(nodes.size(), "float16 compute node") + " fell back to the CPU",
                           /*gpu=*/true);
   if (nodes.empty()) {
     f.seen = fmt::format("{} nodes profiled on the CUDA run", p.total_nodes);

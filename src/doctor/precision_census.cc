@@ -66,6 +66,16 @@ bool HoldsEveryValueOf(int wide, int narrow) {
   return false;
 }
 
+void StripValues(::onnx::TensorProto& t) {
+  t.clear_raw_data();
+  t.clear_float_data();
+  t.clear_int32_data();
+  t.clear_int64_data();
+  t.clear_double_data();
+  t.clear_uint64_data();
+  t.clear_string_data();
+}
+
 struct DisjointSets {
   std::vector<int> parent;
   explicit DisjointSets(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
@@ -203,12 +213,22 @@ Expected<PrecisionCensus> ReadPrecisionCensus(const FileSystem& fs, const std::s
   if (size > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
     return InvalidArgument(path + " is over 2 GiB, more than one protobuf message holds; its graph is not read");
   }
-  ORTGPU_ASSIGN_OR_RETURN(const std::string bytes, fs.ReadFile(path));
   ::onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return InvalidArgument(path + " is not an ONNX model (no ModelProto parses from it)");
+  {
+    ORTGPU_ASSIGN_OR_RETURN(const std::string bytes, fs.ReadFile(path));
+    if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return InvalidArgument(path + " is not an ONNX model (no ModelProto parses from it)");
+    }
   }
-  auto derivation = onnx::DeriveGraph(bytes);
+  // The census needs the weights' types and dims, not their values: drop
+  // them, so the graph walk below parses kilobytes, not the whole model again.
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) StripValues(t);
+  for (auto& n : *model.mutable_graph()->mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_t()) StripValues(*a.mutable_t());
+    }
+  }
+  auto derivation = onnx::DeriveGraph(model.SerializeAsString());
   return CensusPrecision(model, derivation.ok() ? &*derivation : nullptr);
 }
 

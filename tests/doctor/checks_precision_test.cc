@@ -175,7 +175,7 @@ TEST(CheckModelPrecisionTest, MixedModelListsItsIslandsAndCasts) {
   Report r = CheckModel(c, kH200);
   const Finding* p = r.Find("model.1.precision");
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->title, "mixed-precision model: 3 nodes in float16, 2 in float32 (1 islands)");
+  EXPECT_EQ(p->title, "mixed-precision model: 3 nodes in float16, 2 in float32 (1 island)");
   EXPECT_TRUE(p->fix.empty());
   const Finding* islands = r.Find("model.1.fp32_islands");
   ASSERT_NE(islands, nullptr);
@@ -218,7 +218,7 @@ TEST(CheckModelPrecisionTest, Float16NodeOnTheCpuIsNamedWithTheBlockListFix) {
   const Finding* f = r.Find("model.1.fp16_cpu");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, Verdict::kWarn);
-  EXPECT_EQ(f->title, "1 float16 compute nodes fell back to the CPU");
+  EXPECT_EQ(f->title, "1 float16 compute node fell back to the CPU");
   EXPECT_THAT(f->seen, HasSubstr("Sigmoid 'Sigmoid_3'"));
   EXPECT_THAT(f->seen, Not(HasSubstr("Shape_9")));  // shape arithmetic is benign
   EXPECT_THAT(f->fix, HasSubstr("--node-block-list Sigmoid_3"));
