@@ -19,6 +19,7 @@
 #include "gpu/library_search.h"
 #include "gpu/nvml.h"
 #include "ort/runtime.h"
+#include "ort/session_options.h"
 #include "ort/tensor.h"
 
 namespace ortgpu::cli {
@@ -33,6 +34,7 @@ struct DoctorFlags {
   std::vector<std::string> shapes;
   std::vector<std::string> int_ranges;
   std::vector<std::string> input_files;
+  std::vector<std::string> cuda_options;
   int runs = 20;
   int device = 0;
   std::string color = "auto";
@@ -56,6 +58,13 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   }
   for (const auto& f : flags.input_files) {
     if (st.ok()) st = bench::ParseInputFlag(f, spec);
+  }
+  for (const auto& kv : flags.cuda_options) {
+    if (st.ok()) st = ParseKeyValue(kv, options.observe.cuda_options).WithContext("--cuda-option");
+  }
+  if (st.ok()) st = ValidateCudaOptions(options.observe.cuda_options).WithContext("--cuda-option");
+  if (st.ok() && options.observe.cuda_options.count("device_id")) {
+    st = InvalidArgument("--cuda-option device_id: give the GPU with --device N");
   }
   for (const auto& [name, file] : spec.files) {
     if (!st.ok()) break;
@@ -142,6 +151,10 @@ void AddDoctorCommand(CLI::App& app, CommandResult& result) {
       ->allow_extra_args(false);
   cmd->add_option("--input", flags->input_files,
                   "NAME=FILE, real data for input NAME from a .npy or ONNX TensorProto .pb file (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--cuda-option", flags->cuda_options,
+                  "CUDA EP option KEY=VALUE for doctor's CUDA sessions, as bench takes it (repeatable); "
+                  "use_tf32=0 checks true float32 and host.tf32 reports who set TF32")
       ->allow_extra_args(false);
   cmd->add_option("--runs", flags->runs, "Timed runs per provider in the end-to-end checks")
       ->check(CLI::Range(1, 100000))

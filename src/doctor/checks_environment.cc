@@ -60,31 +60,6 @@ void CheckDriverCapabilities(const EnvironmentCheckInputs& in, Report& report) {
   report.Add(std::move(f));
 }
 
-void CheckTf32(const EnvironmentCheckInputs& in, Report& report) {
-  const bool ampere = std::any_of(in.device_ccs.begin(), in.device_ccs.end(), [](int cc) { return cc >= 80; });
-  const auto override_value = in.env.Get("NVIDIA_TF32_OVERRIDE");
-  if (!ampere && !override_value) return;
-  Finding f = MakeFinding("host.tf32", Layer::kHost, Verdict::kInfo, "", /*gpu=*/false);
-  f.facts["nvidia_tf32_override"] = override_value.value_or("");
-  if (override_value && *override_value == "0") {
-    f.title = "NVIDIA_TF32_OVERRIDE=0: TF32 off in every CUDA library of this process";
-    f.seen = "NVIDIA_TF32_OVERRIDE=\"0\" overrides ORT's use_tf32=1: float32 MatMul and Conv run in full "
-             "float32, several times slower on tensor-core GPUs";
-    f.why = "fp32 models run without tensor cores";
-    f.fix = "unset NVIDIA_TF32_OVERRIDE unless bit-exact float32 is needed (then keep it, or use_tf32=0)";
-    f.facts["tf32"] = "off";
-  } else {
-    f.title = "TF32 on for float32 MatMul and Conv (ORT's use_tf32=1 default)";
-    f.seen = "the CUDA EP lets cuBLAS and cuDNN use TF32 tensor cores on Ampere and later: a 10-bit mantissa, "
-             "so float32 outputs differ from the CPU's by about 1e-3 relative";
-    if (override_value) f.seen += "; NVIDIA_TF32_OVERRIDE=\"" + *override_value + "\" (only 0 changes anything)";
-    f.why = "accuracy-sensitive float32 models may need full float32";
-    f.fix = "for full float32: --cuda-option use_tf32=0 (bench), or export NVIDIA_TF32_OVERRIDE=0 for the process";
-    f.facts["tf32"] = "on";
-  }
-  report.Add(std::move(f));
-}
-
 void CheckModuleLoading(const EnvironmentCheckInputs& in, Report& report) {
   const auto v = in.env.Get("CUDA_MODULE_LOADING");
   // CUDA 12.2 made LAZY the default on Linux.
@@ -241,7 +216,6 @@ std::string CudaJitCacheFolder(const Environment& env) {
 
 void CheckEnvironment(const EnvironmentCheckInputs& in, Report& report) {
   CheckDriverCapabilities(in, report);
-  CheckTf32(in, report);
   CheckModuleLoading(in, report);
   CheckLdPreload(in, report);
   CheckJitCache(in, report);

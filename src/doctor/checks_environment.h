@@ -2,13 +2,14 @@
 // but wrongly, slowly or with other numbers than expected.
 //   host.driver_capabilities   NVIDIA_DRIVER_CAPABILITIES without compute or
 //                              utility in a container
-//   host.tf32                  NVIDIA_TF32_OVERRIDE and ORT's use_tf32
 //   host.cuda_module_loading   CUDA_MODULE_LOADING (LAZY recommended)
 //   host.ld_preload            a CUDA library in LD_PRELOAD or /etc/ld.so.preload
 //   libraries.jit_cache        an unwritable or disabled CUDA JIT cache when
 //                              the EP has only PTX for the GPU
 //   libraries.conda_pip        a conda environment and pip wheels both
 //                              providing CUDA libraries: which one wins
+// (host.tf32, NVIDIA_TF32_OVERRIDE against ORT's use_tf32, is in
+// doctor/checks_precision.h.)
 //
 // A pure function of values read through the Environment and FileSystem
 // seams and the earlier layers' facts. Thread-safe.

@@ -11,6 +11,7 @@
 #include "doctor/checks_environment.h"
 #include "doctor/checks_health.h"
 #include "doctor/checks_libraries.h"
+#include "doctor/checks_precision.h"
 #include "doctor/checks_runtime.h"
 #include "doctor/checks_tensorrt.h"
 #include "gpu/compatibility.h"
@@ -168,6 +169,14 @@ HealthObservation ObserveHealth(const DoctorOptions& options, DoctorSeams& seams
   return obs;
 }
 
+// Compute capability of CUDA device `index`; 0 when CUDA does not list it.
+int CudaDeviceCc(const gpu::DriverInfo& info, int index) {
+  for (const auto& d : info.devices) {
+    if (d.index == index) return d.ComputeCapability();
+  }
+  return 0;
+}
+
 }  // namespace
 
 Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
@@ -176,6 +185,7 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   HostSummary host = CheckHost(HostCheckInputs{*seams.fs, *seams.env, seams.host}, report);
   // 2. Driver and GPUs.
   DriverFacts driver = CheckDriver(*seams.driver, *seams.nvml, host, report);
+  CheckGpuPrecision(driver.info, report);
   // 2b. Health: observed now, judged after the end-to-end run sampled the clocks.
   HealthObservation health = ObserveHealth(options, seams, driver, host);
 
@@ -233,6 +243,7 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
   env.ep_cuda_major = compat.ep_cuda_major;
   env.libraries = libs.libraries;
   CheckEnvironment(env, report);
+  CheckTf32(Tf32Inputs{*seams.env, driver.device_ccs, options.observe.cuda_options}, report);
 
   if (!options.run_onnxruntime) {
     health.load_skip_reason = "the end-to-end run was not requested";
@@ -301,7 +312,18 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
     if (!cuda_ok) m.run.skip_reason = ground.empty() ? "the CUDA execution provider does not work (provider layer)" : ground;
     inputs_seen.insert(m.input_names.begin(), m.input_names.end());
     all_loaded = all_loaded && m.load_error.empty() && m.input_error.empty();
-    EvaluateModel(m, index++, report);
+    EvaluateModel(m, index, report);
+    if (m.load_error.empty()) {
+      auto census = ReadPrecisionCensus(*seams.fs, path);
+      ModelPrecisionInputs precision;
+      precision.path = path;
+      precision.census = census.ok() ? &*census : nullptr;
+      precision.census_error = census.ok() ? "" : census.status().message();
+      precision.placement = m.run.placement ? &*m.run.placement : nullptr;
+      precision.device_cc = CudaDeviceCc(driver.info, options.observe.device_id);
+      CheckModelPrecision(precision, index, report);
+    }
+    ++index;
   }
   // A --shape that names no input of any model is a typo the user must see.
   if (all_loaded) {

@@ -103,6 +103,7 @@ RunTiming Time(const Session& s, const std::vector<Tensor>& inputs, const Observ
 SessionOptions CudaOptions(const ObserveOptions& o) {
   SessionOptions so;
   so.provider = Provider::kCuda;
+  so.cuda_options = o.cuda_options;
   so.cuda_options["device_id"] = std::to_string(o.device_id);
   return so;
 }

@@ -21,6 +21,10 @@ struct ObserveOptions {
   int timed_runs = 20;
   int64_t builtin_batch = 16;
   int device_id = 0;
+  // --cuda-option KEY=VALUE: CUDA EP options of every CUDA session doctor
+  // creates (use_tf32=0 for true float32; host.tf32 reports it). device_id
+  // comes from `device_id`.
+  std::map<std::string, std::string> cuda_options;
   // --shape NAME:DIMS: an input's full shape or a symbolic dim's size
   // (ort/random_inputs.h, the grammar bench shares).
   std::map<std::string, std::vector<int64_t>> shapes;

@@ -54,6 +54,17 @@ std::string Describe(const std::vector<TensorTypeShape>& ts) {
   return s;
 }
 
+// ORT's profile names element types as DataTypeImpl::ToString does
+// ("MLFloat16", "BFloat16"); the ONNX spellings are accepted too.
+bool HasHalfPrecisionTensor(const NodeEvent& e) {
+  for (const auto* list : {&e.inputs, &e.outputs}) {
+    for (const auto& t : *list) {
+      if (t.type == "MLFloat16" || t.type == "float16" || t.type == "BFloat16" || t.type == "bfloat16") return true;
+    }
+  }
+  return false;
+}
+
 // "CUDA kernel not found in registries for Op type: X node name: Y", and
 // (at info level) "Force fallback to CPU execution for node: Y because the
 // CPU execution path is deemed faster ...": ORT's own CPU preference for a
@@ -125,6 +136,7 @@ PlacementSummary SummarizePlacement(const std::vector<NodeEvent>& events, std::s
     n.node_name = e.node_name;
     n.op_type = e.op_type;
     n.types = Describe(e.inputs) + " -> " + Describe(e.outputs);
+    n.half_precision = HasHalfPrecisionTensor(e);
     const onnx::NodeDerivation* derivation = nullptr;
     if (graph != nullptr) {
       if (auto it = graph->nodes.find(e.node_name); it != graph->nodes.end()) derivation = &it->second;

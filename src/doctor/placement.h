@@ -53,6 +53,9 @@ struct CpuNode {
   // the values of input 'x'") or shape computation ("computed from shapes
   // and constants only"); "" when judged by element types.
   std::string derivation;
+  // Some tensor it reads or writes is float16 or bfloat16: a half-precision
+  // node ORT could not run on the GPU (doctor/checks_precision.h).
+  bool half_precision = false;
 };
 
 // Shape computation writes tensors of at most this many elements each:

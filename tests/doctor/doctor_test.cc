@@ -8,7 +8,9 @@
 #include "fakes/fake_file_system.h"
 #include "fakes/fake_gpu_driver.h"
 #include "fakes/fake_nvml.h"
+#include "onnx.pb.h"
 #include "onnx/model_builder.h"
+#include "precision/convert.h"
 
 namespace ortgpu::doctor {
 namespace {
@@ -160,6 +162,53 @@ TEST(RunDoctorTest, MigInstanceVisibleToCudaIsMatchedToItsGpu) {
   const Finding* mig = r.Find("health.mig");
   ASSERT_NE(mig, nullptr);
   EXPECT_EQ(mig->title, "this process runs on MIG instance MIG-0b1c2d3e-0000-1111-2222-333344445555");
+}
+
+// Issue 26: the GPU's tensor cores, TF32 and who turned it off, and the
+// census of a mixed model, end to end through the seams. The model runs on
+// ORT's CPU provider (the fake machine's CUDA libraries are missing).
+TEST(RunDoctorTest, Issue26PrecisionOfTheGpuTf32AndAMixedModel) {
+  H200Machine m;
+  m.env.Set("NVIDIA_TF32_OVERRIDE", "0");
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, 8}, {"batch"});
+  b.AddOutput("y", DataType::kFloat, {-1, 8}, {"batch"});
+  b.AddFloatInitializer("w", {8, 8}, 0.5f, 1);
+  b.AddNode("MatMul", {"x", "w"}, {"h"});
+  b.AddNode("Softmax", {"h"}, {"s"});
+  b.AddNode("Relu", {"s"}, {"y"});
+  ::onnx::ModelProto model;
+  model.ParseFromString(b.Serialize());
+  precision::ConvertOptions keep_softmax;
+  keep_softmax.node_block_list = {{"Softmax_1", "kept in float32"}};
+  ASSERT_TRUE(precision::ConvertToFloat16(model, keep_softmax).ok());
+  const std::string path = ::testing::TempDir() + "/doctor_mixed_model.onnx";
+  std::ofstream(path, std::ios::binary) << model.SerializeAsString();
+  m.fs.AddFile(path, model.SerializeAsString());  // doctor reads the graph through the seam; ORT the real file
+  DoctorOptions o;
+  o.models = {path};
+  o.copy_test = false;
+  o.observe.timed_runs = 1;
+  o.observe.warmup_runs = 0;
+  o.observe.builtin_batch = 1;
+  Report r = RunDoctor(o, m.seams);
+
+  const Finding* gpu = r.Find("driver.precision.0");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->facts.at("tensor_core_precisions"), "fp16,bf16,tf32,fp8,int8");
+  const Finding* tf32 = r.Find("host.tf32");
+  ASSERT_NE(tf32, nullptr);
+  EXPECT_EQ(tf32->verdict, Verdict::kWarn);
+  EXPECT_EQ(tf32->facts.at("source"), "NVIDIA_TF32_OVERRIDE");
+  const Finding* census = r.Find("model.1.precision");
+  ASSERT_NE(census, nullptr) << (r.Find("model.1.load") ? r.Find("model.1.load")->seen : "");
+  EXPECT_EQ(census->facts.at("precision"), "mixed");
+  EXPECT_EQ(census->facts.at("fp32_nodes"), "1");
+  EXPECT_EQ(census->facts.at("fp16_nodes"), "2");
+  const Finding* islands = r.Find("model.1.fp32_islands");
+  ASSERT_NE(islands, nullptr);
+  EXPECT_NE(islands->seen.find("Softmax_1"), std::string::npos) << islands->seen;
+  EXPECT_EQ(r.Find("model.1.fp16_cpu"), nullptr);  // no CUDA run to place nodes
 }
 
 }  // namespace
