@@ -31,6 +31,10 @@ std::string Summary(Precision p, const precision::PrecisionResult& r) {
     s += fmt::format("; {} kept float32 for accuracy after {} evaluations", r.kept_for_accuracy.size(), r.evaluations);
   }
   if (rep.values_clipped > 0) s += fmt::format("; {} values clipped to float16's range", rep.values_clipped);
+  if (r.fusion.any()) {
+    s += fmt::format("; fused {} attention and {} skip layer norms", r.fusion.attention, r.fusion.skip_layer_norm);
+  }
+  if (!r.fusion_dropped.empty()) s += "; " + r.fusion_dropped;
   if (!r.note.empty()) s += "; " + r.note;
   return s;
 }
@@ -77,6 +81,9 @@ Expected<PreparedModel> ModelPreparer::Prepare(Precision p) {
   po.target = p == Precision::kMixed ? precision::Target::kMixed : precision::Target::kFp16;
   po.budget = options_.budget;
   po.max_evaluations = options_.max_evaluations;
+  // As convert does: attention and layer normalisation fused on CUDA, kept
+  // only when the fused model runs within the budget.
+  po.fuse = options_.session.provider == Provider::kCuda;
   std::optional<CachedReference> reference;
   precision::OrtModelRunner candidate(options_.session);
   precision::OrtPlacementObserver observer(options_.session);
