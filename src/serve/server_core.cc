@@ -335,6 +335,8 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every executed batch size and worker";
       if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";
       for (const std::string& line : (*loaded)->weights) sessions += "; " + line;
+      if (!(*loaded)->precision.precision.empty()) sessions += "; precision " + (*loaded)->precision.Describe();
+      if (deps_.observer) deps_.observer->OnModelPrecision(name, std::to_string(v), PrecisionFiguresOf((*loaded)->precision));
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }
@@ -388,6 +390,7 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource
   deps.clock = deps_.clock;
   deps.observer = deps_.observer;
   deps.weights_factory = deps_.weights_factory;
+  deps.precision_engines = deps_.precision_engines;
   const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
   // This runs on the start-up or poll thread: an exception escaping it would
   // abort the whole server for one model whose config asks for absurd sizes.
