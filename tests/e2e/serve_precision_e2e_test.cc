@@ -16,9 +16,9 @@
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
+#include "e2e/mlp_model.h"
 #include "e2e/serve_process.h"
 #include "grpc_service.grpc.pb.h"
-#include "onnx/model_builder.h"
 #include "ort/tensor.h"
 #include "serve/http/test_http_client.h"
 #include "support/temp_dir.h"
@@ -26,24 +26,13 @@
 namespace ortgpu::e2e {
 namespace {
 
-namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using namespace std::chrono_literals;
 using testing_support::TempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
 
-// x [batch, 8] -> MatMul -> Add -> Relu -> y [batch, 4].
-std::string Model() {
-  onnx::ModelBuilder b;
-  b.AddInput("x", DataType::kFloat, {-1, 8}, {"batch"});
-  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"batch"});
-  b.AddFloatInitializer("w", {8, 4}, 0.5f, 1);
-  b.AddFloatInitializer("b", {4}, 0.1f, 2);
-  b.AddNode("MatMul", {"x", "w"}, {"h"});
-  b.AddNode("Add", {"h", "b"}, {"hb"});
-  b.AddNode("Relu", {"hb"}, {"y"});
-  return b.Serialize();
-}
+std::string Model() { return MlpModel(); }
 
 const std::vector<float> kX = {1, 0.5, -0.25, 0, 0.75, -1, 0.1, 0.2};
 
