@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,7 @@ std::vector<float> Infer(serve::testing::TestHttpClient& c, const std::string& m
   EXPECT_EQ(r.status, 200u) << r.body;
   if (r.status != 200u) return {};
   auto j = nlohmann::json::parse(r.body);
-  if (response_type) *response_type = j["outputs"][0]["datatype"];
+  if (response_type) *response_type = j["outputs"][0]["datatype"].get<std::string>();
   return j["outputs"][0]["data"].get<std::vector<float>>();
 }
 
@@ -107,7 +108,7 @@ TEST(ServePrecisionE2eTest, Fp16IsConvertedCachedJudgedAndShown) {
     std::map<std::string, nlohmann::json> by_name;
     for (const auto& e : index) by_name[e["name"].get<std::string>()] = e;
     EXPECT_EQ(by_name["tight"]["state"], "UNAVAILABLE");
-    const std::string tight = by_name["tight"]["reason"];
+    const std::string tight = by_name["tight"]["reason"].get<std::string>();
     EXPECT_THAT(tight, HasSubstr("outside the accuracy budget"));
     EXPECT_THAT(tight, HasSubstr("min_cosine="));
     EXPECT_THAT(tight, HasSubstr("max_rel_error="));
