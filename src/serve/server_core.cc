@@ -180,7 +180,10 @@ void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
     }
   }
   // Drain outside the lock: queued requests finish, new ones are refused.
-  for (auto& m : leaving) m->batcher->Stop();
+  for (auto& m : leaving) {
+    m->batcher->Stop();
+    if (deps_.observer) deps_.observer->OnVersionUnloaded(name, std::to_string(m->version));
+  }
   ReleaseUnloaded(leaving);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(name);
@@ -336,7 +339,9 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";
       for (const std::string& line : (*loaded)->weights) sessions += "; " + line;
       if (!(*loaded)->precision.precision.empty()) sessions += "; precision " + (*loaded)->precision.Describe();
-      if (deps_.observer) deps_.observer->OnModelPrecision(name, std::to_string(v), PrecisionFiguresOf((*loaded)->precision));
+      if (deps_.observer) {
+        deps_.observer->OnModelPrecision(name, std::to_string(v), PrecisionFiguresOf((*loaded)->precision));
+      }
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }
@@ -375,6 +380,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
   for (auto& m : leaving) {
     spdlog::info("unloading model '{}' version {}", name, m->version);
     m->batcher->Stop();
+    if (deps_.observer) deps_.observer->OnVersionUnloaded(name, std::to_string(m->version));
   }
   ReleaseUnloaded(leaving);
   retired_override.reset();

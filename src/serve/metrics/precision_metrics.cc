@@ -21,21 +21,46 @@ PrecisionMetrics::PrecisionMetrics(Metrics& metrics)
       within_budget_(Gauge(metrics, "ortgpu_model_accuracy_within_budget",
                            "1 when the version is within its accuracy budget, 0 when served outside it")) {}
 
+void PrecisionMetrics::RemoveLocked(VersionSeries& s) {
+  if (s.info != nullptr) info_.Remove(s.info);
+  if (s.min_cosine != nullptr) min_cosine_.Remove(s.min_cosine);
+  if (s.max_rel_error != nullptr) max_rel_error_.Remove(s.max_rel_error);
+  if (s.top1 != nullptr) top1_.Remove(s.top1);
+  if (s.within_budget != nullptr) within_budget_.Remove(s.within_budget);
+  s = VersionSeries{};
+}
+
 void PrecisionMetrics::Record(const std::string& model, const std::string& version, const PrecisionFigures& f) {
-  if (f.precision.empty()) return;
   std::lock_guard lock(mu_);
+  auto it = series_.find({model, version});
+  if (it != series_.end()) {
+    RemoveLocked(it->second);
+    series_.erase(it);
+  }
+  if (f.precision.empty()) return;
+  VersionSeries& s = series_[{model, version}];
   const prometheus::Labels labels = {{"model", model}, {"version", version}};
-  auto& info = info_of_[{model, version}];
-  if (info != nullptr) info_.Remove(info);
   prometheus::Labels with_precision = labels;
   with_precision["precision"] = f.precision;
-  info = &info_.Add(with_precision);
-  info->Set(1);
+  s.info = &info_.Add(with_precision);
+  s.info->Set(1);
   if (!f.checked) return;
-  min_cosine_.Add(labels).Set(f.min_cosine);
-  max_rel_error_.Add(labels).Set(f.max_rel_error);
-  top1_.Add(labels).Set(f.top1);
-  within_budget_.Add(labels).Set(f.within_budget ? 1 : 0);
+  s.min_cosine = &min_cosine_.Add(labels);
+  s.min_cosine->Set(f.min_cosine);
+  s.max_rel_error = &max_rel_error_.Add(labels);
+  s.max_rel_error->Set(f.max_rel_error);
+  s.top1 = &top1_.Add(labels);
+  s.top1->Set(f.top1);
+  s.within_budget = &within_budget_.Add(labels);
+  s.within_budget->Set(f.within_budget ? 1 : 0);
+}
+
+void PrecisionMetrics::Remove(const std::string& model, const std::string& version) {
+  std::lock_guard lock(mu_);
+  auto it = series_.find({model, version});
+  if (it == series_.end()) return;
+  RemoveLocked(it->second);
+  series_.erase(it);
 }
 
 }  // namespace ortgpu::serve

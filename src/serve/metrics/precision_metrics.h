@@ -8,6 +8,10 @@
 //   ortgpu_model_accuracy_within_budget{model,version}    1 within the budget, 0 outside (precision_check warn)
 // The accuracy series exist for versions whose accuracy was measured (fp16,
 // mixed); the info series for every version whose config sets precision.
+// They describe the load that serves: a reload replaces all of a version's
+// series (a config without precision leaves none), and an unload removes
+// them, so no gauge speaks for a version that is gone (the nv_* counters, by
+// contrast, keep their totals).
 // Thread-safe; REQUIRES: `metrics` outlives it.
 #pragma once
 
@@ -24,17 +28,29 @@ namespace ortgpu::serve {
 class PrecisionMetrics {
  public:
   explicit PrecisionMetrics(Metrics& metrics);
-  // Sets the version's series (a reload in another precision replaces its info series).
+  // Sets the version's series to `figures`, replacing those of its previous load.
   void Record(const std::string& model, const std::string& version, const PrecisionFigures& figures);
+  // Removes the version's series (it unloaded); nothing when it has none.
+  void Remove(const std::string& model, const std::string& version);
 
  private:
+  // The series of one version; null where it has none.
+  struct VersionSeries {
+    prometheus::Gauge* info = nullptr;
+    prometheus::Gauge* min_cosine = nullptr;
+    prometheus::Gauge* max_rel_error = nullptr;
+    prometheus::Gauge* top1 = nullptr;
+    prometheus::Gauge* within_budget = nullptr;
+  };
+  void RemoveLocked(VersionSeries& series);
+
   prometheus::Family<prometheus::Gauge>& info_;
   prometheus::Family<prometheus::Gauge>& min_cosine_;
   prometheus::Family<prometheus::Gauge>& max_rel_error_;
   prometheus::Family<prometheus::Gauge>& top1_;
   prometheus::Family<prometheus::Gauge>& within_budget_;
   std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, prometheus::Gauge*> info_of_;  // guarded by mu_
+  std::map<std::pair<std::string, std::string>, VersionSeries> series_;  // guarded by mu_
 };
 
 }  // namespace ortgpu::serve

@@ -60,4 +60,8 @@ void SchedulerMetrics::OnModelPrecision(const std::string& model, const std::str
   precision_.Record(model, version, figures);
 }
 
+void SchedulerMetrics::OnVersionUnloaded(const std::string& model, const std::string& version) {
+  precision_.Remove(model, version);
+}
+
 }  // namespace ortgpu::serve

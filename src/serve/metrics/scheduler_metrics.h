@@ -8,6 +8,7 @@
 //   OnFailure         nv_inference_request_failure{reason}; pending -1
 //   OnBatch           nv_inference_exec_count
 //   OnModelPrecision  ortgpu_model_precision_info, ortgpu_model_accuracy_* (precision_metrics.h)
+//   OnVersionUnloaded removes the version's precision and accuracy series
 //   OnRejected        nv_inference_request_failure{reason}, except Unavailable:
 //                     a version being swapped out refuses with Unavailable and
 //                     ServerCore retries on its successor, so counting those
@@ -44,6 +45,7 @@ class SchedulerMetrics : public SchedulerObserver {
   void OnFailure(const std::string& model, const std::string& version, Code code) override;
   void OnModelPrecision(const std::string& model, const std::string& version,
                         const PrecisionFigures& figures) override;
+  void OnVersionUnloaded(const std::string& model, const std::string& version) override;
 
   // Requests queued or executing for a version right now (what the gauge shows).
   int64_t pending(const std::string& model, const std::string& version) const;

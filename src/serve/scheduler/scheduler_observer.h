@@ -47,8 +47,14 @@ class SchedulerObserver {
   // A queued request failed: its run failed, its batch threw, or its
   // deadline passed in the queue (kDeadlineExceeded).
   virtual void OnFailure(const std::string& model, const std::string& version, Code code) {}
-  // A version became READY (called by the server core on its loading thread).
+  // A version became READY, or a reload of it replaced the load that served
+  // (called by the server core on its loading thread): what it runs in now.
   virtual void OnModelPrecision(const std::string& model, const std::string& version, const PrecisionFigures& figures) {}
+  // A version that was READY stopped serving and left (unloaded, removed from
+  // the repository or the version policy, the server shutting down): series
+  // that describe a loaded version go with it. Called by the server core
+  // after the version's batcher stopped, outside its lock.
+  virtual void OnVersionUnloaded(const std::string& model, const std::string& version) {}
 };
 
 }  // namespace ortgpu::serve
