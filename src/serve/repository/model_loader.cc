@@ -552,7 +552,6 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     path = prepared->path;
     model->precision = prepared->outcome;
     model->converted_scratch = prepared->scratch;
-    spdlog::info("model '{}' version {}: precision {}", source.name, version, model->precision.Describe());
     if (model->precision.checked && !model->precision.within_budget()) {
       spdlog::warn("model '{}' version {}: served outside the accuracy budget (precision_check warn): {}", source.name,
                    version, model->precision.violations.front());
