@@ -11,6 +11,7 @@
 
 #include "onnx.pb.h"
 #include "ort/runtime.h"
+#include "precision/block_list.h"
 #include "precision/model_cache.h"
 #include "precision/model_file.h"
 #include "precision/precision.h"
@@ -96,9 +97,12 @@ std::string InputsDigest(const std::vector<std::vector<Tensor>>& choices) {
 // What the key of a conversion covers besides the model's bytes.
 std::string ConversionSettings(const PrecisionRequest& r) {
   const auto& b = r.settings.budget;
-  return fmt::format("converter={};ort={};target={};io={};ops={};budget={},{},{},{};provider={}",
+  std::vector<std::string> nodes;
+  for (const auto& [name, reason] : r.settings.node_block_list) nodes.push_back(name);
+  return fmt::format("converter={};ort={};target={};io={};ops={};nodes={};budget={},{},{},{};provider={}",
                      precision::kConverterVersion, Runtime::Get().Version(), PrecisionName(r.settings.precision),
-                     r.settings.fp16_io ? "fp16" : "fp32", fmt::join(precision::DefaultOpBlockList(), ","),
+                     r.settings.fp16_io ? "fp16" : "fp32", fmt::join(r.settings.op_block_list, ","),
+                     fmt::join(nodes, ","),
                      b.min_cosine, b.min_top1, b.max_rel_error, b.allow_nonfinite,
                      ProviderName(r.session.provider));
 }
@@ -176,6 +180,8 @@ Expected<Converted> Convert(const PrecisionRequest& r, const PrecisionEngine& en
   precision::PrecisionOptions options;
   options.target = r.settings.precision == ServedPrecision::kMixed ? precision::Target::kMixed : precision::Target::kFp16;
   options.convert.keep_io_types = !r.settings.fp16_io;
+  options.convert.op_block_list = r.settings.op_block_list;
+  options.convert.node_block_list = r.settings.node_block_list;
   options.budget = r.settings.budget;
   precision::InterfaceCastingRunner reference(*engine.reference), candidate(*engine.candidate);
   const bool check = r.settings.check != PrecisionCheck::kOff || options.target == precision::Target::kMixed;
@@ -260,6 +266,19 @@ Expected<PrecisionSettings> ParsePrecisionSettings(const std::map<std::string, s
     if (s.fp16_io && !s.converts()) {
       return InvalidArgument("parameter precision_io is fp16 but precision is not fp16 or mixed; set precision "
                              "fp16 (or mixed) to convert the model, or drop precision_io");
+    }
+  }
+  for (const char* key : {"precision_op_block_list", "precision_node_block_list"}) {
+    const auto it = params.find(key);
+    if (it == params.end()) continue;
+    if (!s.converts()) {
+      return InvalidArgument(std::string("parameter ") + key + " is set but precision is not fp16 or mixed; set "
+                             "precision fp16 (or mixed) to convert the model, or drop " + key);
+    }
+    if (std::string_view(key) == "precision_op_block_list") {
+      s.op_block_list = precision::ParseOpBlockList({it->second});
+    } else {
+      s.node_block_list = precision::ParseNodeBlockList({it->second}, "named in precision_node_block_list");
     }
   }
   return s;

@@ -5,6 +5,8 @@
 //   precision_budget KEY=VALUE,... as `ortgpu convert --budget`
 //   precision_check  enforce (default) | warn | off
 //   precision_io     fp32 (default) | fp16
+//   precision_op_block_list    op types kept float32 (convert --op-block-list; default: default)
+//   precision_node_block_list  node names kept float32 (convert --node-block-list)
 //
 // fp32 and tf32 choose the CUDA EP's use_tf32 (0 and 1); fp16 and mixed
 // convert the model at load (precision/precision.h) before any instance's
@@ -28,6 +30,7 @@
 #include "ort/accuracy.h"
 #include "ort/session_options.h"
 #include "ort/tensor.h"
+#include "precision/convert.h"
 #include "precision/evaluate.h"
 #include "serve/scheduler/scheduler_observer.h"
 #include "status/expected.h"
@@ -44,12 +47,15 @@ struct PrecisionSettings {
   // precision_io fp16: the converted model's float32 inputs and outputs
   // become float16 (keep_io_types off), and clients send and receive FP16.
   bool fp16_io = false;
+  // Op types and node names kept in float32 (precision/block_list.h).
+  std::vector<std::string> op_block_list = precision::DefaultOpBlockList();
+  std::map<std::string, std::string> node_block_list;
   bool converts() const { return precision == ServedPrecision::kFp16 || precision == ServedPrecision::kMixed; }
 };
 
-// Reads the four parameters. InvalidArgument naming the parameter, the
-// value seen and the values accepted; precision_io fp16 without fp16 or
-// mixed is refused (there is nothing to convert).
+// Reads the parameters above. InvalidArgument naming the parameter, the
+// value seen and the values accepted; precision_io fp16 or a block list
+// without fp16 or mixed is refused (there is nothing to convert).
 Expected<PrecisionSettings> ParsePrecisionSettings(const std::map<std::string, std::string>& params);
 // "fp32", "tf32", "fp16", "mixed"; "" for kDefault.
 std::string_view PrecisionName(ServedPrecision p);

@@ -11,7 +11,10 @@
 #include <fstream>
 #include <memory>
 
+#include "onnx.pb.h"
 #include "onnx/model_builder.h"
+#include "precision/convert.h"
+#include "precision/model_file.h"
 #include "support/temp_dir.h"
 
 namespace ortgpu::serve {
@@ -249,6 +252,39 @@ TEST(ModelPrecisionTest, CheckOffRunsNothingAndNoInputThatRunsLeavesItUnchecked)
   auto mixed = PrepareModelPrecision(none, engines.Factory());
   ASSERT_FALSE(mixed.ok());
   EXPECT_THAT(mixed.status().message(), HasSubstr("add a model_warmup"));
+}
+
+TEST(ModelPrecisionTest, BlockListsKeepOpsAndNodesInFloat32AndAreAnotherCacheEntry) {
+  auto settings = ParsePrecisionSettings(
+      {{"precision", "fp16"}, {"precision_op_block_list", "default, Relu"}, {"precision_node_block_list", "mm"}});
+  ASSERT_TRUE(settings.ok()) << settings.status().message();
+  EXPECT_EQ(settings->op_block_list.back(), "Relu");
+  EXPECT_EQ(settings->op_block_list.size(), precision::DefaultOpBlockList().size() + 1);
+  EXPECT_EQ(settings->node_block_list.at("mm"), "named in precision_node_block_list");
+  auto unconverted = ParsePrecisionSettings({{"precision", "fp32"}, {"precision_op_block_list", "Relu"}});
+  ASSERT_FALSE(unconverted.ok());
+  EXPECT_THAT(unconverted.status().message(), HasSubstr("precision_op_block_list is set but precision is not fp16"));
+
+  TempDir dir;
+  const std::string model = dir.File("m/1/model.onnx", Model());  // nodes MatMul_0, Relu_1
+  FakeEngines engines;
+  auto plain = PrepareModelPrecision(Request(dir, model, {{"precision", "fp16"}}), engines.Factory());
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  auto blocked = PrepareModelPrecision(
+      Request(dir, model, {{"precision", "fp16"}, {"precision_op_block_list", "Relu"}, {"precision_node_block_list", "MatMul_0"}}),
+      engines.Factory());
+  ASSERT_TRUE(blocked.ok()) << blocked.status().message();
+  EXPECT_NE(blocked->path, plain->path);
+  auto initializer_type = [](const std::string& path) {
+    auto m = precision::ReadModelFile(path);
+    EXPECT_TRUE(m.ok());
+    for (const auto& t : m->graph().initializer()) {
+      if (t.name().rfind("w", 0) == 0) return t.data_type();
+    }
+    return 0;
+  };
+  EXPECT_EQ(initializer_type(plain->path), ::onnx::TensorProto::FLOAT16);
+  EXPECT_EQ(initializer_type(blocked->path), ::onnx::TensorProto::FLOAT);
 }
 
 }  // namespace
