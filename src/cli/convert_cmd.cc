@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "onnx.pb.h"
 #include "ort/session.h"
+#include "precision/block_list.h"
 #include "precision/model_file.h"
 #include "precision/precision.h"
 
@@ -59,16 +60,8 @@ Expected<precision::PrecisionOptions> ToOptions(const ConvertFlags& f, SessionOp
   precision::PrecisionOptions o;
   ORTGPU_ASSIGN_OR_RETURN(o.target, precision::ParseTarget(f.to));
   o.convert.keep_io_types = f.keep_io_types;
-  o.convert.op_block_list.clear();
-  for (const auto& op : f.op_block_list) {
-    if (op == "default") {
-      const auto& d = precision::DefaultOpBlockList();
-      o.convert.op_block_list.insert(o.convert.op_block_list.end(), d.begin(), d.end());
-    } else if (!op.empty() && op != "none") {
-      o.convert.op_block_list.push_back(op);
-    }
-  }
-  for (const auto& n : f.node_block_list) o.convert.node_block_list[n] = "named in --node-block-list";
+  o.convert.op_block_list = precision::ParseOpBlockList(f.op_block_list);
+  o.convert.node_block_list = precision::ParseNodeBlockList(f.node_block_list, "named in --node-block-list");
   ORTGPU_ASSIGN_OR_RETURN(o.budget, ParsePrecisionBudget(f.budget));
   o.max_evaluations = f.max_evaluations;
   ORTGPU_ASSIGN_OR_RETURN(session.provider, ParseProvider(f.provider));

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
 #include "ort/tensor.h"
+#include "precision/model_cache.h"
 #include "serve/server.h"
 #include "sys/host_allocator.h"
 
@@ -30,6 +31,7 @@ struct ServeFlags {
   std::vector<std::string> warmup_inputs;  // --warmup-input NAME=FILE.npy
   std::vector<std::string> warmup_shapes;  // --warmup-shape NAME:DIMS
   bool strict_warmup = false;
+  std::string model_cache_dir = precision::DefaultModelCacheDir();  // --model-cache-dir
   std::string model_control = "none";
   int64_t poll_interval_ms = 5000;
   std::vector<std::string> load_models;
@@ -96,6 +98,7 @@ int RunServeCommand(const ServeFlags& flags) {
   options.core.model_config_file = flags.config;
   options.core.loader.require_gpu = flags.require_gpu;
   options.core.loader.strict_warmup = flags.strict_warmup;
+  options.core.loader.model_cache_dir = flags.model_cache_dir;
   for (const std::string& spec : flags.warmup_inputs) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
@@ -207,6 +210,11 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
   cmd->add_flag("--strict-warmup", flags->strict_warmup,
                 "A model without model_warmup none of whose generated warm-up inputs runs stays UNAVAILABLE "
                 "(default: READY with a warning, docs/SERVING.md)");
+  cmd->add_option("--model-cache-dir", flags->model_cache_dir,
+                  "Where models converted for the precision parameter (fp16, mixed) are kept between loads, by "
+                  "content and settings (never beside the model); '' converts at every load "
+                  "(docs/SERVING.md, Precision)")
+      ->default_str("${XDG_CACHE_HOME:-$HOME/.cache}/ortgpu/models");
   cmd->add_option("--model-control", flags->model_control,
                   "none: load everything once; poll: rescan every --poll-interval-ms and (re)load changes without "
                   "failing requests; explicit: load --load-model models, then the repository endpoints load/unload")

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "onnx.pb.h"
@@ -47,7 +48,43 @@ Expected<std::unique_ptr<Session>> Load(const ::onnx::ModelProto& model, const S
   return Session::Load(path, options);
 }
 
+// `t` as `to` (float32 <-> float16); unchanged for any other pair.
+Tensor CastFloat(Tensor t, DataType to) {
+  if (t.dtype == to || t.on_device()) return t;
+  Tensor out = Tensor::Zeros(t.name, to, t.shape);
+  const int64_t n = t.element_count();
+  if (t.dtype == DataType::kFloat && to == DataType::kFloat16) {
+    for (int64_t i = 0; i < n; ++i) out.data_as<uint16_t>()[i] = FloatToHalf(t.data_as<float>()[i]);
+  } else if (t.dtype == DataType::kFloat16 && to == DataType::kFloat) {
+    for (int64_t i = 0; i < n; ++i) out.data_as<float>()[i] = HalfToFloat(t.data_as<uint16_t>()[i]);
+  } else {
+    return t;
+  }
+  return out;
+}
+
 }  // namespace
+
+Expected<std::vector<Tensor>> InterfaceCastingRunner::Run(const ::onnx::ModelProto& model,
+                                                          const std::vector<Tensor>& inputs) {
+  std::map<std::string, int> declared;
+  for (const auto& in : model.graph().input()) declared[in.name()] = in.type().tensor_type().elem_type();
+  std::vector<Tensor> cast;
+  cast.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    const auto it = declared.find(t.name);
+    if (it != declared.end() && it->second == ::onnx::TensorProto::FLOAT16) {
+      cast.push_back(CastFloat(t, DataType::kFloat16));
+    } else if (it != declared.end() && it->second == ::onnx::TensorProto::FLOAT) {
+      cast.push_back(CastFloat(t, DataType::kFloat));
+    } else {
+      cast.push_back(t);
+    }
+  }
+  ORTGPU_ASSIGN_OR_RETURN(auto outputs, inner_.Run(model, cast));
+  for (Tensor& t : outputs) t = CastFloat(std::move(t), DataType::kFloat);
+  return outputs;
+}
 
 SessionOptions Float32Reference(SessionOptions options) {
   if (options.provider == Provider::kCuda) options.cuda_options["use_tf32"] = "0";

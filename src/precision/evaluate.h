@@ -58,6 +58,21 @@ class OrtPlacementObserver : public PlacementObserver {
   SessionOptions options_;
 };
 
+// Runs a model through `inner` with its float interface matched: a float32
+// input given to a model that declares it float16 (a model converted with
+// keep_io_types off, served with float16 tensors) is cast to float16, a
+// float16 one given to a float32 input to float32, and float16 outputs come
+// back as float32, so such a model is compared with the float32 one on the
+// same inputs. Other inputs pass as they are. `inner` must outlive it.
+class InterfaceCastingRunner : public ModelRunner {
+ public:
+  explicit InterfaceCastingRunner(ModelRunner& inner) : inner_(inner) {}
+  Expected<std::vector<Tensor>> Run(const ::onnx::ModelProto& model, const std::vector<Tensor>& inputs) override;
+
+ private:
+  ModelRunner& inner_;
+};
+
 // The options of true float32, the reference every lower precision is
 // judged against: TF32 off on CUDA (use_tf32=0).
 SessionOptions Float32Reference(SessionOptions options);

@@ -49,6 +49,11 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   s.completed = loaded->completed;
   if (!loaded->warmup.warning.empty()) s.warnings.push_back(loaded->warmup.warning);
   if (!loaded->cuda_graph_warning.empty()) s.warnings.push_back(loaded->cuda_graph_warning);
+  if (!loaded->precision.precision.empty()) s.precision = loaded->precision.Describe();
+  if (loaded->precision.checked && !loaded->precision.within_budget()) {
+    s.warnings.push_back("served outside the accuracy budget (precision_check warn): " +
+                         loaded->precision.violations.front());
+  }
   // The same expansion as the loader: KIND_AUTO/KIND_MODEL take the default kind.
   for (const auto& g : config.instance_group()) {
     bool gpu = default_kind == InstanceKind::kGpu;
@@ -289,6 +294,7 @@ std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const 
         out += "    completed from the model: " + what + " (GET /v2/models/" + models[r - 1].name + "/config)\n";
       }
       if (!models[r - 1].padding.empty()) out += "    padding: " + models[r - 1].padding + "\n";
+      if (!models[r - 1].precision.empty()) out += "    precision: " + models[r - 1].precision + "\n";
       for (const auto& w : models[r - 1].warnings) out += "    warning: " + w + "\n";
     }
   }

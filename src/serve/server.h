@@ -92,6 +92,9 @@ struct ModelSummary {
   std::vector<std::string> warnings;
   // Printed as "    completed from the model: ..." (LoadedModel::completed).
   std::vector<std::string> completed;
+  // Printed as "    precision: ..." (PrecisionOutcome::Describe); "" when
+  // the config sets no precision.
+  std::string precision;
 };
 
 class Server {

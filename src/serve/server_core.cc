@@ -180,7 +180,10 @@ void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
     }
   }
   // Drain outside the lock: queued requests finish, new ones are refused.
-  for (auto& m : leaving) m->batcher->Stop();
+  for (auto& m : leaving) {
+    m->batcher->Stop();
+    if (deps_.observer) deps_.observer->OnVersionUnloaded(name, std::to_string(m->version));
+  }
   ReleaseUnloaded(leaving);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(name);
@@ -335,6 +338,10 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every executed batch size and worker";
       if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";
       for (const std::string& line : (*loaded)->weights) sessions += "; " + line;
+      if (!(*loaded)->precision.precision.empty()) sessions += "; precision " + (*loaded)->precision.Describe();
+      if (deps_.observer) {
+        deps_.observer->OnModelPrecision(name, std::to_string(v), PrecisionFiguresOf((*loaded)->precision));
+      }
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
       continue;
     }
@@ -373,6 +380,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
   for (auto& m : leaving) {
     spdlog::info("unloading model '{}' version {}", name, m->version);
     m->batcher->Stop();
+    if (deps_.observer) deps_.observer->OnVersionUnloaded(name, std::to_string(m->version));
   }
   ReleaseUnloaded(leaving);
   retired_override.reset();
@@ -388,6 +396,7 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource
   deps.clock = deps_.clock;
   deps.observer = deps_.observer;
   deps.weights_factory = deps_.weights_factory;
+  deps.precision_engines = deps_.precision_engines;
   const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
   // This runs on the start-up or poll thread: an exception escaping it would
   // abort the whole server for one model whose config asks for absurd sizes.

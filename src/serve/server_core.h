@@ -80,6 +80,8 @@ struct ServerDeps {
   const PlacementChecker* placement = nullptr;
   const Clock* clock = &RealClock();
   SchedulerObserver* observer = nullptr;  // e.g. the Prometheus metrics; nullable
+  // The runs of precision conversions (model_precision.h); null: ORT's.
+  PrecisionEngineFactory precision_engines;
 };
 
 class ServerCore : public ModelServer {

@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "e2e/mlp_model.h"
 #include "e2e/serve_process.h"
-#include "onnx/model_builder.h"
 #include "serve/http/test_http_client.h"
 #include "support/temp_dir.h"
 
@@ -30,24 +30,7 @@ using namespace std::chrono_literals;
 
 using testing_support::TempDir;
 
-// x [batch, 8] -> MatMul -> Add -> Relu -> y [batch, 4]; and, with
-// `overflow`, a second output z = x * 1e5, which float16 cannot hold.
-std::string Model(bool overflow) {
-  onnx::ModelBuilder b;
-  b.AddInput("x", DataType::kFloat, {-1, 8}, {"batch"});
-  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"batch"});
-  b.AddFloatInitializer("w", {8, 4}, 0.5f, 1);
-  b.AddFloatInitializer("b", {4}, 0.1f, 2);
-  b.AddNode("MatMul", {"x", "w"}, {"h"});
-  b.AddNode("Add", {"h", "b"}, {"hb"});
-  b.AddNode("Relu", {"hb"}, {"y"});
-  if (overflow) {
-    b.AddOutput("z", DataType::kFloat, {-1, 8}, {"batch"});
-    b.AddFloatValues("k", {}, {1e5f});
-    b.AddNode("Mul", {"x", "k"}, {"z"});
-  }
-  return b.Serialize();
-}
+std::string Model(bool overflow) { return MlpModel(overflow); }
 
 TEST(ConvertE2eTest, Fp16ModelIsWrittenWithTheReportAndServes) {
   TempDir dir;

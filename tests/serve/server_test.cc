@@ -16,6 +16,7 @@
 #include "serve/http/test_http_client.h"
 #include "serve/metrics/gpu_metrics.h"
 #include "serve/metrics/scheduler_metrics.h"
+#include "serve/repository/model_precision.h"
 #include "serve/scheduler/dynamic_batcher.h"
 
 namespace ortgpu::serve {
@@ -330,6 +331,27 @@ TEST(StartupSummaryTest, Issue25SaysWhichBatchSizesRunUnpaddedWithTheirCosts) {
   m.padding = "idle batches run unpadded at 1 (1.20 ms); busy: padded to 32 (4.10 ms)";
   EXPECT_THAT(FormatStartupSummary({m}, {}, "127.0.0.1", 8000, std::nullopt),
               HasSubstr("\n    padding: idle batches run unpadded at 1 (1.20 ms); busy: padded to 32 (4.10 ms)\n"));
+}
+
+TEST(StartupSummaryTest, Issue26ShowsThePrecisionAndAWarningOutsideTheBudget) {
+  PrecisionOutcome outcome;
+  outcome.precision = "fp16";
+  outcome.converted = true;
+  outcome.from_cache = true;
+  outcome.checked = true;
+  outcome.min_cosine = 0.99998;
+  outcome.max_rel_error = 0.0012;
+  outcome.violations = {"max_rel_error 0.0012 > 0.001"};
+  ModelSummary m;
+  m.name = "m16";
+  m.version = "1";
+  m.state = ModelState::kReady;
+  m.instances = 1;
+  m.precision = outcome.Describe();
+  const std::string text = FormatStartupSummary({m}, {}, "127.0.0.1", 8000, std::nullopt);
+  EXPECT_THAT(text, HasSubstr("\n    precision: fp16 (converted, from the model cache): min cosine 0.99998, max rel err "
+                              "0.12%, OUTSIDE the budget (max_rel_error 0.0012 > 0.001)\n"));
+  EXPECT_EQ(outcome.AccuracyText(), "min_cosine=0.99998,max_rel_error=0.0012,within_budget=false");
 }
 
 }  // namespace

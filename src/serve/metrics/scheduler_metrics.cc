@@ -55,4 +55,13 @@ void SchedulerMetrics::OnFailure(const std::string& model, const std::string& ve
   AddPending(model, version, -1);
 }
 
+void SchedulerMetrics::OnModelPrecision(const std::string& model, const std::string& version,
+                                        const PrecisionFigures& figures) {
+  precision_.Record(model, version, figures);
+}
+
+void SchedulerMetrics::OnVersionUnloaded(const std::string& model, const std::string& version) {
+  precision_.Remove(model, version);
+}
+
 }  // namespace ortgpu::serve

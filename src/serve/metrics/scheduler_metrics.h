@@ -7,6 +7,8 @@
 //   OnSuccess         nv_inference_request_success, count (rows), durations; pending -1
 //   OnFailure         nv_inference_request_failure{reason}; pending -1
 //   OnBatch           nv_inference_exec_count
+//   OnModelPrecision  ortgpu_model_precision_info, ortgpu_model_accuracy_* (precision_metrics.h)
+//   OnVersionUnloaded removes the version's precision and accuracy series
 //   OnRejected        nv_inference_request_failure{reason}, except Unavailable:
 //                     a version being swapped out refuses with Unavailable and
 //                     ServerCore retries on its successor, so counting those
@@ -25,13 +27,14 @@
 #include <utility>
 
 #include "serve/metrics/metrics.h"
+#include "serve/metrics/precision_metrics.h"
 #include "serve/scheduler/scheduler_observer.h"
 
 namespace ortgpu::serve {
 
 class SchedulerMetrics : public SchedulerObserver {
  public:
-  explicit SchedulerMetrics(Metrics& metrics) : metrics_(metrics) {}
+  explicit SchedulerMetrics(Metrics& metrics) : metrics_(metrics), precision_(metrics) {}
 
   void OnQueued(const std::string& model, const std::string& version, size_t queue_depth) override;
   void OnRejected(const std::string& model, const std::string& version, Code code) override;
@@ -40,6 +43,9 @@ class SchedulerMetrics : public SchedulerObserver {
   void OnSuccess(const std::string& model, const std::string& version, int64_t rows, int64_t request_ns,
                  int64_t queue_ns, const ExecutionTimes& compute) override;
   void OnFailure(const std::string& model, const std::string& version, Code code) override;
+  void OnModelPrecision(const std::string& model, const std::string& version,
+                        const PrecisionFigures& figures) override;
+  void OnVersionUnloaded(const std::string& model, const std::string& version) override;
 
   // Requests queued or executing for a version right now (what the gauge shows).
   int64_t pending(const std::string& model, const std::string& version) const;
@@ -48,6 +54,7 @@ class SchedulerMetrics : public SchedulerObserver {
   void AddPending(const std::string& model, const std::string& version, int64_t delta);
 
   Metrics& metrics_;
+  PrecisionMetrics precision_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> pending_;  // guarded by mu_
 };

@@ -53,6 +53,19 @@ std::vector<InstanceSpec> ExpandInstances(const inference::ModelConfig& config, 
   return out;
 }
 
+// An instance's session options: its provider and device on top of `base`.
+SessionOptions InstanceOptions(const SessionOptions& base, const InstanceSpec& spec) {
+  SessionOptions so = base;
+  if (spec.kind == InstanceKind::kGpu) {
+    so.provider = Provider::kCuda;
+    so.cuda_options["device_id"] = std::to_string(spec.gpu);
+  } else {
+    so.provider = Provider::kCpu;
+    so.cuda_options.clear();
+  }
+  return so;
+}
+
 Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config) {
   SessionOptions so;
   so.log_id = config.name();
@@ -382,6 +395,42 @@ Expected<std::vector<std::vector<Tensor>>> WarmupSamples(const inference::ModelC
   return out;
 }
 
+namespace {
+
+// The warm-up inputs of the float32 model at `path`, in the loader's order
+// (the config's model_warmup, else the generated candidates), for the
+// precision check before any instance's session exists. The interface is
+// read from a CPU session of the model (no graph optimisation); with
+// `fp16_io` its float32 tensors are taken as float16, as they will be served.
+Expected<std::vector<std::vector<Tensor>>> PrecisionCheckInputs(const std::string& path, const ModelSource& source,
+                                                                const inference::ModelConfig& config, bool fp16_io,
+                                                                const LoaderOptions& options, const LoaderDeps& deps) {
+  SessionOptions so;
+  so.log_id = config.name();
+  so.optimization = OptimizationLevel::kDisable;
+  auto session = deps.session_factory(path, so);
+  if (!session.ok()) return session.status().WithContext("reading the interface of model '" + source.name + "'");
+  std::vector<TensorInfo> inputs = (*session)->inputs(), outputs = (*session)->outputs();
+  for (auto* list : {&inputs, &outputs}) {
+    for (auto& t : *list) {
+      if (fp16_io && t.dtype == DataType::kFloat) t.dtype = DataType::kFloat16;
+    }
+  }
+  inference::ModelConfig completed = config;
+  ORTGPU_RETURN_IF_ERROR(CompleteConfig(inputs, outputs,
+                                        ConfigGiven{source.has_config, SetsMaxBatchSize(source.config_text)},
+                                        options.completion, completed)
+                             .WithContext("config of model '" + source.name + "'"));
+  if (!completed.model_warmup().empty()) return WarmupSamples(completed, source.dir);
+  WarmupHints hints{options.warmup_inputs, ShapeFlagsFor(inputs, options.warmup_shapes), inputs};
+  ORTGPU_ASSIGN_OR_RETURN(auto candidates, GenerateWarmupCandidates(completed, hints));
+  std::vector<std::vector<Tensor>> out;
+  for (auto& c : candidates) out.push_back(std::move(c.inputs));
+  return out;
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
                                                         int64_t version, const LoaderOptions& options,
                                                         const LoaderDeps& deps) {
@@ -482,15 +531,34 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     }
     return session;
   };
-  for (size_t i = 0; i < instances.size(); ++i) {
-    SessionOptions so = base;
-    if (instances[i].kind == InstanceKind::kGpu) {
-      so.provider = Provider::kCuda;
-      so.cuda_options["device_id"] = std::to_string(instances[i].gpu);
-    } else {
-      so.provider = Provider::kCpu;
-      so.cuda_options.clear();
+  ORTGPU_ASSIGN_OR_RETURN(const PrecisionSettings precision, ParsePrecisionSettings(ConfigParameters(config)));
+  ApplyPrecision(precision, base);
+  model->precision.precision = std::string(PrecisionName(precision.precision));
+  if (precision.converts()) {
+    // Converted before any instance's session: every instance loads the
+    // converted file (from the model cache, never beside the user's model).
+    PrecisionRequest request;
+    request.model_path = path;
+    request.settings = precision;
+    request.session = InstanceOptions(base, instances.front());
+    request.cache_dir = options.model_cache_dir;
+    ORTGPU_ASSIGN_OR_RETURN(request.input_choices,
+                            PrecisionCheckInputs(path, source, model->config, precision.fp16_io, options, deps));
+    auto prepared = PrepareModelPrecision(request, deps.precision_engines ? deps.precision_engines
+                                                                          : RealPrecisionEngineFactory());
+    if (!prepared.ok()) {
+      return prepared.status().WithContext("model '" + source.name + "' version " + std::to_string(version));
     }
+    path = prepared->path;
+    model->precision = prepared->outcome;
+    model->converted_scratch = prepared->scratch;
+    if (model->precision.checked && !model->precision.within_budget()) {
+      spdlog::warn("model '{}' version {}: served outside the accuracy budget (precision_check warn): {}", source.name,
+                   version, model->precision.violations.front());
+    }
+  }
+  for (size_t i = 0; i < instances.size(); ++i) {
+    SessionOptions so = InstanceOptions(base, instances[i]);
     // Under require_gpu the first GPU session saves the graph ORT optimised,
     // so the placement check can tell shape computation from compute by
     // what each CPU node reads (doctor/placement.h); only that session.
@@ -754,6 +822,12 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     if (w.store == nullptr && !line.empty()) spdlog::warn("model '{}': {}", source.name, line);
     if (!line.empty()) model->weights.push_back(line);
     if (w.store != nullptr) model->shared_weights.push_back(w.store);
+  }
+  if (model->precision.converted || model->precision.already_fp16) {
+    // Shown by /v2/models/M/config beside the user's precision parameter.
+    auto& params = *model->config.mutable_parameters();
+    params["precision_accuracy"].set_string_value(model->precision.AccuracyText());
+    params["precision_cache"].set_string_value(model->precision.cache);
   }
   const int mbs = model->config.max_batch_size();
   model->inputs = Describe(model->config.input(), mbs);

@@ -23,6 +23,7 @@
 #include "ort/session.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
+#include "serve/repository/model_precision.h"
 #include "serve/repository/model_repository.h"
 #include "serve/repository/shared_weights.h"
 #include "serve/scheduler/dynamic_batcher.h"
@@ -87,6 +88,10 @@ struct LoaderOptions {
   // --shape grammar: an input's full shape or a symbolic dim's size); each
   // model takes the flags that name its inputs or dims.
   ShapeFlags warmup_shapes;
+  // Where models converted for the precision parameter (fp16, mixed) are
+  // kept between loads (serve --model-cache-dir; model_precision.h); "":
+  // no cache, each load converts into a private temporary folder.
+  std::string model_cache_dir;
 };
 
 struct LoaderDeps {
@@ -100,6 +105,9 @@ struct LoaderDeps {
   // Wraps each instance's runner before its warm-up, so a test can record
   // what runs on it (warm-up and requests alike); null: no wrapper.
   std::function<std::unique_ptr<InstanceRunner>(std::unique_ptr<InstanceRunner>)> wrap_runner;
+  // The runs of a precision conversion and its accuracy check; null: ORT's
+  // (RealPrecisionEngineFactory).
+  PrecisionEngineFactory precision_engines;
 };
 
 // What the loader warmed up before the version became READY.
@@ -167,6 +175,11 @@ struct LoadedModel {
   // Set when the config asks for CUDA graphs that cannot be honoured (no
   // GPU instance, or batches that are not padded to fixed sizes).
   std::string cuda_graph_warning;
+  // The precision it runs in and, when converted, how far from float32
+  // (config parameter precision; model_precision.h).
+  PrecisionOutcome precision;
+  // A converted model kept outside the cache, removed with the version.
+  std::shared_ptr<const void> converted_scratch;
   // Declared last: stopped (and joined) first on destruction.
   std::unique_ptr<DynamicBatcher> batcher;
 };

@@ -19,6 +19,17 @@
 
 namespace ortgpu::serve {
 
+// The precision a loaded version runs in and its accuracy against float32
+// (model_precision.h's PrecisionOutcome, reduced to what metrics show).
+struct PrecisionFigures {
+  std::string precision;  // "fp32", "tf32", "fp16", "mixed"; "" when the config sets none
+  bool checked = false;   // the figures below were measured
+  double min_cosine = 1;
+  double max_rel_error = 0;
+  double top1 = 1;        // 1 when no output is a classifier
+  bool within_budget = true;
+};
+
 class SchedulerObserver {
  public:
   virtual ~SchedulerObserver() = default;
@@ -36,6 +47,14 @@ class SchedulerObserver {
   // A queued request failed: its run failed, its batch threw, or its
   // deadline passed in the queue (kDeadlineExceeded).
   virtual void OnFailure(const std::string& model, const std::string& version, Code code) {}
+  // A version became READY, or a reload of it replaced the load that served
+  // (called by the server core on its loading thread): what it runs in now.
+  virtual void OnModelPrecision(const std::string& model, const std::string& version, const PrecisionFigures& figures) {}
+  // A version that was READY stopped serving and left (unloaded, removed from
+  // the repository or the version policy, the server shutting down): series
+  // that describe a loaded version go with it. Called by the server core
+  // after the version's batcher stopped, outside its lock.
+  virtual void OnVersionUnloaded(const std::string& model, const std::string& version) {}
 };
 
 }  // namespace ortgpu::serve

@@ -10,6 +10,8 @@
 #include <future>
 #include <new>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "ort/session.h"
 #include "serve/core/test_repository.h"
@@ -291,6 +293,58 @@ TEST(ServerCoreTest, ExplicitModeLoadsAndUnloadsOnRequest) {
   auto none = Start(CpuOptions(other));
   EXPECT_EQ(none->LoadModel("a").code(), Code::kFailedPrecondition);
   EXPECT_EQ(none->UnloadModel("a").code(), Code::kFailedPrecondition);
+}
+
+// Records the calls about versions' precision (what the metrics show of a
+// load) in order, as "precision m/1 fp32" and "unloaded m/1".
+class VersionEvents : public SchedulerObserver {
+ public:
+  void OnModelPrecision(const std::string& model, const std::string& version,
+                        const PrecisionFigures& figures) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("precision " + model + "/" + version + " " + figures.precision);
+  }
+  void OnVersionUnloaded(const std::string& model, const std::string& version) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("unloaded " + model + "/" + version);
+  }
+  std::vector<std::string> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(events_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> events_;
+};
+
+TEST(ServerCoreTest, Issue26ObserverHearsEachLoadsPrecisionAndEachVersionThatLeaves) {
+  TempRepository repo;
+  const std::string fp32 = "parameters { key: \"precision\" value: { string_value: \"fp32\" } }\n";
+  repo.AddModel("a", 1, ScaleModel(2));
+  repo.WriteConfig("a", fp32);
+  repo.AddModel("p", 1, ScaleModel(2));
+  repo.WriteConfig("p", fp32);
+  VersionEvents events;
+  ServerDeps deps;
+  deps.observer = &events;
+  auto core = Start(CpuOptions(repo, ModelControlMode::kExplicit), deps);
+  ASSERT_NE(core, nullptr);
+  ASSERT_TRUE(core->LoadModel("a").ok());
+  ASSERT_TRUE(core->LoadModel("p").ok());
+  EXPECT_EQ(events.Take(), (std::vector<std::string>{"precision a/1 fp32", "precision p/1 fp32"}));
+
+  // Unloaded on request.
+  ASSERT_TRUE(core->UnloadModel("a").ok());
+  EXPECT_EQ(events.Take(), (std::vector<std::string>{"unloaded a/1"}));
+
+  // Version 2 replaces version 1 (latest 1); a reload without precision says so.
+  repo.AddModel("p", 2, ScaleModel(2));
+  repo.WriteConfig("p", "");
+  ASSERT_TRUE(core->LoadModel("p").ok());
+  EXPECT_EQ(events.Take(), (std::vector<std::string>{"precision p/2 ", "unloaded p/1"}));
+  core->Shutdown();
+  EXPECT_EQ(events.Take(), (std::vector<std::string>{"unloaded p/2"}));
 }
 
 TEST(ServerCoreTest, PollSwapsInANewVersionUnderLoadWithoutFailingRequests) {
