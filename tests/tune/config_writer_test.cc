@@ -3,16 +3,20 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
+#include "serve/repository/model_config.h"
+
 namespace ortgpu::tune {
 namespace {
 
-// The written text read back as serve reads config.pbtxt: protobuf text
-// format into inference::ModelConfig (serve's ParseModelConfig, whose
-// component is not linked here, parses the same message the same way).
+// The written text read back by serve's own parser, which must have nothing
+// to warn about.
 inference::ModelConfig ReadBack(const std::string& text) {
-  inference::ModelConfig config;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config)) << text;
-  return config;
+  Expected<serve::ParsedConfig> parsed = serve::ParseModelConfig(text, "config.pbtxt");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << text;
+  if (!parsed.ok()) return {};
+  EXPECT_TRUE(parsed->warnings.empty()) << parsed->warnings.front() << "\n" << text;
+  EXPECT_EQ(serve::CudaGraphRequest(parsed->config).empty(), text.find("enable_cuda_graph") == std::string::npos);
+  return parsed->config;
 }
 
 std::map<std::string, std::string> CudaParameters(const inference::ModelConfig& c) {
