@@ -19,6 +19,13 @@ inference::ModelOptimizationPolicy::ExecutionAccelerators::Accelerator& CudaAcce
   return *a;
 }
 
+bool HasCudaAccelerator(const inference::ModelConfig& config) {
+  for (const auto& a : config.optimization().execution_accelerators().gpu_execution_accelerator()) {
+    if (a.name() == "cuda") return true;
+  }
+  return false;
+}
+
 void SetParameter(inference::ModelConfig& config, const std::string& key, const std::string& value) {
   (*config.mutable_parameters())[key].set_string_value(value);
 }
@@ -51,7 +58,7 @@ inference::ModelConfig TunedModelConfig(const ServedCandidate& winner, const Con
   // settings of these keys are replaced either way.
   const bool engine_changed = e.prefer_nhwc != defaults.prefer_nhwc || e.cuda_graphs != defaults.cuda_graphs ||
                               e.conv_search != defaults.conv_search;
-  if (engine_changed || (config.has_optimization() && config.optimization().has_execution_accelerators())) {
+  if (engine_changed || HasCudaAccelerator(config)) {
     auto& cuda = CudaAccelerator(config);
     auto& params = *cuda.mutable_parameters();
     params.erase("prefer_nhwc");

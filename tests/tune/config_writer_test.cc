@@ -91,5 +91,14 @@ TEST(ConfigWriter, KeepsTheFixedFieldsOfAnExistingConfig) {
   EXPECT_EQ(CudaParameters(config), (std::map<std::string, std::string>{{"gpu_mem_limit", "8000000000"}}));
 }
 
+TEST(ConfigWriter, AddsNoEmptyCudaAcceleratorToAnExistingConfig) {
+  inference::ModelConfig base;
+  base.set_max_batch_size(8);
+  base.mutable_optimization()->mutable_graph()->set_level(1);
+  const inference::ModelConfig config = ReadBack(TunedConfigPbtxt(ServedCandidate{.batch = 8}, {.base = base}));
+  EXPECT_EQ(config.optimization().graph().level(), 1);
+  EXPECT_EQ(config.optimization().execution_accelerators().gpu_execution_accelerator_size(), 0);
+}
+
 }  // namespace
 }  // namespace ortgpu::tune
