@@ -1,0 +1,92 @@
+#include "tune/config_writer.h"
+
+#include <algorithm>
+
+#include <google/protobuf/text_format.h>
+
+namespace ortgpu::tune {
+
+namespace {
+
+// The CUDA accelerator of the config, added when absent (others are kept).
+inference::ModelOptimizationPolicy::ExecutionAccelerators::Accelerator& CudaAccelerator(inference::ModelConfig& config) {
+  auto* accelerators = config.mutable_optimization()->mutable_execution_accelerators();
+  for (auto& a : *accelerators->mutable_gpu_execution_accelerator()) {
+    if (a.name() == "cuda") return a;
+  }
+  auto* a = accelerators->add_gpu_execution_accelerator();
+  a->set_name("cuda");
+  return *a;
+}
+
+bool HasCudaAccelerator(const inference::ModelConfig& config) {
+  for (const auto& a : config.optimization().execution_accelerators().gpu_execution_accelerator()) {
+    if (a.name() == "cuda") return true;
+  }
+  return false;
+}
+
+void SetParameter(inference::ModelConfig& config, const std::string& key, const std::string& value) {
+  (*config.mutable_parameters())[key].set_string_value(value);
+}
+
+}  // namespace
+
+inference::ModelConfig TunedModelConfig(const ServedCandidate& winner, const ConfigWriterOptions& options) {
+  inference::ModelConfig config = options.base.value_or(inference::ModelConfig());
+  if (!options.model_name.empty()) config.set_name(options.model_name);
+  const int64_t max_batch = std::max<int64_t>(options.base ? options.base->max_batch_size() : 0, options.max_batch_size);
+  if (max_batch > 0) {
+    config.set_max_batch_size(static_cast<int32_t>(std::max(max_batch, winner.batch)));
+    auto* batching = config.mutable_dynamic_batching();
+    batching->clear_preferred_batch_size();
+    batching->add_preferred_batch_size(static_cast<int32_t>(winner.batch));
+    batching->set_max_queue_delay_microseconds(static_cast<uint64_t>(winner.max_queue_delay_us));
+  } else {
+    config.set_max_batch_size(0);
+    config.clear_dynamic_batching();
+  }
+
+  config.clear_instance_group();
+  auto* group = config.add_instance_group();
+  group->set_count(winner.instances);
+  group->set_kind(inference::ModelInstanceGroup::KIND_GPU);
+
+  const EngineChoice& e = winner.engine;
+  const EngineChoice defaults;
+  // Only what differs from ORT's defaults is written; a base config's own
+  // settings of these keys are replaced either way.
+  const bool engine_changed = e.prefer_nhwc != defaults.prefer_nhwc || e.cuda_graphs != defaults.cuda_graphs ||
+                              e.conv_search != defaults.conv_search;
+  if (engine_changed || HasCudaAccelerator(config)) {
+    auto& cuda = CudaAccelerator(config);
+    auto& params = *cuda.mutable_parameters();
+    params.erase("prefer_nhwc");
+    params.erase("enable_cuda_graph");
+    params.erase("cudnn_conv_algo_search");
+    if (e.prefer_nhwc) params["prefer_nhwc"] = "1";
+    if (e.cuda_graphs) params["enable_cuda_graph"] = "1";
+    if (e.conv_search != defaults.conv_search) params["cudnn_conv_algo_search"] = std::string(ConvAlgoSearchName(e.conv_search));
+  }
+
+  auto& model_params = *config.mutable_parameters();
+  model_params.erase("precision");
+  model_params.erase("pad_to_preferred_batch_size");
+  model_params.erase("workers_per_instance");
+  if (e.precision != defaults.precision) SetParameter(config, "precision", std::string(PrecisionName(e.precision)));
+  if (winner.pad_to_preferred && max_batch > 0) SetParameter(config, "pad_to_preferred_batch_size", "true");
+  if (winner.workers_per_instance != ServedCandidate::kDefaultWorkers) {
+    SetParameter(config, "workers_per_instance", std::to_string(winner.workers_per_instance));
+  }
+  return config;
+}
+
+std::string TunedConfigPbtxt(const ServedCandidate& winner, const ConfigWriterOptions& options) {
+  std::string out;
+  for (const std::string& line : options.comments) out += "# " + line + "\n";
+  std::string body;
+  google::protobuf::TextFormat::PrintToString(TunedModelConfig(winner, options), &body);
+  return out + body;
+}
+
+}  // namespace ortgpu::tune

@@ -1,0 +1,93 @@
+#include "tune/history.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace ortgpu::tune {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) /
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(History, AppendsAndReadsBack) {
+  const std::string path = TempPath("history.jsonl");
+  {
+    auto h = History::Open(path, nullptr);
+    ASSERT_TRUE(h.ok());
+    ASSERT_TRUE(h->Append({.key = "a", .repeat = 0, .measurement = {2.5, 400}}).ok());
+    ASSERT_TRUE(h->Append({.key = "a", .repeat = 1, .measurement = {2.6, 390}}).ok());
+    ASSERT_TRUE(h->Append({.key = "b", .error = "graph capture refused"}).ok());
+  }
+  std::vector<std::string> warnings;
+  auto h = History::Open(path, &warnings);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(h->size(), 3u);
+  ASSERT_NE(h->Find("a", 1), nullptr);
+  EXPECT_DOUBLE_EQ(h->Find("a", 1)->measurement.items_per_s, 390);
+  ASSERT_NE(h->Find("b", 0), nullptr);
+  EXPECT_EQ(h->Find("b", 0)->error, "graph capture refused");
+  EXPECT_EQ(h->Find("c", 0), nullptr);
+}
+
+TEST(History, TruncatedLastLineIsIgnoredWithAWarningAndCut) {
+  const std::string path = TempPath("history.jsonl");
+  const std::string good = HistoryLine({.key = "a", .measurement = {2.5, 400}});
+  {
+    std::ofstream out(path);
+    out << good << R"({"key":"b","repeat":0,"latency_ms":3.)";
+  }
+  std::vector<std::string> warnings;
+  auto h = History::Open(path, &warnings);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->size(), 1u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("history.jsonl:2: last line is incomplete"), std::string::npos) << warnings[0];
+  // The next append starts on a line of its own.
+  ASSERT_TRUE(h->Append({.key = "b", .measurement = {3.0, 300}}).ok());
+  EXPECT_EQ(ReadAll(path), good + HistoryLine({.key = "b", .measurement = {3.0, 300}}));
+}
+
+TEST(History, AValidLastLineWithoutNewlineIsTakenAgain) {
+  std::vector<std::string> warnings;
+  const std::string line = HistoryLine({.key = "a", .measurement = {2.5, 400}});
+  size_t valid = 0;
+  auto entries = ParseHistory(line.substr(0, line.size() - 1), "h", &warnings, &valid);
+  ASSERT_TRUE(entries.ok());
+  EXPECT_TRUE(entries->empty());
+  EXPECT_EQ(valid, 0u);
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST(History, ACorruptLineInTheMiddleIsAnError) {
+  const std::string text = HistoryLine({.key = "a", .measurement = {1, 1}}) + "garbage\n" +
+                           HistoryLine({.key = "b", .measurement = {1, 1}});
+  auto entries = ParseHistory(text, "h.jsonl", nullptr, nullptr);
+  ASSERT_FALSE(entries.ok());
+  EXPECT_NE(entries.status().message().find("h.jsonl:2"), std::string::npos) << entries.status().message();
+  EXPECT_NE(entries.status().message().find("move it aside"), std::string::npos);
+}
+
+TEST(History, WithoutAFileNothingIsWritten) {
+  History h;
+  ASSERT_TRUE(h.Append({.key = "a", .measurement = {1, 1}}).ok());
+  EXPECT_NE(h.Find("a", 0), nullptr);
+}
+
+}  // namespace
+}  // namespace ortgpu::tune
