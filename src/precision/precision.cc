@@ -44,8 +44,9 @@ Expected<ConvertOptions> AvoidNewFallbacks(const ::onnx::ModelProto& fp32, const
 }
 
 
-// The pipeline on `fp32` (fused or not); `original` is what the reference runs.
-Expected<PrecisionResult> Convert(::onnx::ModelProto fp32, const ::onnx::ModelProto& original,
+// The pipeline on `fp32` (fused or not); the reference runs `original`, or
+// `fp32` itself when null (no copy of a model that can be gigabytes).
+Expected<PrecisionResult> Convert(::onnx::ModelProto fp32, const ::onnx::ModelProto* original,
                                   const std::vector<Tensor>& inputs, const PrecisionOptions& options,
                                   const PrecisionSeams& seams) {
   PrecisionResult result;
@@ -69,7 +70,7 @@ Expected<PrecisionResult> Convert(::onnx::ModelProto fp32, const ::onnx::ModelPr
     ORTGPU_ASSIGN_OR_RETURN(result.report, ConvertToFloat16(result.model, convert));
     return result;
   }
-  ORTGPU_ASSIGN_OR_RETURN(auto reference, seams.reference->Run(original, inputs));
+  ORTGPU_ASSIGN_OR_RETURN(auto reference, seams.reference->Run(original != nullptr ? *original : fp32, inputs));
   result.checked = true;
   Evaluation final;
   if (options.target == Target::kMixed) {
@@ -97,11 +98,11 @@ Expected<PrecisionResult> Convert(::onnx::ModelProto fp32, const ::onnx::ModelPr
 Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::vector<Tensor>& inputs,
                                            const PrecisionOptions& options, const PrecisionSeams& seams) {
   NameUnnamedNodes(fp32);
-  if (!options.fuse || !AlreadyFloat16(fp32).empty()) return Convert(fp32, fp32, inputs, options, seams);
+  if (!options.fuse || !AlreadyFloat16(fp32).empty()) return Convert(std::move(fp32), nullptr, inputs, options, seams);
   ::onnx::ModelProto fused = fp32;
   fusion::FusionReport report = fusion::FuseForCuda(fused);
-  if (!report.any()) return Convert(fp32, fp32, inputs, options, seams);
-  auto attempt = Convert(std::move(fused), fp32, inputs, options, seams);
+  if (!report.any()) return Convert(std::move(fp32), nullptr, inputs, options, seams);
+  auto attempt = Convert(std::move(fused), &fp32, inputs, options, seams);
   if (attempt.ok() && attempt->within_budget()) {
     attempt->fusion = std::move(report);
     return attempt;
@@ -109,7 +110,7 @@ Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::v
   std::string why = attempt.ok() ? "the fused model broke the accuracy budget (" +
                                        (attempt->violations.empty() ? std::string("?") : attempt->violations.front()) + ")"
                                  : "the fused model did not run: " + attempt.status().message();
-  auto plain = Convert(fp32, fp32, inputs, options, seams);
+  auto plain = Convert(std::move(fp32), nullptr, inputs, options, seams);
   if (!plain.ok()) return plain;
   plain->fusion_dropped = fmt::format("{} attention and {} skip-layer-norm fusions dropped: {}", report.attention,
                                       report.skip_layer_norm, why);
