@@ -25,5 +25,6 @@ void AddBenchCommand(CLI::App& app, CommandResult& result);
 void AddServeCommand(CLI::App& app, CommandResult& result);
 void AddPerfCommand(CLI::App& app, CommandResult& result);
 void AddConvertCommand(CLI::App& app, CommandResult& result);
+void AddTuneCommand(CLI::App& app, CommandResult& result);
 
 }  // namespace ortgpu::cli

@@ -1,4 +1,4 @@
-// ortgpu: one binary, five jobs (doctor, bench, serve, perf, convert). This file only
+// ortgpu: one binary, six jobs (doctor, bench, serve, perf, convert, tune). This file only
 // wires the subcommands; each lives in its own <name>_cmd.cc and calls the
 // core library.
 #include <cstdio>
@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   AddServeCommand(app, result);
   AddPerfCommand(app, result);
   AddConvertCommand(app, result);
+  AddTuneCommand(app, result);
 
   // The CUDA libraries are found and preloaded before any command can create
   // a CUDA session, so no LD_LIBRARY_PATH is needed (gpu/preload.h).

@@ -50,7 +50,7 @@ inference::ModelConfig TunedModelConfig(const ServedCandidate& winner, const Con
   config.clear_instance_group();
   auto* group = config.add_instance_group();
   group->set_count(winner.instances);
-  group->set_kind(inference::ModelInstanceGroup::KIND_GPU);
+  group->set_kind(options.instance_kind);
 
   const EngineChoice& e = winner.engine;
   const EngineChoice defaults;

@@ -22,13 +22,15 @@ struct ConfigWriterOptions {
   // A config the model folder already has: its fields are kept (inputs,
   // outputs, warm-up, ...) and only what the winner decides is replaced.
   std::optional<inference::ModelConfig> base;
+  // The instance kind written (KIND_CPU when tuning on the CPU provider).
+  inference::ModelInstanceGroup::Kind instance_kind = inference::ModelInstanceGroup::KIND_GPU;
   // Comment lines written above the fields, without the leading "# ".
   std::vector<std::string> comments;
 };
 
 // The winner as a model configuration: max_batch_size; dynamic_batching with
 // preferred_batch_size [batch] and max_queue_delay_microseconds (batching
-// models only); instance_group [{count, KIND_GPU}]; the CUDA accelerator's
+// models only); instance_group [{count, instance_kind}]; the CUDA accelerator's
 // parameters that differ from ORT's defaults (prefer_nhwc, enable_cuda_graph,
 // cudnn_conv_algo_search); and serve's model parameters: precision (all but
 // tf32, ORT's default), pad_to_preferred_batch_size, workers_per_instance

@@ -60,6 +60,15 @@ TEST(ConfigWriter, DefaultsWriteNothingExtra) {
   EXPECT_TRUE(config.name().empty());
 }
 
+TEST(ConfigWriter, TuningOnTheCpuWritesCpuInstances) {
+  const inference::ModelConfig config = ReadBack(TunedConfigPbtxt(
+      ServedCandidate{.instances = 2, .batch = 4},
+      {.max_batch_size = 4, .instance_kind = inference::ModelInstanceGroup::KIND_CPU}));
+  ASSERT_EQ(config.instance_group_size(), 1);
+  EXPECT_EQ(config.instance_group(0).count(), 2);
+  EXPECT_EQ(config.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+}
+
 TEST(ConfigWriter, AModelThatDoesNotBatchHasNoDynamicBatching) {
   const inference::ModelConfig config =
       ReadBack(TunedConfigPbtxt(ServedCandidate{.instances = 2, .workers_per_instance = 1}, {.max_batch_size = 0}));

@@ -1,0 +1,77 @@
+// `ortgpu tune`: flags (one table, the source of --help), then
+// tune::RunTune, then what was measured and why the winner won on stdout,
+// progress on stderr. Errors: one line, non-zero exit.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "tune/tune.h"
+
+namespace ortgpu::cli {
+namespace {
+
+struct TuneFlags {
+  std::string model;
+  double latency_budget_ms = 0;
+  std::string output;
+  std::string provider = "cuda";
+  int max_evaluations = 0;
+  std::string history;
+  int concurrency = 64;
+};
+
+int RunTuneCommand(const TuneFlags& flags) {
+  tune::TuneOptions o;
+  o.model_path = flags.model;
+  o.output_dir = flags.output;
+  o.latency_budget_ms = flags.latency_budget_ms;
+  auto provider = ParseProvider(flags.provider);
+  if (!provider.ok()) {
+    std::fprintf(stderr, "ortgpu tune: %s\n", provider.status().message().c_str());
+    return 2;
+  }
+  o.provider = *provider;
+  o.max_evaluations = flags.max_evaluations;
+  o.history_path = flags.history;
+  o.max_concurrency = flags.concurrency;
+  o.log = [](const std::string& line) { std::fprintf(stderr, "tune: %s\n", line.c_str()); };
+  auto report = tune::RunTune(o);
+  if (!report.ok()) {
+    std::fprintf(stderr, "ortgpu tune: %s\n", report.status().message().c_str());
+    return ExitCodeFor(report.status().code());
+  }
+  std::fputs(tune::RenderTuneText(*report).c_str(), stdout);
+  return report->search.winner ? 0 : 1;
+}
+
+}  // namespace
+
+void AddTuneCommand(CLI::App& app, CommandResult& result) {
+  auto f = std::make_shared<TuneFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune",
+      "Find the served configuration with the most goodput within a p99 latency budget: measure the engine choices "
+      "in-process (bench), prune, serve the survivors (serve + perf's budget search), decide with the noise rule, "
+      "and write OUTPUT/config.pbtxt and OUTPUT/1/model.onnx. Resumable through --history. Exit 0 with a winner, "
+      "1 when none met the budget, 2 on bad usage.");
+  cmd->add_option("model", f->model, "The ONNX model file (never modified)")->required();
+  cmd->add_option("--latency-budget-ms", f->latency_budget_ms, "The p99 latency budget, in milliseconds")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--output", f->output, "The model folder to write (config.pbtxt, 1/model.onnx)")->required();
+  cmd->add_option("--provider", f->provider, "Execution provider: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_val("cuda");
+  cmd->add_option("--max-evaluations", f->max_evaluations,
+                  "Stop after this many new measurements (0: no limit); a rerun continues from the history")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
+  cmd->add_option("--history", f->history, "The history file (JSON lines); default OUTPUT/tune_history.jsonl");
+  cmd->add_option("--concurrency", f->concurrency, "The most connections perf's budget search grows to")
+      ->check(CLI::PositiveNumber)
+      ->default_val(64);
+  cmd->callback([f, &result]() { result.exit_code = RunTuneCommand(*f); });
+}
+
+}  // namespace ortgpu::cli

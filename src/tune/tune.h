@@ -1,0 +1,62 @@
+// RunTune: `ortgpu tune` as a library call (issue 28, docs/TUNE.md). Reads
+// the model's facts (batching, variable dims), builds the candidate space for
+// the provider, runs the search (search.h) with the real measurer
+// (tool_measurer.h) over a resumable history, and writes the winner as a model
+// folder: OUTPUT/config.pbtxt and OUTPUT/1/model.onnx (a hard link or copy;
+// the user's file is never modified). RenderTuneText explains the result.
+//
+// Blocking; call from one thread. Progress lines go through `log`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ort/session_options.h"
+#include "tune/candidates.h"
+#include "tune/search.h"
+
+namespace ortgpu::tune {
+
+struct TuneOptions {
+  std::string model_path;              // the ONNX file (required)
+  std::string output_dir;              // the model folder written (required)
+  double latency_budget_ms = 0;        // p99 budget (required, > 0)
+  Provider provider = Provider::kCuda;
+  int max_evaluations = 0;             // new measurements at most (0: no limit)
+  // The history file; "" means OUTPUT/tune_history.jsonl.
+  std::string history_path;
+  int max_concurrency = 64;            // perf's budget search grows connections up to this
+  // The ortgpu binary whose serve is measured ("" means /proc/self/exe).
+  std::string ortgpu_binary;
+  std::function<void(const std::string&)> log;
+};
+
+// The facts the search needs, read from the model's inputs and outputs:
+// max_batch_size (the largest batch of `space` when the first dimension is
+// symbolic, else 0) and whether another dimension is variable.
+Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const SpaceOptions& space);
+
+// The axes searched for `provider`: the full space on CUDA; on the CPU only
+// a tiny space serve honours there (batch 1 or 4, instances 1-2, no queue
+// delay, the default engine and workers): the CPU run checks the machinery,
+// not a GPU's optimum.
+SpaceOptions SpaceFor(Provider provider);
+
+struct TuneReport {
+  SearchResult search;
+  std::string config_path;   // written; "" when no winner
+  std::string history_path;
+  std::vector<std::string> warnings;  // from the history
+};
+
+// Errors: bad options, the model does not load, the history cannot be read
+// or written, the output cannot be written. No winner (nothing met the
+// budget) is not an error: the report says so and no config is written.
+Expected<TuneReport> RunTune(const TuneOptions& options);
+
+// What was measured and why the winner won, as text.
+std::string RenderTuneText(const TuneReport& report);
+
+}  // namespace ortgpu::tune

@@ -1,0 +1,76 @@
+// End-to-end test of `ortgpu tune` (issue 28) on the CPU provider: the real
+// binary tunes the small MLP with a short budget and few evaluations (its
+// served measurements start the real `ortgpu serve` as a child); then what a
+// user checks: the written model folder is served by `ortgpu serve` with the
+// model READY and no warning, and a rerun with the same history measures
+// nothing new.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "e2e/mlp_model.h"
+#include "e2e/serve_process.h"
+#include "serve/http/test_http_client.h"
+#include "support/temp_dir.h"
+
+namespace ortgpu::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+using serve::testing::TestHttpClient;
+using testing_support::TempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+// `max_evaluations` 0: no limit (the CPU space is tiny: about 12 measurements).
+std::vector<std::string> TuneArgs(const TempDir& dir, int max_evaluations) {
+  return {"tune",      dir.Path("mlp.onnx"),       "--provider", "cpu",  "--latency-budget-ms",
+          "200",       "--output",                 dir.Path("repo/mlp"), "--history", dir.Path("history.jsonl"),
+          "--concurrency", "2", "--max-evaluations", std::to_string(max_evaluations)};
+}
+
+TEST(TuneE2eTest, WritesAConfigServeLoadsWithoutWarningAndResumesFromItsHistory) {
+  TempDir dir;
+  const std::string model = MlpModel();
+  dir.File("mlp.onnx", model);
+
+  // Stopped by the limit: a winner among what was measured, and a note.
+  const Outcome first = RunOrtgpu(TuneArgs(dir, 4));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_THAT(first.output, HasSubstr("measurements: 4 new, 0 from the history"));
+  EXPECT_THAT(first.output, HasSubstr("a rerun with the same history continues"));
+  EXPECT_THAT(first.output, HasSubstr("winner: "));
+
+  // Continued to the end: the first run's measurements reused, not taken again.
+  const Outcome second = RunOrtgpu(TuneArgs(dir, 0));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("new, 4 from the history"));
+  EXPECT_THAT(second.output, HasSubstr("winner: "));
+
+  // Finished: a rerun measures nothing new.
+  const Outcome third = RunOrtgpu(TuneArgs(dir, 0));
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_THAT(third.output, HasSubstr("measurements: 0 new,"));
+  EXPECT_THAT(third.output, Not(HasSubstr("serving "))) << third.output;
+
+  ASSERT_TRUE(fs::exists(dir.Path("repo/mlp/config.pbtxt")));
+  ASSERT_TRUE(fs::exists(dir.Path("repo/mlp/1/model.onnx")));
+  EXPECT_EQ(fs::file_size(dir.Path("mlp.onnx")), model.size());  // the user's file is untouched
+  EXPECT_FALSE(fs::exists(dir.Path("repo/mlp/.tune-scratch")));
+
+  // --cpu is not given: the written instance_group says KIND_CPU itself.
+  ServeProcess serve({"serve", "--model-repository", dir.Path("repo"), "--http-port", "0", "--metrics-port", "0"});
+  ASSERT_TRUE(serve.WaitForPorts(60s)) << serve.output();
+  const std::string out = serve.output();
+  EXPECT_THAT(out, Not(HasSubstr("warn"))) << out;
+  EXPECT_THAT(out, HasSubstr("READY")) << out;
+  TestHttpClient c(serve.http_port);
+  EXPECT_EQ(c.Get("/v2/models/mlp/ready").status, 200u) << out;
+}
+
+}  // namespace
+}  // namespace ortgpu::e2e
