@@ -56,9 +56,8 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
       "and write OUTPUT/config.pbtxt and OUTPUT/1/model.onnx. Resumable through --history. Exit 0 with a winner, "
       "1 when none met the budget, 2 on bad usage.");
   cmd->add_option("model", f->model, "The ONNX model file (never modified)")->required();
-  cmd->add_option("--latency-budget-ms", f->latency_budget_ms, "The p99 latency budget, in milliseconds")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--latency-budget-ms", f->latency_budget_ms, "The p99 latency budget, in milliseconds (> 0)")
+      ->required();
   cmd->add_option("--output", f->output, "The model folder to write (config.pbtxt, 1/model.onnx)")->required();
   cmd->add_option("--provider", f->provider, "Execution provider: cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))

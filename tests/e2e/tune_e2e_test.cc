@@ -72,5 +72,15 @@ TEST(TuneE2eTest, WritesAConfigServeLoadsWithoutWarningAndResumesFromItsHistory)
   EXPECT_EQ(c.Get("/v2/models/mlp/ready").status, 200u) << out;
 }
 
+TEST(TuneE2eTest, ABudgetOfZeroIsBadUsageThatSaysWhatTheBudgetIs) {
+  TempDir dir;
+  dir.File("mlp.onnx", MlpModel());
+  const Outcome o = RunOrtgpu({"tune", dir.Path("mlp.onnx"), "--provider", "cpu", "--latency-budget-ms", "0",
+                               "--output", dir.Path("repo/mlp")});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("--latency-budget-ms must be above 0 (the p99")) << o.output;
+  EXPECT_FALSE(fs::exists(dir.Path("repo/mlp/config.pbtxt")));
+}
+
 }  // namespace
 }  // namespace ortgpu::e2e
