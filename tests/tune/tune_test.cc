@@ -60,6 +60,30 @@ TEST(TuneTest, WriteModelFolderLinksOrCopiesAndLeavesTheModelAlone) {
   EXPECT_EQ(fs::file_size(path), model.size());
 }
 
+TEST(TuneTest, InProcessMeasuresABatchWithBenchOnTheCpu) {
+  TempDir dir;
+  ToolMeasurerOptions o;
+  o.model_path = dir.File("m.onnx", ReluModel(8));
+  o.provider = Provider::kCpu;
+  o.warmup = 1;
+  o.iterations = 5;
+  ToolMeasurer measurer(o);
+  auto m = measurer.InProcess(EngineChoice{}, 4);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_GT(m->latency_ms, 0);
+  EXPECT_NEAR(m->items_per_s, 4 * 1000.0 / m->latency_ms, 1e-6 * m->items_per_s);
+}
+
+TEST(TuneTest, InProcessOfAMissingModelIsAnErrorThatNamesIt) {
+  ToolMeasurerOptions o;
+  o.model_path = "/nonexistent/m.onnx";
+  o.provider = Provider::kCpu;
+  ToolMeasurer measurer(o);
+  auto m = measurer.InProcess(EngineChoice{}, 1);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/nonexistent/m.onnx"), std::string::npos) << m.status().message();
+}
+
 TEST(TuneTest, RefusesAnOutputThatHoldsTheModelItself) {
   TempDir dir;
   TuneOptions o;
