@@ -7,23 +7,6 @@
 
 namespace ortgpu::tune {
 
-std::string_view PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kTf32: return "tf32";
-    case Precision::kFp32: return "fp32";
-    case Precision::kFp16: return "fp16";
-    case Precision::kMixed: return "mixed";
-  }
-  return "tf32";
-}
-
-Expected<Precision> ParsePrecision(std::string_view name) {
-  for (Precision p : {Precision::kTf32, Precision::kFp32, Precision::kFp16, Precision::kMixed}) {
-    if (PrecisionName(p) == name) return p;
-  }
-  return InvalidArgument(fmt::format("unknown precision '{}'; expected tf32, fp32, fp16 or mixed", name));
-}
-
 std::string_view ConvAlgoSearchName(ConvAlgoSearch s) {
   return s == ConvAlgoSearch::kHeuristic ? "HEURISTIC" : "EXHAUSTIVE";
 }

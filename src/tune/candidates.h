@@ -12,15 +12,18 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/precisions.h"
 #include "status/expected.h"
 
 namespace ortgpu::tune {
 
 // The precision serve's `precision` model parameter names. tf32 is what ORT's
 // CUDA EP does by default, so it is the default here.
-enum class Precision { kTf32, kFp32, kFp16, kMixed };
-std::string_view PrecisionName(Precision p);
-Expected<Precision> ParsePrecision(std::string_view name);
+// The precisions bench measures (bench/precisions.h): one enum and one
+// spelling for bench, tune and serve's `precision` parameter.
+using bench::ParsePrecision;
+using bench::Precision;
+using bench::PrecisionName;
 
 // The CUDA EP's cudnn_conv_algo_search; EXHAUSTIVE is ORT's default.
 enum class ConvAlgoSearch { kExhaustive, kHeuristic };

@@ -75,8 +75,7 @@ Expected<Measurement> ToolMeasurer::InProcess(const EngineChoice& engine, int64_
   o.io = engine.cuda_graphs ? IoMode::kServedGraph : IoMode::kServed;
   if (options_.provider != Provider::kCpu) {
     o.session.cuda_options = EngineCudaOptions(engine);
-    ORTGPU_ASSIGN_OR_RETURN(auto precision, bench::ParsePrecision(PrecisionName(engine.precision)));
-    o.precisions = {precision};
+    o.precisions = {engine.precision};
   }
   o.batches = {batch};
   o.load.warmup = options_.warmup;
