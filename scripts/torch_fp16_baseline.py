@@ -2,7 +2,8 @@
 cudnn.benchmark) and BERT-base seq 128 (transformers' BertModel, with no mask and with a mask of
 ones, as ortgpu's generated inputs run it), random weights, batch 32 and 128.
 
-usage: python3 scripts/torch_fp16_baseline.py [resnet50] [bert]     (default: both)
+usage: python3 scripts/torch_fp16_baseline.py [resnet50] [bert] [compile]     (default: both, eager)
+"compile" adds torch.compile (default mode) of ResNet-50 beside eager.
 """
 import sys
 import time
@@ -33,6 +34,12 @@ def main():
                 x = torch.randn(b, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
                 d = per_call(m, x)
                 print(f"torch eager fp16 resnet50 b{b}: {d * 1e3:.2f} ms {b / d:.0f}/s")
+            if "compile" in wanted:
+                mc = torch.compile(m)
+                for b in (32, 128):
+                    x = torch.randn(b, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
+                    d = per_call(mc, x)
+                    print(f"torch.compile fp16 resnet50 b{b}: {d * 1e3:.2f} ms {b / d:.0f}/s", flush=True)
         if "bert" in wanted:
             mb = transformers.BertModel(transformers.BertConfig()).eval().cuda().half()
             for b in (32, 128):
