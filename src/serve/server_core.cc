@@ -333,7 +333,8 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
                     std::to_string(rows);
       }
       if ((*loaded)->workers_per_instance > 1) {
-        sessions += "; " + std::to_string((*loaded)->workers_per_instance) + " workers per instance";
+        sessions += "; " + std::to_string((*loaded)->workers_per_instance) + " workers per instance" +
+                    ((*loaded)->own_worker_sessions ? ", each with sessions of its own" : " sharing its sessions");
       }
       if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every executed batch size and worker";
       if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";

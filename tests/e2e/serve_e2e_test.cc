@@ -547,7 +547,7 @@ TEST(ServeE2eTest, Issue25ALoneRequestToAPaddedModelRunsAsBatchOne) {
       "parameters { key: \"intra_op_thread_count\" value { string_value: \"1\" } }\n");
   ServeProcess server(ServeArgs(root.string(), {"--cpu"}));
   StartOrFail(server);
-  EXPECT_NE(server.output().find("padding: idle batches run unpadded at 1 ("), std::string::npos) << server.output();
+  EXPECT_NE(server.output().find("padding: batches run unpadded at 1 ("), std::string::npos) << server.output();
   TestHttpClient c(server.http_port);
   nlohmann::json request = {
       {"inputs", {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {1, kWidth}}, {"data", std::vector<float>(kWidth, 0.5f)}}}}};

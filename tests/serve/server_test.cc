@@ -328,9 +328,9 @@ TEST(StartupSummaryTest, Issue25SaysWhichBatchSizesRunUnpaddedWithTheirCosts) {
   m.max_batch_size = 32;
   m.dynamic_batching = true;
   m.padded = true;
-  m.padding = "idle batches run unpadded at 1 (1.20 ms); busy: padded to 32 (4.10 ms)";
+  m.padding = "batches run unpadded at 1 (1.20 ms); preferred: 32 (4.10 ms)";
   EXPECT_THAT(FormatStartupSummary({m}, {}, "127.0.0.1", 8000, std::nullopt),
-              HasSubstr("\n    padding: idle batches run unpadded at 1 (1.20 ms); busy: padded to 32 (4.10 ms)\n"));
+              HasSubstr("\n    padding: batches run unpadded at 1 (1.20 ms); preferred: 32 (4.10 ms)\n"));
 }
 
 TEST(StartupSummaryTest, Issue26ShowsThePrecisionAndAWarningOutsideTheBudget) {

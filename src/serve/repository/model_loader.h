@@ -150,9 +150,12 @@ struct LoadedModel {
   // Batch sizes with a session of their own on each GPU instance (see
   // InstanceSessions); empty when none.
   std::vector<int64_t> session_per_batch_size;
-  // Worker threads per instance sharing its sessions (config parameter
-  // workers_per_instance; 2 on GPU instances with dynamic batching).
+  // Worker threads per instance (config parameter workers_per_instance; 2 on
+  // GPU instances with dynamic batching), and whether each has sessions of its
+  // own (config parameter worker_sessions "own", or CUDA graphs) or they
+  // share the instance's (the default).
   int workers_per_instance = 1;
+  bool own_worker_sessions = false;
   // CUDA graphs: captured and replayed for every padded batch size (one
   // graph per size and worker; each worker then has sessions of its own,
   // since a session that replays graphs is not safe to run concurrently).
@@ -169,7 +172,7 @@ struct LoadedModel {
   // them alive too; held here so they outlive every session of the model).
   std::vector<std::shared_ptr<const SharedInitializers>> shared_weights;
   // How batches are padded (DescribePadding, from instance 0's measured
-  // costs): "idle batches run unpadded at 1 (1.21 ms), ...; busy: padded to
+  // costs): "batches run unpadded at 1 (1.21 ms), ...; preferred:
   // 32 (4.10 ms)"; empty without padding.
   std::string padding;
   // Set when the config asks for CUDA graphs that cannot be honoured (no

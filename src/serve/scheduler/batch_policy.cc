@@ -105,9 +105,9 @@ int64_t LightSizeFor(const BatchPolicy& policy, int64_t rows, int64_t below) {
 
 }  // namespace
 
-int64_t ExecutedBatchSize(const BatchPolicy& policy, int64_t rows, const BatchCosts* costs, bool gpu_busy) {
+int64_t ExecutedBatchSize(const BatchPolicy& policy, int64_t rows, const BatchCosts* costs) {
   const int64_t padded = PaddedBatchSize(policy, rows);
-  if (padded == rows || gpu_busy || !policy.adaptive_padding || costs == nullptr) return padded;
+  if (padded == rows || !policy.adaptive_padding || costs == nullptr) return padded;
   const int64_t light = LightSizeFor(policy, rows, padded);
   if (light == 0) return padded;
   const int64_t padded_ns = costs->Of(padded), light_ns = costs->Of(light);
@@ -128,7 +128,7 @@ std::string DescribePadding(const BatchPolicy& policy, const BatchCosts* costs) 
   }
   std::string unpadded, padded;
   for (int64_t rows : light) {
-    const int64_t runs = ExecutedBatchSize(policy, rows, costs, /*gpu_busy=*/false);
+    const int64_t runs = ExecutedBatchSize(policy, rows, costs);
     if (runs == rows) {
       unpadded += fmt::format("{}{} ({})", unpadded.empty() ? "" : ", ", rows, ms(rows));
     } else {
@@ -137,15 +137,15 @@ std::string DescribePadding(const BatchPolicy& policy, const BatchCosts* costs) 
                             own < 0 ? ", not measured" : ", about the same as " + ms(rows));
     }
   }
-  std::string out = unpadded.empty() ? std::string("every idle batch is padded, each size costs about the same")
-                                     : "idle batches run unpadded at " + unpadded;
-  if (!padded.empty()) out += "; padded even when idle: " + padded;
+  std::string out = unpadded.empty() ? std::string("every batch is padded, each size costs about the same")
+                                     : "batches run unpadded at " + unpadded;
+  if (!padded.empty()) out += "; padded: " + padded;
   std::string targets;
   for (int b : policy.preferred_batch_sizes) {
     targets += fmt::format("{}{}{}", targets.empty() ? "" : ", ", b,
                            costs->Of(b) >= 0 ? " (" + ms(b) + ")" : std::string());
   }
-  return out + "; busy: padded to " + (targets.empty() ? largest : targets);
+  return out + "; preferred: " + (targets.empty() ? largest : targets);
 }
 
 WarmupSizes WarmupBatchSizes(const BatchPolicy& policy) {

@@ -33,16 +33,17 @@
 // the GPU is free. Under load this keeps every batch full; with the GPU
 // idle nothing changes.
 //
-// Padding pays only when the GPU is busy (issue 25). With
+// Padding pays only when it costs about nothing (issue 25). With
 // pad_to_preferred_batch_size a batch is padded to the preferred size when
-// the GPU is busy (another batch holds the model's GpuTurn, or requests are
-// queued behind this batch), or when the padded size costs about the same
-// as the batch's own light size (kPaddingCostRatio, measured at warm-up:
-// BatchCosts). Otherwise (an idle GPU, a lone request) the batch runs at the
-// smallest light size that holds it (LightBatchSizes: the powers of two
-// below the largest preferred size, each warmed, with a session and CUDA
-// graph of its own on a GPU), so one request gets batch-1 latency. Without
-// a measured cost table every batch is padded, as before.
+// the padded size costs about the same as the batch's own light size
+// (kPaddingCostRatio, measured at warm-up: BatchCosts). Otherwise the batch
+// runs at the smallest light size that holds it (LightBatchSizes: the powers
+// of two below the largest preferred size, each warmed, with a session and
+// CUDA graph of its own on a GPU), so one request gets batch-1 latency and a
+// batch of 3 runs as 4, busy GPU or not. (Until run l4 a busy GPU padded
+// every batch to the preferred size: at two connections ResNet-50 [128] ran
+// each request as a batch of 128, 90 requests/s; docs/BENCHMARKS.md.)
+// Without a measured cost table every batch is padded, as before.
 //
 // One difference from Triton, chosen for shape stability: once the delay has
 // passed Triton runs every gathered request even when a prefix of them is a
@@ -75,7 +76,7 @@ struct BatchPolicy {
   // (config parameter pad_to_preferred_batch_size).
   bool pad_to_preferred_batch_size = false;
   // With padding: pad only when it pays (ExecutedBatchSize), and warm the
-  // light sizes an idle instance runs instead (config parameter
+  // light sizes an instance runs instead (config parameter
   // adaptive_padding, default true). false: every batch is padded and only
   // the padded sizes are warmed.
   bool adaptive_padding = true;
@@ -85,7 +86,7 @@ struct BatchPolicy {
   BatchPolicy Normalized() const;
   // The largest preferred size, or max_batch_size when there are none.
   int64_t LargestPreferred() const;
-  // The sizes an idle instance runs unpadded batches at: with padding and
+  // The sizes an instance runs unpadded batches at: with padding and
   // adaptive_padding, the powers of two (1, 2, 4, ...) below the largest
   // preferred size that are not preferred sizes; empty otherwise. A batch
   // of rows between two of them runs at the next one up: on CUDA every
@@ -151,8 +152,6 @@ int64_t PaddedBatchSize(const BatchPolicy& policy, int64_t rows);
 
 // The rows a batch of `rows` rows executes as (issue 25: pad only when it
 // pays). Without padding: `rows`. With padding, PaddedBatchSize when
-//   - `gpu_busy` (another batch holds the GPU's turn, or requests wait
-//     behind this one): the padded size keeps batches few and full, or
 //   - adaptive_padding is off, or `costs` is null (not measured: a CPU
 //     runner the loader did not measure, a fake), or either size's cost is
 //     unknown: padding as before, the safe choice on a GPU, where only the
@@ -161,12 +160,12 @@ int64_t PaddedBatchSize(const BatchPolicy& policy, int64_t rows);
 //     (CostsAboutTheSame);
 // otherwise the smallest light size >= rows (LightBatchSizes) below the
 // padded size. `policy` must be Normalized().
-int64_t ExecutedBatchSize(const BatchPolicy& policy, int64_t rows, const BatchCosts* costs, bool gpu_busy);
+int64_t ExecutedBatchSize(const BatchPolicy& policy, int64_t rows, const BatchCosts* costs);
 
-// For the log and the start-up summary: what an idle batch of each light
-// size runs as, with the measured costs, e.g. "idle batches run unpadded at
+// For the log and the start-up summary: what a batch of each light size
+// runs as, with the measured costs, e.g. "batches run unpadded at
 // 1 (1.21 ms), 2 (1.30 ms); padded: 16 -> 32 (4.10 ms, within 10% of
-// 3.90 ms); busy: padded to 32". Empty without padding.
+// 3.90 ms); preferred: 32". Empty without padding.
 std::string DescribePadding(const BatchPolicy& policy, const BatchCosts* costs);
 
 // The batch sizes the loader warms up: with padding each preferred size,

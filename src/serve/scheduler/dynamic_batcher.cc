@@ -158,7 +158,7 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
   return Status::Ok();
 }
 
-BatchPlan DynamicBatcher::Plan(std::vector<size_t>& joinable, const GpuTurn* turn, bool& gpu_busy) const {
+BatchPlan DynamicBatcher::Plan(std::vector<size_t>& joinable, const GpuTurn* turn) const {
   joinable.clear();
   std::vector<int64_t> rows;
   const Pending& front = queue_.front();
@@ -172,11 +172,9 @@ BatchPlan DynamicBatcher::Plan(std::vector<size_t>& joinable, const GpuTurn* tur
     // One request past max_batch_size is all PlanBatch needs to see.
     if (!policy_.dynamic_batching || policy_.max_batch_size <= 0 || sum > policy_.max_batch_size) break;
   }
-  // Without a turn, the model's other batches in flight stand for it.
-  gpu_busy = turn != nullptr ? turn->busy() : executing_ > 0;
-  const PlanMode mode = stopping_                        ? PlanMode::kDraining
-                        : turn != nullptr && gpu_busy ? PlanMode::kGpuBusy
-                                                         : PlanMode::kServing;
+  const PlanMode mode = stopping_                         ? PlanMode::kDraining
+                        : turn != nullptr && turn->busy() ? PlanMode::kGpuBusy
+                                                          : PlanMode::kServing;
   return PlanBatch(policy_, rows, front.enqueue_ns, clock_.NowNanos(), mode);
 }
 
@@ -263,8 +261,7 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
     // Planned afresh every time round: while this worker waited another may
     // have taken the front it woke for, and the new front is owed its own
     // full delay.
-    bool gpu_busy = false;
-    const BatchPlan plan = Plan(joinable, runner->gpu_turn(), gpu_busy);
+    const BatchPlan plan = Plan(joinable, runner->gpu_turn());
     if (plan.requests == 0) {
       // Woken by a new request, by Stop, by the GPU's release (kGpuBusy), or
       // when the delay (or the earliest request deadline, so that request is
@@ -284,15 +281,11 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
       queue_.erase(it);
     }
     std::reverse(batch.begin(), batch.end());
-    // Padding pays when the GPU is busy: another batch holds it (or, with
-    // no turn, runs), or requests wait behind this batch (ExecutedBatchSize).
-    if (!queue_.empty()) {
-      gpu_busy = true;
-      cv_.notify_one();
-    }
+    // Requests wait behind this batch: another worker may take them.
+    if (!queue_.empty()) cv_.notify_one();
     ++executing_;
     lock.unlock();
-    ExecuteGuarded(*runner, batch, gpu_busy);
+    ExecuteGuarded(*runner, batch);
     lock.lock();
     --executing_;
   }
@@ -319,11 +312,11 @@ void DynamicBatcher::Answer(Pending& p, Expected<InferResponse> result, int64_t 
   }
 }
 
-void DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch, bool gpu_busy) {
+void DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch) {
   const char* phase = "preparing the batch";
   Status failure;
   try {
-    Execute(runner, batch, gpu_busy, phase);
+    Execute(runner, batch, phase);
     return;
   } catch (const std::bad_alloc& e) {
     failure = ResourceExhausted("model '" + options_.model_name + "' version " + options_.model_version +
@@ -346,8 +339,7 @@ void DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>
   for (Pending& p : batch) Answer(p, failure, now - p.enqueue_ns, 0, {}, now_ms);
 }
 
-void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch, bool gpu_busy,
-                             const char*& phase) {
+void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase) {
   const int64_t start = clock_.NowNanos();
   ExecutionTimes t;
   std::vector<int64_t> rows;
@@ -356,7 +348,7 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
     rows.push_back(p.rows);
     total_rows += p.rows;
   }
-  const int64_t executed_rows = ExecutedBatchSize(policy_, total_rows, runner.batch_costs(), gpu_busy);
+  const int64_t executed_rows = ExecutedBatchSize(policy_, total_rows, runner.batch_costs());
   const int64_t padding_rows = executed_rows - total_rows;
   phase = "running the model";  // the runner joins the inputs as part of its run
   std::vector<const std::vector<Tensor>*> inputs;

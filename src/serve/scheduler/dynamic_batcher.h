@@ -12,11 +12,9 @@
 // gather within max_batch_size. With pad_to_preferred_batch_size the joined
 // inputs get zero rows up to the next preferred size, which are cut off the
 // outputs before they are split back, when padding pays (ExecutedBatchSize,
-// issue 25): the GPU is busy (the runner's GpuTurn is held, or, for a runner
-// without one, another batch of the model runs; or requests are queued
-// behind the batch), or the runner's measured cost table
-// (InstanceRunner::batch_costs) says the padded size costs about the same.
-// Otherwise the batch runs at its light size (a lone request as batch 1).
+// issue 25): the runner's measured cost table (InstanceRunner::batch_costs)
+// says the padded size costs about the same. Otherwise the batch runs at its
+// light size (a lone request as batch 1, three rows as 4).
 // Only warmed sizes ever run. Without dynamic batching (or with
 // max_batch_size 0) every request runs alone.
 //
@@ -127,9 +125,8 @@ class DynamicBatcher {
   void WorkerLoop(InstanceRunner* runner);
   // The plan for the front request and those that can join it, with their
   // queue positions in `joinable`; kGpuBusy while `turn` (the planning
-  // runner's, nullable) is held. Sets `gpu_busy`: `turn` is held, or with
-  // no turn another batch executes. REQUIRES: mu_ held, queue_ non-empty.
-  BatchPlan Plan(std::vector<size_t>& joinable, const GpuTurn* turn, bool& gpu_busy) const;
+  // runner's, nullable) is held. REQUIRES: mu_ held, queue_ non-empty.
+  BatchPlan Plan(std::vector<size_t>& joinable, const GpuTurn* turn) const;
   // The earliest deadline_ns of a queued request, 0 when none has one.
   // REQUIRES: mu_ held.
   int64_t EarliestDeadline() const;
@@ -139,11 +136,10 @@ class DynamicBatcher {
   // Answers each of `expired` DeadlineExceeded. REQUIRES: mu_ not held.
   void AnswerExpired(std::vector<Pending> expired);
   // Runs `batch` and answers every request of it, exceptions included.
-  // `gpu_busy`: whether padding pays regardless of cost (ExecutedBatchSize).
-  void ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch, bool gpu_busy);
+  void ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch);
   // Runs `batch`; answers each request (and clears its `done`) as it goes.
   // May throw; `phase` then says what it was doing.
-  void Execute(InstanceRunner& runner, std::vector<Pending>& batch, bool gpu_busy, const char*& phase);
+  void Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase);
   // Answers `p` with `result` (unless answered already) and records it; a
   // callback that throws is logged, not propagated.
   void Answer(Pending& p, Expected<InferResponse> result, int64_t request_ns, int64_t queue_ns,

@@ -162,7 +162,7 @@ TEST(ModelLoaderTest, Issue25TheWarmupMeasuresTheCostTableAndALoneRequestRunsUnp
   ASSERT_TRUE(l.model.ok()) << l.model.status().ToString();
   LoadedModel& m = **l.model;
   EXPECT_EQ(m.padding,
-            "idle batches run unpadded at 1 (0.10 ms), 2 (0.20 ms), 4 (0.40 ms); busy: padded to 8 (0.80 ms)");
+            "batches run unpadded at 1 (0.10 ms), 2 (0.20 ms), 4 (0.40 ms); preferred: 8 (0.80 ms)");
   std::promise<Expected<InferResponse>> answered;
   QueuedRequest item;
   item.request.model_name = "m";
@@ -299,6 +299,19 @@ TEST(ModelLoaderTest, GpuInstancesPadAndGetOneSessionPerBatchSize) {
   EXPECT_EQ((*m)->session_per_batch_size, (std::vector<int64_t>{1, 2, 4, 8}));
   EXPECT_EQ(sessions, 8);  // per instance: the main one (batch 8) and one each for 1 (light), 2 and 4
   EXPECT_EQ((*m)->workers_per_instance, 2);  // sharing them, so joining overlaps running
+  EXPECT_FALSE((*m)->own_worker_sessions);
+
+  repo.WriteConfig("m", R"pb(
+    max_batch_size: 8
+    dynamic_batching { preferred_batch_size: [ 2, 4 ] }
+    instance_group [ { count: 2 kind: KIND_GPU } ]
+    parameters { key: "worker_sessions" value { string_value: "own" } }
+  )pb");
+  sessions = 0;
+  m = LoadAsGpu(repo, "m", sessions, clock);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(sessions, 16);  // each worker its own four, every one warmed
+  EXPECT_TRUE((*m)->own_worker_sessions);
 
   repo.WriteConfig("m", R"pb(
     max_batch_size: 8

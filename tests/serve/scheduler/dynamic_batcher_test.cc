@@ -330,14 +330,14 @@ TEST(DynamicBatcherTest, Issue25ALoneRequestOnAnIdleInstanceRunsUnpadded) {
   EXPECT_EQ(json["inference_count"], 4);
 }
 
-TEST(DynamicBatcherTest, Issue25WhileAnotherBatchHoldsTheGpuABatchIsPadded) {
+TEST(DynamicBatcherTest, Issue25WhileAnotherBatchHoldsTheGpuABatchWaitsThenRunsAtTheSizeThatHoldsIt) {
   BatcherOptions o = PaddedTo4();
   GpuTurn turn;
   Harness h(o, HarnessOptions{.turn = &turn});
   h.runner->costs = kCostsTo4;
   std::optional<GpuTurn::Held> held(turn.Take());  // another batch runs
   // 3 rows, then 2 that do not fit beside them: the 3 cannot grow, so they
-  // go now, while the GPU is busy: padded to 4.
+  // go now, at 4 (no light size below the preferred 4 holds 3 rows).
   auto a = h.Send(Rows("x", {1, 2, 3, 4, 5, 6}, 2));
   auto b = h.Send(Rows("x", {7, 8, 9, 10}, 2));
   ASSERT_TRUE(a.get().ok());
@@ -347,10 +347,12 @@ TEST(DynamicBatcherTest, Issue25WhileAnotherBatchHoldsTheGpuABatchIsPadded) {
   EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{4, 2}));
 }
 
-TEST(DynamicBatcherTest, Issue25ABatchWithRequestsQueuedBehindItIsPadded) {
+// Run l4: requests queued behind a batch padded it to the preferred size,
+// GPU work for nothing; it runs at its light size like any other.
+TEST(DynamicBatcherTest, ABatchWithRequestsQueuedBehindItRunsAtItsLightSize) {
   Harness h(PaddedTo4(), /*gate_closed=*/true);
   h.runner->costs = kCostsTo4;
-  auto first = h.Send(Rows("x", {1, 2}, 2));  // idle: runs as 1 row, held at the gate
+  auto first = h.Send(Rows("x", {1, 2}, 2));  // runs as 1 row, held at the gate
   h.runner->WaitEntered(1);
   auto a = h.Send(Rows("x", {3, 4}, 2));
   auto other = h.Send(Rows("x", {5, 6, 7}, 3));  // another shape: cannot join a
@@ -358,8 +360,8 @@ TEST(DynamicBatcherTest, Issue25ABatchWithRequestsQueuedBehindItIsPadded) {
   ASSERT_TRUE(first.get().ok());
   ASSERT_TRUE(a.get().ok());
   ASSERT_TRUE(other.get().ok());
-  // a ran with `other` queued behind it (padded); `other` then ran alone.
-  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{1, 4, 1}));
+  // a ran with `other` queued behind it, as its own 1 row; `other` then alone.
+  EXPECT_EQ(h.runner->batches, (std::vector<int64_t>{1, 1, 1}));
 }
 
 // Regression (issue 8): without dynamic_batching a request of 32 rows was
