@@ -26,7 +26,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
-// `max_evaluations` 0: no limit (the CPU space is tiny: about 12 measurements).
+// `max_evaluations` 0: no limit (the CPU space is tiny: about 10 measurements).
 std::vector<std::string> TuneArgs(const TempDir& dir, int max_evaluations) {
   return {"tune",      dir.Path("mlp.onnx"),       "--provider", "cpu",  "--latency-budget-ms",
           "200",       "--output",                 dir.Path("repo/mlp"), "--history", dir.Path("history.jsonl"),
@@ -80,6 +80,16 @@ TEST(TuneE2eTest, ABudgetOfZeroIsBadUsageThatSaysWhatTheBudgetIs) {
   EXPECT_EQ(o.exit_code, 2) << o.output;
   EXPECT_THAT(o.output, HasSubstr("--latency-budget-ms must be above 0 (the p99")) << o.output;
   EXPECT_FALSE(fs::exists(dir.Path("repo/mlp/config.pbtxt")));
+
+  // A bad accuracy budget or shape is bad usage too, named by its flag.
+  const Outcome accuracy = RunOrtgpu({"tune", dir.Path("mlp.onnx"), "--provider", "cpu", "--latency-budget-ms", "20",
+                                      "--output", dir.Path("repo/mlp"), "--accuracy", "cosine=2x"});
+  EXPECT_EQ(accuracy.exit_code, 2) << accuracy.output;
+  EXPECT_THAT(accuracy.output, HasSubstr("--accuracy")) << accuracy.output;
+  const Outcome shape = RunOrtgpu({"tune", dir.Path("mlp.onnx"), "--provider", "cpu", "--latency-budget-ms", "20",
+                                   "--output", dir.Path("repo/mlp"), "--shape", "x"});
+  EXPECT_EQ(shape.exit_code, 2) << shape.output;
+  EXPECT_THAT(shape.output, HasSubstr("--shape")) << shape.output;
 }
 
 }  // namespace

@@ -1,0 +1,112 @@
+#include "tune/grid.h"
+
+#include <algorithm>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "fakes/fake_clock.h"
+#include "fakes/fake_measurer.h"
+#include "tune/h200_scenario.h"
+#include "tune/search.h"
+
+namespace ortgpu::tune {
+namespace {
+
+using ortgpu::testing::FakeClock;
+using ortgpu::testing::FakeMeasurer;
+
+ModelTraits Resnet() {
+  ModelTraits t;
+  t.max_batch_size = 128;
+  return t;
+}
+
+TEST(Grid, TheGridIsSmallAndValid) {
+  EngineChoice graphs;
+  graphs.cuda_graphs = true;
+  SpaceOptions space;
+  space.adaptive_padding = {false};
+  const auto g = GridCandidates(graphs, Resnet(), space, GridOptions{}, nullptr);
+  // 3 batches x 2 instances x 2 workers x 2 delays, all padded.
+  EXPECT_EQ(g.size(), 24u);
+  for (const ServedCandidate& c : g) {
+    EXPECT_TRUE(c.pad_to_preferred);
+    EXPECT_FALSE(c.adaptive_padding);
+    EXPECT_EQ(c.engine, graphs);
+  }
+  // Unpadded points with CUDA graphs are not valid (serve captures padded sizes only).
+  GridOptions both;
+  both.padding = {true, false};
+  std::vector<Rejected> rejected;
+  EXPECT_EQ(GridCandidates(graphs, Resnet(), space, both, &rejected).size(), 24u);
+  EXPECT_EQ(rejected.size(), 24u);
+  // A model that does not batch: batch 1 without queue or padding.
+  ModelTraits fixed;
+  const auto one = GridCandidates(EngineChoice{}, fixed, space, GridOptions{}, nullptr);
+  ASSERT_FALSE(one.empty());
+  for (const ServedCandidate& c : one) {
+    EXPECT_EQ(c.batch, 1);
+    EXPECT_EQ(c.max_queue_delay_us, 0);
+  }
+}
+
+// --exhaustive on the H200's figures: the grid is measured after the search,
+// what the search served is not served again, and the winner's share of the
+// grid's best is the target.
+TEST(Grid, TheExhaustiveRunMeasuresTheGridOnceAndComparesTheWinner) {
+  FakeMeasurer m;
+  m.SetInProcess(testing::H200InProcess);
+  m.SetServed(testing::H200Served);
+  History h;
+  FakeClock clock;
+  SpaceOptions space;
+  space.adaptive_padding = {false};
+  SearchOptions options;
+  options.exhaustive = true;
+  auto r = RunSearch(Resnet(), space, options, m, h, clock);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->grid.has_value());
+  const GridResult& g = *r->grid;
+  EXPECT_TRUE(g.complete);
+  EXPECT_EQ(g.measured, 24);
+  // Every candidate's first measurement was taken once.
+  std::set<std::string> first;
+  for (size_t i = 0; i < m.served_calls.size(); ++i) {
+    if (m.served_loads[i].start_concurrency == 1) {
+      EXPECT_TRUE(first.insert(m.served_calls[i].Key()).second) << m.served_calls[i].Key();
+    }
+  }
+  ASSERT_TRUE(g.best.has_value());
+  EXPECT_GT(g.ratio, 0.95);
+  EXPECT_GT(g.winner_goodput, 0);
+}
+
+TEST(Grid, AnIncompleteGridContinuesFromTheHistory) {
+  FakeMeasurer m;
+  m.SetInProcess(testing::H200InProcess);
+  m.SetServed(testing::H200Served);
+  History h;
+  FakeClock clock;
+  SpaceOptions space;
+  space.adaptive_padding = {false};
+  SearchOptions options;
+  options.exhaustive = true;
+  options.max_evaluations = 40;
+  auto r = RunSearch(Resnet(), space, options, m, h, clock);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->grid.has_value());
+  EXPECT_FALSE(r->grid->complete);
+  options.max_evaluations = 0;
+  FakeMeasurer again;
+  again.SetInProcess(testing::H200InProcess);
+  again.SetServed(testing::H200Served);
+  auto rest = RunSearch(Resnet(), space, options, again, h, clock);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_TRUE(rest->grid.has_value());
+  EXPECT_TRUE(rest->grid->complete);
+  EXPECT_TRUE(again.in_process_calls.empty());
+}
+
+}  // namespace
+}  // namespace ortgpu::tune
