@@ -52,51 +52,47 @@ bool Evaluator::Fits(MeasureKind kind, int count, int64_t reserve_ns) const {
   return ElapsedNs() + count * ExpectedNs(kind) + reserve_ns <= options_.max_wall_ns;
 }
 
-Expected<std::optional<HistoryEntry>> Evaluator::Get(const std::string& key, int repeat, MeasureKind kind,
-                                                     const std::function<Expected<Measurement>()>& measure) {
+Expected<std::optional<HistoryEntry>> Evaluator::Take(const std::string& key, int repeat, MeasureKind kind,
+                                                      const std::function<void(HistoryEntry&)>& fill) {
   if (const HistoryEntry* known = history_.Find(key, repeat); known != nullptr) {
     Reused(key, repeat);
     return std::optional<HistoryEntry>(*known);
   }
   if (LimitReached()) return std::optional<HistoryEntry>();
-  const int64_t started = clock_.NowNanos();
-  Expected<Measurement> m = measure();
-  Record(kind, clock_.NowNanos() - started);
-  ++result_.evaluations;
   HistoryEntry e;
   e.key = key;
   e.repeat = repeat;
-  if (m.ok()) {
-    e.measurement = *std::move(m);
-  } else {
-    e.error = m.status().message();
-  }
+  const int64_t started = clock_.NowNanos();
+  fill(e);
+  Record(kind, clock_.NowNanos() - started);
+  ++result_.evaluations;
   if (Status s = history_.Append(e); !s.ok()) return s;
   taken_.insert({e.key, e.repeat});
   return std::optional<HistoryEntry>(std::move(e));
 }
 
+Expected<std::optional<HistoryEntry>> Evaluator::Get(const std::string& key, int repeat, MeasureKind kind,
+                                                     const std::function<Expected<Measurement>()>& measure) {
+  return Take(key, repeat, kind, [&](HistoryEntry& e) {
+    Expected<Measurement> m = measure();
+    if (m.ok()) {
+      e.measurement = *std::move(m);
+    } else {
+      e.error = m.status().message();
+    }
+  });
+}
+
 Expected<std::optional<HistoryEntry>> Evaluator::GetVerdict(const std::string& key,
                                                             const std::function<Expected<PrecisionVerdict>()>& judge) {
-  if (const HistoryEntry* known = history_.Find(key, 0); known != nullptr) {
-    Reused(key, 0);
-    return std::optional<HistoryEntry>(*known);
-  }
-  if (LimitReached()) return std::optional<HistoryEntry>();
-  const int64_t started = clock_.NowNanos();
-  Expected<PrecisionVerdict> v = judge();
-  Record(MeasureKind::kPrecision, clock_.NowNanos() - started);
-  ++result_.evaluations;
-  HistoryEntry e;
-  e.key = key;
-  if (v.ok()) {
-    e.verdict = *std::move(v);
-  } else {
-    e.error = v.status().message();
-  }
-  if (Status s = history_.Append(e); !s.ok()) return s;
-  taken_.insert({e.key, e.repeat});
-  return std::optional<HistoryEntry>(std::move(e));
+  return Take(key, 0, MeasureKind::kPrecision, [&](HistoryEntry& e) {
+    Expected<PrecisionVerdict> v = judge();
+    if (v.ok()) {
+      e.verdict = *std::move(v);
+    } else {
+      e.error = v.status().message();
+    }
+  });
 }
 
 Expected<std::vector<std::optional<HistoryEntry>>> Evaluator::GetMany(

@@ -63,6 +63,10 @@ class Evaluator {
   int64_t ElapsedNs() const { return clock_.NowNanos() - start_ns_; }
 
  private:
+  // The entry for (key, repeat) from the history, or a new one `fill` sets
+  // the figures (or the error) of, timed and appended.
+  Expected<std::optional<HistoryEntry>> Take(const std::string& key, int repeat, MeasureKind kind,
+                                             const std::function<void(HistoryEntry&)>& fill);
   void Record(MeasureKind kind, int64_t ns);
   // Counts a measurement found in the history once, however often asked,
   // and not at all when this search took it.

@@ -22,6 +22,19 @@ ModelTraits Resnet() {
   return t;
 }
 
+// The search with --exhaustive on the H200's figures.
+Expected<SearchResult> Exhaustive(FakeMeasurer& m, History& h, int max_evaluations) {
+  m.SetInProcess(testing::H200InProcess);
+  m.SetServed(testing::H200Served);
+  FakeClock clock;
+  SpaceOptions space;
+  space.adaptive_padding = {false};
+  SearchOptions options;
+  options.exhaustive = true;
+  options.max_evaluations = max_evaluations;
+  return RunSearch(Resnet(), space, options, m, h, clock);
+}
+
 TEST(Grid, TheGridIsSmallAndValid) {
   EngineChoice graphs;
   graphs.cuda_graphs = true;
@@ -56,15 +69,8 @@ TEST(Grid, TheGridIsSmallAndValid) {
 // grid's best is the target.
 TEST(Grid, TheExhaustiveRunMeasuresTheGridOnceAndComparesTheWinner) {
   FakeMeasurer m;
-  m.SetInProcess(testing::H200InProcess);
-  m.SetServed(testing::H200Served);
   History h;
-  FakeClock clock;
-  SpaceOptions space;
-  space.adaptive_padding = {false};
-  SearchOptions options;
-  options.exhaustive = true;
-  auto r = RunSearch(Resnet(), space, options, m, h, clock);
+  auto r = Exhaustive(m, h, 0);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->grid.has_value());
   const GridResult& g = *r->grid;
@@ -84,24 +90,13 @@ TEST(Grid, TheExhaustiveRunMeasuresTheGridOnceAndComparesTheWinner) {
 
 TEST(Grid, AnIncompleteGridContinuesFromTheHistory) {
   FakeMeasurer m;
-  m.SetInProcess(testing::H200InProcess);
-  m.SetServed(testing::H200Served);
   History h;
-  FakeClock clock;
-  SpaceOptions space;
-  space.adaptive_padding = {false};
-  SearchOptions options;
-  options.exhaustive = true;
-  options.max_evaluations = 40;
-  auto r = RunSearch(Resnet(), space, options, m, h, clock);
+  auto r = Exhaustive(m, h, 40);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->grid.has_value());
   EXPECT_FALSE(r->grid->complete);
-  options.max_evaluations = 0;
   FakeMeasurer again;
-  again.SetInProcess(testing::H200InProcess);
-  again.SetServed(testing::H200Served);
-  auto rest = RunSearch(Resnet(), space, options, again, h, clock);
+  auto rest = Exhaustive(again, h, 0);
   ASSERT_TRUE(rest.ok());
   ASSERT_TRUE(rest->grid.has_value());
   EXPECT_TRUE(rest->grid->complete);

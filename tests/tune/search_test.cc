@@ -64,6 +64,14 @@ std::string TempPath() {
   return (dir / "history.jsonl").string();
 }
 
+// The search with a history of its own and a clock that never moves.
+Expected<SearchResult> Search(Measurer& m, const ModelTraits& traits, const SpaceOptions& space,
+                              const SearchOptions& options) {
+  History h;
+  FakeClock clock;
+  return RunSearch(traits, space, options, m, h, clock);
+}
+
 bool Mentions(const std::vector<Rejected>& list, const std::string& what, const std::string& why) {
   return std::any_of(list.begin(), list.end(), [&](const Rejected& r) {
     return r.candidate.find(what) != std::string::npos && r.reason.find(why) != std::string::npos;
@@ -74,9 +82,7 @@ TEST(Search, ScreenedEngineThenCurveThenServedThenRepeats) {
   FakeMeasurer m;
   m.SetInProcess(ScriptedInProcess);
   m.SetServed(ScriptedServed);
-  History h;
-  FakeClock clock;
-  auto r = RunSearch(Resnet(), SmallSpace(), {.latency_budget_ms = 20}, m, h, clock);
+  auto r = Search(m, Resnet(), SmallSpace(), {.latency_budget_ms = 20});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // Screening at 32: the default, NHWC (kept), then graphs (kept); a second
   // pass flips NHWC back (slower); then the curve of the screened choice and
@@ -213,9 +219,7 @@ TEST(Search, PrunedCandidatesAreNeverServed) {
     return Measurement{ms, batch * 1000.0 / ms};
   });
   m.SetServed(ScriptedServed);
-  History h;
-  FakeClock clock;
-  auto r = RunSearch(Resnet(), SmallSpace(), {.latency_budget_ms = 20}, m, h, clock);
+  auto r = Search(m, Resnet(), SmallSpace(), {.latency_budget_ms = 20});
   ASSERT_TRUE(r.ok());
   for (const ServedCandidate& c : m.served_calls) EXPECT_NE(c.batch, 32) << c.Key();
   EXPECT_TRUE(Mentions(r->rejected, "batch=32", "exceeds the 20.000 ms budget"));
@@ -227,9 +231,7 @@ TEST(Search, GraphsAreNeverMeasuredForAVariableSequenceDim) {
   FakeMeasurer m;
   ModelTraits bert = Resnet();
   bert.variable_non_batch_dim = true;
-  History h;
-  FakeClock clock;
-  auto r = RunSearch(bert, SmallSpace(), {}, m, h, clock);
+  auto r = Search(m, bert, SmallSpace(), {});
   ASSERT_TRUE(r.ok());
   for (const std::string& k : m.in_process_calls) EXPECT_EQ(k.find("graphs=1"), std::string::npos) << k;
   for (const ServedCandidate& c : m.served_calls) EXPECT_FALSE(c.engine.cuda_graphs);
@@ -245,9 +247,7 @@ TEST(Search, AFailedCaptureIsNotKeptAndSaysWhy) {
     return Measurement{1.0 + batch * 0.25, 0};
   });
   m.SetServed(ScriptedServed);
-  History h;
-  FakeClock clock;
-  auto r = RunSearch(Resnet(), SmallSpace(), {}, m, h, clock);
+  auto r = Search(m, Resnet(), SmallSpace(), {});
   ASSERT_TRUE(r.ok());
   for (const ServedCandidate& c : m.served_calls) EXPECT_FALSE(c.engine.cuda_graphs) << c.Key();
   EXPECT_TRUE(Mentions(r->rejected, "graphs=1", "refused to capture"));
@@ -270,9 +270,7 @@ TEST(Search, AnAnomalousGoodputIsMeasuredAgainAndNeverWins) {
   once.engine.prefer_nhwc = true;
   once.engine.cuda_graphs = true;
   m.QueueServed(once, {300});  // anomalous the first time only
-  History h;
-  FakeClock clock;
-  auto r = RunSearch(Resnet(), SmallSpace(), {.latency_budget_ms = 20}, m, h, clock);
+  auto r = Search(m, Resnet(), SmallSpace(), {.latency_budget_ms = 20});
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->winner.has_value());
   EXPECT_EQ(r->winner->instances, 1);
@@ -306,9 +304,7 @@ TEST(Search, TheServedCapListsWhatWasNotServed) {
   FakeMeasurer m;
   m.SetInProcess(ScriptedInProcess);
   m.SetServed(ScriptedServed);
-  History h;
-  FakeClock clock;
-  auto r = RunSearch(Resnet(), SmallSpace(), {.max_served = 2}, m, h, clock);
+  auto r = Search(m, Resnet(), SmallSpace(), {.max_served = 2});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->served.size(), 2u);
   ASSERT_FALSE(r->unmeasured.empty());
@@ -444,9 +440,7 @@ TEST(Search, WallTimeLimitThroughTheClock) {
 TEST(Search, NothingWithinTheBudgetIsSaid) {
   FakeMeasurer m;
   m.SetInProcess([](const EngineChoice&, int64_t batch) -> Expected<Measurement> { return Measurement{50.0, 0}; });
-  History h;
-  FakeClock clock;
-  auto r = RunSearch(Resnet(), SmallSpace(), {.latency_budget_ms = 20}, m, h, clock);
+  auto r = Search(m, Resnet(), SmallSpace(), {.latency_budget_ms = 20});
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->winner.has_value());
   EXPECT_TRUE(m.served_calls.empty());
