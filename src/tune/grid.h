@@ -39,8 +39,8 @@ struct GridOptions {
 };
 
 // The grid's candidates for `engine`: the options' axes (batches above the
-// model's max_batch_size left out; a model that does not batch: batch 1,
-// unpadded, no delay), padded ones with the space's first adaptive_padding
+// model's max_batch_size left out, the space's largest valid batch when
+// none is left; a model that does not batch: batch 1, unpadded, no delay), padded ones with the space's first adaptive_padding
 // value, through BuildServedCandidates' validity rules.
 std::vector<ServedCandidate> GridCandidates(const EngineChoice& engine, const ModelTraits& traits,
                                             const SpaceOptions& space, const GridOptions& grid,
@@ -64,8 +64,11 @@ struct GridResult {
   double ratio = 0;
 };
 
-// Stage 6: measures the grid (what the history lacks) and compares it with
-// `result.winner`. Stops quietly at a limit (complete stays false).
+// Stage 6: measures the grid (what the history lacks), then the best point
+// again until it has `repeats` figures, as the leaders have (the largest of
+// many single figures is biased up; twice at most, when another point
+// becomes the best), and compares the means with `result.winner`'s. Stops
+// quietly at a limit (complete stays false).
 Expected<GridResult> RunGrid(const EngineChoice& engine, const ModelTraits& traits, const SpaceOptions& space,
                              const SearchOptions& options, Measurer& measurer, Evaluator& eval,
                              const SearchResult& result);

@@ -86,6 +86,26 @@ TEST(Grid, TheExhaustiveRunMeasuresTheGridOnceAndComparesTheWinner) {
   ASSERT_TRUE(g.best.has_value());
   EXPECT_GT(g.ratio, 0.95);
   EXPECT_GT(g.winner_goodput, 0);
+  // The grid's best was measured again, as the leaders are.
+  EXPECT_NE(h.Find(ServedKey(*g.best, SearchOptions{}.latency_budget_ms), 2), nullptr);
+}
+
+// One lucky figure does not make the grid's best: the best point is measured
+// again, and a point that falls back loses the title.
+TEST(Grid, ALuckyFirstFigureIsMeasuredAgainBeforeItIsTheBest) {
+  FakeMeasurer m;
+  ServedCandidate lucky{.instances = 1, .batch = 16, .pad_to_preferred = true, .adaptive_padding = false,
+                        .max_queue_delay_us = 2000, .workers_per_instance = 1};
+  lucky.engine = {.precision = Precision::kFp16, .prefer_nhwc = true, .cuda_graphs = true, .fuse_conv_bias = true};
+  m.QueueServed(lucky, {40000, 3000, 3000});
+  History h;
+  auto r = Exhaustive(m, h, 0);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->grid.has_value());
+  ASSERT_TRUE(r->grid->best.has_value());
+  EXPECT_NE(*r->grid->best, lucky);
+  EXPECT_NE(h.Find(ServedKey(lucky, SearchOptions{}.latency_budget_ms), 2), nullptr);
+  EXPECT_GT(r->grid->ratio, 0.95);
 }
 
 TEST(Grid, AnIncompleteGridContinuesFromTheHistory) {
