@@ -1,6 +1,9 @@
 #include "tune/screening.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -175,9 +178,17 @@ Expected<std::optional<EngineChoice>> ScreenEngines(const ModelTraits& traits, c
     }
     knobs.push_back(k);
   }
+  // Per knob, what its last trial said: how many flips had been kept before
+  // it, and whether it was a close call (its best flip within the retry
+  // margin either way, or a flip failed) worth trying again in new company.
+  std::map<Knob, std::pair<int, bool>> trials;
+  int kept = 0;
   for (int pass = 0; pass < std::max(1, options.screening_passes); ++pass) {
     bool changed = false;
     for (Knob k : knobs) {
+      if (auto t = trials.find(k); t != trials.end() && (t->second.first == kept || !t->second.second)) {
+        continue;  // nothing changed since its trial, or it was decided by a wide margin
+      }
       // Every value of the knob from the current choice; the fastest beyond
       // the noise is kept.
       std::vector<ScreenStep> steps;
@@ -215,6 +226,11 @@ Expected<std::optional<EngineChoice>> ScreenEngines(const ModelTraits& traits, c
         }
         steps.push_back(std::move(step));
       }
+      bool close = false;
+      for (const ScreenStep& st : steps) {
+        close = close || st.to_ms <= 0 || std::abs(st.gain) <= options.screening_retry_margin;
+      }
+      trials[k] = {kept + (best ? 1 : 0), close};
       for (size_t i = 0; i < steps.size(); ++i) {
         if (best && i == *best) {
           steps[i].kept = true;
@@ -226,6 +242,7 @@ Expected<std::optional<EngineChoice>> ScreenEngines(const ModelTraits& traits, c
         current = steps[*best].to;
         current_m = best_m;
         changed = true;
+        ++kept;
       }
       result.screening.insert(result.screening.end(), steps.begin(), steps.end());
     }

@@ -68,8 +68,10 @@ class Measurer {
 struct SearchOptions {
   double latency_budget_ms = 20;
   // How many leading served candidates are measured again, and how many
-  // measurements each then has in all (the first included).
-  int leaders = 3;
+  // measurements each then has in all (the first included). Two leaders of
+  // three figures: with two figures each, Student's t (12.7 at one degree of
+  // freedom) would put nearly every gap within the noise.
+  int leaders = 2;
   int repeats = 3;
   // Stop taking new measurements past these (0: no limit); what was measured
   // is still decided on. Measurements found in the history do not count.
@@ -87,10 +89,14 @@ struct SearchOptions {
   // Screening (screening.h): a flip is kept only when it beats the current
   // choice by more than max(this, the two measurements' noise together); at
   // most this many passes over the knobs (another pass only when the last
-  // one kept a flip); the latency curve is measured for this many engine
-  // choices (the screened one, then its fallback).
+  // one kept a flip, and in it only the knobs whose trial was a close call:
+  // a flip that failed, or the best flip within `screening_retry_margin`
+  // either way, tried before a later flip was kept); the latency curve is
+  // measured for this many engine choices (the screened one, then its
+  // fallback).
   double screening_min_gain = 0.02;
   int screening_passes = 2;
+  double screening_retry_margin = 0.10;
   int curve_engines = 2;
 
   // Served: at most this many candidates get a first measurement (0: no

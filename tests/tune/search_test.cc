@@ -125,23 +125,43 @@ TEST(Search, ScreeningFindsTheH200sEngineOneKnobAtATime) {
   // fp16 was judged once; mixed is not judged when fp16 is within the budget.
   EXPECT_EQ(m.judged, std::vector<Precision>{Precision::kFp16});
   EXPECT_TRUE(Mentions(r->rejected, "precision mixed", "fp16 is within the accuracy budget"));
-  // Screening measured 7 + 6 choices at batch 32 (two passes), not 128 points.
+  // Screening measured 7 choices at batch 32, then again only the close call
+  // (the algorithm search, with graphs): 8, not 128 points.
   int at_32 = 0;
   for (const std::string& k : m.in_process_calls) at_32 += k.find("batch=32") != std::string::npos;
-  EXPECT_LE(at_32, 13);
+  EXPECT_EQ(at_32, 8);
   // The search never measured the whole product.
   EXPECT_LT(m.in_process_calls.size(), 25u);
   // HEURISTIC is no faster than EXHAUSTIVE: not kept, within the noise.
   EXPECT_TRUE(std::any_of(r->screening.begin(), r->screening.end(), [](const ScreenStep& s) {
     return s.knob == Knob::kConvSearch && !s.kept && s.note.find("within the noise") != std::string::npos;
   }));
-  // The fusion on fp16 NCHW failed with cuDNN's message (pass 2 flips NHWC off).
-  EXPECT_TRUE(Mentions(r->rejected, "fp16 nhwc=0", "HEURISTIC_QUERY_FAILED"));
   ASSERT_TRUE(r->winner.has_value());
   EXPECT_EQ(r->winner->engine, *r->screened);
   EXPECT_TRUE(r->winner->pad_to_preferred);
   EXPECT_FALSE(r->winner->adaptive_padding);
   EXPECT_EQ(r->winner->batch, 64);
+}
+
+// Where NHWC gains nothing, the fusion is tried on fp16 NCHW, fails with
+// cuDNN's message, and the search goes on without it.
+TEST(Search, AFlipThatFailsIsRejectedWithOrtsReason) {
+  FakeMeasurer m;
+  m.SetInProcess([](const EngineChoice& e, int64_t batch) {
+    EngineChoice nchw = e;
+    if (!e.fuse_conv_bias) nchw.prefer_nhwc = false;  // NHWC changes nothing, the fusion still needs it
+    return H200InProcess(nchw, batch);
+  });
+  m.SetServed(H200Served);
+  auto r = Search(m, Resnet(128), SpaceOptions{}, {.latency_budget_ms = 20});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(Mentions(r->rejected, "fp16 nhwc=0", "HEURISTIC_QUERY_FAILED"));
+  EXPECT_TRUE(std::any_of(r->screening.begin(), r->screening.end(), [](const ScreenStep& s) {
+    return s.knob == Knob::kFuseConvBias && s.to_ms == 0 && s.note.find("HEURISTIC_QUERY_FAILED") != std::string::npos;
+  }));
+  ASSERT_TRUE(r->screened.has_value());
+  EXPECT_EQ(r->screened->Key(), "fp16 nhwc=0 graphs=1 conv=EXHAUSTIVE");
+  EXPECT_TRUE(r->winner.has_value());
 }
 
 TEST(Search, KnobsThatCannotMatterAreSkippedWithAReason) {
