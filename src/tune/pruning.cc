@@ -107,9 +107,14 @@ double EstimateGoodput(const ServedCandidate& c, const LatencyCurves& curves, co
     const double executed = c.pad_to_preferred ? b : std::max(1.0, std::floor(rows));
     const std::optional<double> alone_ms = curves.LatencyMs(c.engine, static_cast<int64_t>(executed));
     if (alone_ms) {
+      // The GPU's bound: the batch's own rate, raised by overlap, at most the
+      // engine's best, of which padding wastes its share.
       const double rate = std::min(*best_rate, executed * 1000.0 / *alone_ms * (1 + o.overlap_per_batch * (busy - 1)));
-      const double batch_ms = std::max(*alone_ms, busy * executed * 1000.0 / rate);
-      const double items_per_s = busy * rows * 1000.0 / batch_ms;
+      const double gpu_bound = rate * rows / executed;
+      // The slots' bound: each batch also spends host_fraction of its
+      // latency outside the GPU, which only another batch in flight fills.
+      const double slot_bound = busy * rows * 1000.0 / (*alone_ms * (1 + o.host_fraction));
+      const double items_per_s = std::min(gpu_bound, slot_bound);
       const double mean_ms = n * 1000.0 / items_per_s + (rows < b ? delay_ms : 0.0);
       if (o.p99_over_mean * mean_ms <= o.latency_budget_ms) best = std::max(best, items_per_s);
     }

@@ -91,19 +91,27 @@ struct EstimateOptions {
   // gaps on the GPU, but small ones do not become as efficient as a large
   // one (a prior, until served figures calibrate it).
   double overlap_per_batch = 0.1;
+  // The time a batch spends outside the GPU (requests arriving and parsed,
+  // gathered, responses written and the next requests sent back), as a
+  // share of its in-process latency: with one batch in flight the GPU waits
+  // for it, a second one fills it (the hand-found ResNet-50 optimum runs
+  // [32] on two instances of two workers at 64 connections). A prior.
+  double host_fraction = 0.5;
 };
 
 // The goodput (items/s within the budget) the curve predicts for `c`: for
 // each connection count C = 1, 2, 4, ... max_concurrency, the workers with
 // work are min(instances x workers, ceil(C / batch)), each running batches
-// of min(batch, C / busy) rows (padded: `batch`), sharing the GPU (a batch
-// takes at least its in-process latency; together they reach the batch's
-// in-process items/s plus overlap_per_batch of it per further batch, at
-// most the engine's in-process best); the mean latency follows from Little's
-// law (plus the queue delay when batches do not fill) and the p99 from
-// p99_over_mean. The estimate is the best items/s whose p99 fits the
-// budget, 0 when none does or the curve lacks the candidate. It orders
-// candidates; it never rules one out (the ceiling and floor do).
+// of min(batch, C / busy) rows (padded: `batch`); the items/s are the lower
+// of the GPU's bound (together the batches reach the batch's in-process
+// items/s plus overlap_per_batch of it per further batch, at most the
+// engine's in-process best, padding rows wasted) and the slots' bound (each
+// batch in flight completes once per in-process latency plus host_fraction
+// of it); the mean latency follows from Little's law (plus the queue delay
+// when batches do not fill) and the p99 from p99_over_mean. The estimate is
+// the best items/s whose p99 fits the budget, 0 when none does or the curve
+// lacks the candidate. It orders candidates; it never rules one out (the
+// ceiling and floor do).
 double EstimateGoodput(const ServedCandidate& c, const LatencyCurves& curves, const EstimateOptions& options);
 
 }  // namespace ortgpu::tune

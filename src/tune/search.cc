@@ -105,14 +105,56 @@ double Calibration(const ServedCandidate& c, const std::vector<ServedOutcome>& s
   return n > 0 ? sum / n : 1.0;
 }
 
-// Whether `a` is served before `b`: a higher prediction (by more than 1%),
-// else the shape the hand-found optima have (padded to the preferred size,
-// CUDA graphs), else the simpler.
-bool ServeBefore(double pa, const ServedCandidate& a, double pb, const ServedCandidate& b) {
-  if (std::abs(pa - pb) > 0.01 * std::max(pa, pb)) return pa > pb;
+// Whether `a` is served before `b`, given their predictions and how like
+// the served candidates each is (Similarity to the most like one): a
+// prediction higher by more than 5% first (the model is no surer than that);
+// else the shape of the hand-found optima: padded to the preferred size,
+// CUDA graphs, more instances, more workers, a shorter delay; else the one
+// less like what was served (it teaches the calibration more); else the
+// higher prediction; else the simpler.
+bool ServeBefore(double pa, int like_a, const ServedCandidate& a, double pb, int like_b, const ServedCandidate& b) {
+  if (std::abs(pa - pb) > 0.05 * std::max(pa, pb)) return pa > pb;
   if (a.pad_to_preferred != b.pad_to_preferred) return a.pad_to_preferred;
   if (a.engine.cuda_graphs != b.engine.cuda_graphs) return a.engine.cuda_graphs;
+  if (a.instances != b.instances) return a.instances > b.instances;
+  if (a.workers_per_instance != b.workers_per_instance) return a.workers_per_instance > b.workers_per_instance;
+  if (a.max_queue_delay_us != b.max_queue_delay_us) return a.max_queue_delay_us < b.max_queue_delay_us;
+  if (like_a != like_b) return like_a < like_b;
+  if (pa != pb) return pa > pb;
   return SimplerThan(a, b);
+}
+
+// The index of the pending candidate to serve next: first, one candidate
+// of each batch size not served yet whose prediction is within
+// `coverage_ratio` of the best prediction (the batch is the axis the model
+// is least sure of: how full batches get and how much turnaround costs);
+// then by prediction. Within either, ServeBefore decides.
+// REQUIRES: pending non-empty, predicted of the same size.
+size_t NextToServe(const std::vector<Pending>& pending, const std::vector<double>& predicted,
+                   const std::vector<ServedOutcome>& served, double coverage_ratio) {
+  const double top = *std::max_element(predicted.begin(), predicted.end());
+  auto new_batch = [&](size_t i) {
+    if (predicted[i] < coverage_ratio * top || top <= 0) return false;
+    return std::none_of(served.begin(), served.end(), [&](const ServedOutcome& s) {
+      return s.candidate.batch == pending[i].ranked.candidate.batch;
+    });
+  };
+  std::vector<int> like(pending.size(), -1);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    for (const ServedOutcome& s : served) like[i] = std::max(like[i], Similarity(pending[i].ranked.candidate, s.candidate));
+  }
+  std::optional<size_t> next;
+  for (bool coverage : {true, false}) {
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (coverage && !new_batch(i)) continue;
+      if (!next || ServeBefore(predicted[i], like[i], pending[i].ranked.candidate, predicted[*next], like[*next],
+                               pending[*next].ranked.candidate)) {
+        next = i;
+      }
+    }
+    if (next) break;
+  }
+  return *next;
 }
 
 // The batches of the latency curve: the space's curve batches that are
@@ -194,14 +236,11 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
     pending.clear();
   };
   while (!pending.empty()) {
-    size_t next = 0;
     std::vector<double> predicted(pending.size());
     for (size_t i = 0; i < pending.size(); ++i) {
       predicted[i] = pending[i].estimate * Calibration(pending[i].ranked.candidate, result.served, estimates);
-      if (i > 0 && ServeBefore(predicted[i], pending[i].ranked.candidate, predicted[next], pending[next].ranked.candidate)) {
-        next = i;
-      }
     }
+    const size_t next = NextToServe(pending, predicted, result.served, options.coverage_ratio);
     const Pending p = pending[next];
     const double prediction = predicted[next];
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(next));
@@ -284,10 +323,20 @@ Status RepeatLeaders(const SearchOptions& options, Measurer& measurer, Evaluator
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const ServedOutcome* a, const ServedOutcome* b) { return Mean(a->goodputs) > Mean(b->goodputs); });
   if (static_cast<int>(ranked.size()) > options.leaders) ranked.resize(std::max(options.leaders, 1));
+  bool out_of_time = false;
   for (ServedOutcome* s : ranked) {
     // Repeat indices already taken (an anomaly's second measurement is 1).
     int rep = static_cast<int>(s->goodputs.size() + s->discarded.size());
     while (static_cast<int>(s->goodputs.size()) < options.repeats && rep <= options.repeats) {
+      const std::string key = ServedKey(s->candidate, options.latency_budget_ms, ServedTag(options));
+      if (eval.Known(key, rep) == nullptr && !eval.Fits(MeasureKind::kServedRepeat, 1, 0)) {
+        if (!out_of_time) {
+          result.notes.push_back("the time limit left some of the leaders' repeats unmeasured (--max-minutes); a rerun "
+                                 "with the same history takes them");
+        }
+        out_of_time = true;
+        break;
+      }
       ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry,
                               ServeOnce(s->candidate, rep, s->first.concurrency / 2, options, measurer, eval));
       if (!entry) break;

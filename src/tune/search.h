@@ -13,8 +13,9 @@
 //   4. served: candidates the curve does not rule out (latency floor over the
 //      budget, ceiling below the best goodput so far) served in the order of
 //      their predicted goodput (EstimateGoodput, calibrated by what was
-//      measured), at most `max_served` of them and within the time limit; a
-//      goodput far below its ceiling is anomalous and measured again;
+//      measured; first one of each batch size predicted near the best), at
+//      most `max_served` of them and within the time limit; a goodput far
+//      below its ceiling is anomalous and measured again;
 //   5. repeats of the leaders and the decision rule (decision.h);
 //   6. with `exhaustive`, the grid (grid.h) for the record.
 //
@@ -106,6 +107,9 @@ struct SearchOptions {
   // latency_budget_ms); a repeat's expected cost as a share of a first
   // served measurement, for the time kept back for the leaders' repeats.
   int max_served = 14;
+  // Before serving by prediction alone, one candidate of each batch size
+  // predicted within this share of the best prediction is served.
+  double coverage_ratio = 0.6;
   double anomaly_ratio = 0.25;
   double anomaly_min_batch_ms = 1.0;
   EstimateOptions estimate;
