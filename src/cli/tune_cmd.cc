@@ -84,10 +84,11 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
   auto f = std::make_shared<TuneFlags>();
   CLI::App* cmd = app.add_subcommand(
       "tune",
-      "Find the served configuration with the most goodput within a p99 latency budget: measure the engine choices "
-      "in-process (bench), prune, serve the survivors (serve + perf's budget search), decide with the noise rule, "
-      "and write OUTPUT/config.pbtxt and OUTPUT/1/model.onnx. Resumable through --history. Exit 0 with a winner, "
-      "1 when none met the budget, 2 on bad usage.");
+      "Find the served configuration with the most goodput within a p99 latency budget: judge fp16 against the "
+      "accuracy budget, screen the engine knobs one at a time in-process (bench), measure the latency curve, serve "
+      "the candidates it predicts best (serve + perf) within --max-minutes, decide with the noise rule, and write "
+      "OUTPUT/config.pbtxt and OUTPUT/1/model.onnx (docs/TUNE.md). Resumable through --history. Exit 0 with a "
+      "winner, 1 when none met the budget, 2 on bad usage.");
   cmd->add_option("model", f->model, "The ONNX model file (never modified)")->required();
   cmd->add_option("--latency-budget-ms", f->latency_budget_ms, "The p99 latency budget, in milliseconds (> 0)")
       ->required();
