@@ -34,9 +34,13 @@ std::string ServedTag(const SearchOptions& options) {
   return options.inputs_tag + " " + options.served_tag;
 }
 
-std::string IsAnomalous(double goodput, const ServedBounds& bounds, double ratio, double min_batch_ms) {
+std::string IsAnomalous(double goodput, const ServedBounds& bounds, const SearchOptions& options) {
   const double ceiling = bounds.ceiling_items_per_s;
-  if (ceiling <= 0 || ratio <= 0 || bounds.batch_ms < min_batch_ms) return "";
+  const double ratio = options.anomaly_ratio;
+  if (ceiling <= 0 || ratio <= 0 || bounds.batch_ms < options.anomaly_min_batch_ms) return "";
+  // No load within the budget is a verdict, not a glitch, when the floor
+  // takes a quarter of the budget already (queueing under load does the rest).
+  if (goodput <= 0 && 4 * bounds.floor_ms > options.latency_budget_ms) return "";
   if (goodput < ratio * ceiling) {
     return fmt::format("goodput {:.1f} items/s is {:.0f}% of its in-process ceiling {:.1f} (below {:.0f}%)", goodput,
                        100 * goodput / ceiling, ceiling, 100 * ratio);
@@ -211,7 +215,7 @@ Expected<std::optional<HistoryEntry>> ServeOnce(const ServedCandidate& c, int re
 void AddRepeat(ServedOutcome& s, const HistoryEntry& entry, const SearchOptions& options) {
   if (!entry.ok()) return;
   const double g = entry.measurement.items_per_s;
-  if (std::string why = IsAnomalous(g, s.bounds, options.anomaly_ratio, options.anomaly_min_batch_ms); !why.empty() && !s.anomalous) {
+  if (std::string why = IsAnomalous(g, s.bounds, options); !why.empty() && !s.anomalous) {
     s.discarded.push_back(g);
     s.anomaly += (s.anomaly.empty() ? "" : "; ") + fmt::format("a repeat set aside: {}", why);
     return;
@@ -282,7 +286,7 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
     const double g = entry->measurement.items_per_s;
     outcome.last_p99_ms = entry->measurement.latency_ms;
     outcome.goodputs.push_back(g);
-    if (std::string why = IsAnomalous(g, outcome.bounds, options.anomaly_ratio, options.anomaly_min_batch_ms); !why.empty()) {
+    if (std::string why = IsAnomalous(g, outcome.bounds, options); !why.empty()) {
       // Measured again before it can win or lose.
       outcome.anomalous = true;
       outcome.anomaly = why;
@@ -290,7 +294,7 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
                               ServeOnce(c, 1, 1, options, measurer, eval));
       if (again && again->ok()) {
         const double g2 = again->measurement.items_per_s;
-        if (IsAnomalous(g2, outcome.bounds, options.anomaly_ratio, options.anomaly_min_batch_ms).empty()) {
+        if (IsAnomalous(g2, outcome.bounds, options).empty()) {
           outcome.anomalous = false;
           outcome.discarded.push_back(g);
           outcome.goodputs = {g2};

@@ -173,13 +173,16 @@ std::string PrecisionKey(Precision precision, const std::string& accuracy_tag, c
 std::string ServedTag(const SearchOptions& options);
 
 // Why a served goodput is not to be believed as it is, or "": below
-// `ratio` of the candidate's ceiling (a server that thrashes, a load
-// search cut short), or above 1 / ratio times it (a measurement that
-// counted what did not happen). A ceiling of 0 (unknown) judges nothing,
-// and neither does a batch faster than `min_batch_ms` in-process: serving
-// a request costs tens of microseconds whatever the model, so a model that
-// fast is served far below its in-process speed by nature.
-std::string IsAnomalous(double goodput, const ServedBounds& bounds, double ratio, double min_batch_ms);
+// options.anomaly_ratio of the candidate's ceiling (a server that thrashes,
+// a load search cut short), or above 1 / anomaly_ratio times it (a
+// measurement that counted what did not happen). A ceiling of 0 (unknown)
+// judges nothing, and neither does a batch faster than
+// options.anomaly_min_batch_ms in-process (serving a request costs tens of
+// microseconds whatever the model, so a model that fast is served far below
+// its in-process speed by nature), nor a goodput of 0 when the candidate's
+// latency floor is above a quarter of the budget (under load, queueing
+// takes the rest: no load meeting the budget is then a verdict).
+std::string IsAnomalous(double goodput, const ServedBounds& bounds, const SearchOptions& options);
 
 // Runs the search. Errors only for what stops it altogether (the history
 // cannot be written); failed measurements become `rejected` entries.

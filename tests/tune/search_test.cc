@@ -542,16 +542,23 @@ TEST(Search, KeysCarryTheInputsAndTheProtocol) {
 }
 
 TEST(Search, AnomaliesAreFarBelowOrFarAboveTheCeiling) {
+  const SearchOptions o{.latency_budget_ms = 20};
   ServedBounds b;
   b.ceiling_items_per_s = 7000;
   b.batch_ms = 4.7;
-  EXPECT_EQ(IsAnomalous(3000, b, 0.25, 1.0), "");
-  EXPECT_NE(IsAnomalous(378, b, 0.25, 1.0).find("5% of its in-process ceiling"), std::string::npos);
-  EXPECT_NE(IsAnomalous(40000, b, 0.25, 1.0).find("times its in-process ceiling"), std::string::npos);
-  EXPECT_EQ(IsAnomalous(378, ServedBounds{}, 0.25, 1.0), "");  // no ceiling: nothing to judge by
+  b.floor_ms = 4.7;
+  EXPECT_EQ(IsAnomalous(3000, b, o), "");
+  EXPECT_NE(IsAnomalous(378, b, o).find("5% of its in-process ceiling"), std::string::npos);
+  EXPECT_NE(IsAnomalous(40000, b, o).find("times its in-process ceiling"), std::string::npos);
+  EXPECT_EQ(IsAnomalous(378, ServedBounds{}, o), "");  // no ceiling: nothing to judge by
+  // No goodput at all: a verdict for a floor of 6 ms against 20, a glitch at 2.
+  b.floor_ms = 6;
+  EXPECT_EQ(IsAnomalous(0, b, o), "");
+  b.floor_ms = 2;
+  EXPECT_NE(IsAnomalous(0, b, o), "");
   // A batch of microseconds is served at the server's own speed, far below it.
   b.batch_ms = 0.003;
-  EXPECT_EQ(IsAnomalous(378, b, 0.25, 1.0), "");
+  EXPECT_EQ(IsAnomalous(378, b, o), "");
 }
 
 }  // namespace
