@@ -75,7 +75,7 @@ case "$PART" in
       grep -E "^(winner|winner's goodput)" "$L/tune_$NAME.txt" 2>/dev/null
     } >> "$L/replay_${NAME}.txt" 2>&1
     kill $pid; wait $pid
-    grep -E "^(load|==|winner)|best|within" "$L/replay_${NAME}.txt" | sed "s/^/replay $NAME: /" >> "$L/summary.txt" ;;
+    grep -E "^(load|==|winner)|latency budget|^ +64 " "$L/replay_${NAME}.txt" | sed "s/^/replay $NAME: /" >> "$L/summary.txt" ;;
   *) echo "unknown part $PART" >&2; exit 2 ;;
 esac
 step "done $PART"
