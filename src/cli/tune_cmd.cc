@@ -4,8 +4,12 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "bench/inputs.h"
 #include "cli/commands.h"
+#include "ort/accuracy.h"
+#include "perf/perf.h"
 #include "tune/tune.h"
 
 namespace ortgpu::cli {
@@ -19,7 +23,32 @@ struct TuneFlags {
   int max_evaluations = 0;
   std::string history;
   int concurrency = 64;
+  std::string accuracy;
+  std::vector<std::string> shapes;
+  std::vector<std::string> int_ranges;
+  std::string protocol = "http";
+  double max_minutes = 10;
+  int max_served = 14;
+  bool exhaustive = false;
 };
+
+// The flags that need parsing beyond CLI11's checks; errors name the flag.
+Status ApplyFlags(const TuneFlags& f, tune::TuneOptions& o) {
+  if (!f.accuracy.empty()) {
+    auto budget = ParsePrecisionBudget(f.accuracy);
+    if (!budget.ok()) return budget.status().WithContext("--accuracy");
+    o.accuracy = *budget;
+  }
+  for (const auto& s : f.shapes) ORTGPU_RETURN_IF_ERROR(bench::ParseShapeFlag(s, o.inputs));
+  for (const auto& s : f.int_ranges) ORTGPU_RETURN_IF_ERROR(bench::ParseIntRangeFlag(s, o.inputs));
+  auto protocol = perf::ParseProtocol(f.protocol);
+  if (!protocol.ok()) return protocol.status();
+  o.protocol = *protocol;
+  o.max_minutes = f.max_minutes;
+  o.max_served = f.max_served;
+  o.exhaustive = f.exhaustive;
+  return Status::Ok();
+}
 
 int RunTuneCommand(const TuneFlags& flags) {
   tune::TuneOptions o;
@@ -35,6 +64,10 @@ int RunTuneCommand(const TuneFlags& flags) {
   o.max_evaluations = flags.max_evaluations;
   o.history_path = flags.history;
   o.max_concurrency = flags.concurrency;
+  if (Status s = ApplyFlags(flags, o); !s.ok()) {
+    std::fprintf(stderr, "ortgpu tune: %s\n", s.message().c_str());
+    return 2;
+  }
   o.log = [](const std::string& line) { std::fprintf(stderr, "tune: %s\n", line.c_str()); };
   auto report = tune::RunTune(o);
   if (!report.ok()) {
@@ -51,10 +84,11 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
   auto f = std::make_shared<TuneFlags>();
   CLI::App* cmd = app.add_subcommand(
       "tune",
-      "Find the served configuration with the most goodput within a p99 latency budget: measure the engine choices "
-      "in-process (bench), prune, serve the survivors (serve + perf's budget search), decide with the noise rule, "
-      "and write OUTPUT/config.pbtxt and OUTPUT/1/model.onnx. Resumable through --history. Exit 0 with a winner, "
-      "1 when none met the budget, 2 on bad usage.");
+      "Find the served configuration with the most goodput within a p99 latency budget: judge fp16 against the "
+      "accuracy budget, screen the engine knobs one at a time in-process (bench), measure the latency curve, serve "
+      "the candidates it predicts best (serve + perf) within --max-minutes, decide with the noise rule, and write "
+      "OUTPUT/config.pbtxt and OUTPUT/1/model.onnx (docs/TUNE.md). Resumable through --history. Exit 0 with a "
+      "winner, 1 when none met the budget, 2 on bad usage.");
   cmd->add_option("model", f->model, "The ONNX model file (never modified)")->required();
   cmd->add_option("--latency-budget-ms", f->latency_budget_ms, "The p99 latency budget, in milliseconds (> 0)")
       ->required();
@@ -70,6 +104,28 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--concurrency", f->concurrency, "The most connections perf's budget search grows to")
       ->check(CLI::PositiveNumber)
       ->default_val(64);
+  cmd->add_option("--accuracy", f->accuracy,
+                  std::string(kPrecisionBudgetHelp) +
+                      "; fp16 (and mixed when fp16 breaks it) is judged against true fp32 once, and is a candidate "
+                      "only within it");
+  cmd->add_option("--shape", f->shapes,
+                  "NAME:DIMS for input NAME (input_ids:1x128) or a symbolic dim (seq:128), in-process and served; "
+                  "repeatable");
+  cmd->add_option("--int-range", f->int_ranges, "NAME:LO:HI, integer input values in [LO,HI) (input_ids:0:30000); repeatable");
+  cmd->add_option("--protocol", f->protocol, "How the served measurements send requests: http or grpc")
+      ->check(CLI::IsMember({"http", "grpc"}))
+      ->default_val("http");
+  cmd->add_option("--max-minutes", f->max_minutes,
+                  "Wall time of the search (0: no limit); what is left unmeasured is listed, and a rerun with the "
+                  "history continues")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(10);
+  cmd->add_option("--max-served", f->max_served, "Served candidates measured at most (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(14);
+  cmd->add_flag("--exhaustive,--grid", f->exhaustive,
+                "After the search, measure every candidate of a small grid (the screened engine, batches 16/32/64, "
+                "1-2 instances, 1-2 workers, padded, queue delay 0 or 2 ms) and print the winner's share of its best");
   cmd->callback([f, &result]() { result.exit_code = RunTuneCommand(*f); });
 }
 

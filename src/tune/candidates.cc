@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -12,13 +13,14 @@ std::string_view ConvAlgoSearchName(ConvAlgoSearch s) {
 }
 
 std::string EngineChoice::Key() const {
-  return fmt::format("{} nhwc={} graphs={} conv={}", PrecisionName(precision), prefer_nhwc ? 1 : 0, cuda_graphs ? 1 : 0,
-                     ConvAlgoSearchName(conv_search));
+  return fmt::format("{} nhwc={} graphs={} conv={}{}", PrecisionName(precision), prefer_nhwc ? 1 : 0, cuda_graphs ? 1 : 0,
+                     ConvAlgoSearchName(conv_search), fuse_conv_bias ? " fuse=1" : "");
 }
 
 std::string ServedCandidate::Key() const {
-  return fmt::format("{} inst={} batch={} pad={} delay={}us workers={}", engine.Key(), instances, batch,
-                     pad_to_preferred ? 1 : 0, max_queue_delay_us, workers_per_instance);
+  return fmt::format("{} inst={} batch={} pad={} delay={}us workers={}{}", engine.Key(), instances, batch,
+                     pad_to_preferred ? 1 : 0, max_queue_delay_us, workers_per_instance,
+                     pad_to_preferred && !adaptive_padding ? " adaptive=0" : "");
 }
 
 namespace {
@@ -30,7 +32,10 @@ bool WithinBudget(Precision p, const ModelTraits& traits) {
   return std::find(ok.begin(), ok.end(), p) != ok.end();
 }
 
-// Why CUDA graphs cannot run this model; "" when they can.
+int64_t MaxBatch(const ModelTraits& traits) { return traits.max_batch_size > 0 ? traits.max_batch_size : 1; }
+
+}  // namespace
+
 std::string GraphsRefusal(const ModelTraits& traits) {
   if (traits.variable_non_batch_dim) {
     return "CUDA graphs need fixed shapes, and a dimension other than the batch is variable (a sequence length?): "
@@ -40,10 +45,6 @@ std::string GraphsRefusal(const ModelTraits& traits) {
   return "";
 }
 
-int64_t MaxBatch(const ModelTraits& traits) { return traits.max_batch_size > 0 ? traits.max_batch_size : 1; }
-
-}  // namespace
-
 int64_t EstimatedMemoryBytes(const ServedCandidate& c, const ModelTraits& traits) {
   // Converted weights and activations are float16 (mixed keeps some float32:
   // halving is the estimate's optimistic side, refined once measured).
@@ -51,6 +52,32 @@ int64_t EstimatedMemoryBytes(const ServedCandidate& c, const ModelTraits& traits
   const int64_t per_instance =
       traits.weight_bytes / divisor + traits.activation_bytes_per_row / divisor * c.batch * c.workers_per_instance;
   return per_instance * c.instances;
+}
+
+std::vector<int64_t> ValidBatches(const ModelTraits& traits, const SpaceOptions& options, std::vector<Rejected>* rejected) {
+  std::vector<int64_t> out;
+  auto reject = [&](int64_t b, std::string reason) {
+    if (rejected != nullptr) rejected->push_back({fmt::format("batch {}", b), std::move(reason)});
+  };
+  for (int64_t b : options.batches) {
+    if (b < 1 || b > MaxBatch(traits)) {
+      reject(b, traits.max_batch_size > 0 ? fmt::format("above the model's max_batch_size {}", traits.max_batch_size)
+                                          : std::string("the model does not batch (max_batch_size 0): batch 1 only"));
+      continue;
+    }
+    ServedCandidate one;
+    one.batch = b;
+    one.workers_per_instance = 1;
+    if (traits.gpu_memory_limit_bytes && EstimatedMemoryBytes(one, traits) > *traits.gpu_memory_limit_bytes) {
+      reject(b, fmt::format("needs about {} MiB, over the GPU memory limit of {} MiB", EstimatedMemoryBytes(one, traits) >> 20,
+                            *traits.gpu_memory_limit_bytes >> 20));
+      continue;
+    }
+    out.push_back(b);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 EngineSpace BuildEngineSpace(const ModelTraits& traits, const SpaceOptions& options) {
@@ -69,7 +96,10 @@ EngineSpace BuildEngineSpace(const ModelTraits& traits, const SpaceOptions& opti
       }
       for (bool nhwc : options.prefer_nhwc) {
         for (ConvAlgoSearch conv : options.conv_searches) {
-          space.choices.push_back({.precision = p, .prefer_nhwc = nhwc, .cuda_graphs = graphs, .conv_search = conv});
+          for (bool fuse : options.fuse_conv_bias) {
+            space.choices.push_back(
+                {.precision = p, .prefer_nhwc = nhwc, .cuda_graphs = graphs, .conv_search = conv, .fuse_conv_bias = fuse});
+          }
         }
       }
     }
@@ -81,27 +111,7 @@ EngineSpace BuildEngineSpace(const ModelTraits& traits, const SpaceOptions& opti
     sb.engine = b;
     return std::make_tuple(a.cuda_graphs, KnobsAwayFromDefaults(sa)) < std::make_tuple(b.cuda_graphs, KnobsAwayFromDefaults(sb));
   });
-  for (int64_t b : options.batches) {
-    if (b < 1 || b > MaxBatch(traits)) {
-      space.rejected.push_back({fmt::format("batch {}", b),
-                                traits.max_batch_size > 0
-                                    ? fmt::format("above the model's max_batch_size {}", traits.max_batch_size)
-                                    : std::string("the model does not batch (max_batch_size 0): batch 1 only")});
-      continue;
-    }
-    ServedCandidate one;
-    one.batch = b;
-    one.workers_per_instance = 1;
-    if (traits.gpu_memory_limit_bytes && EstimatedMemoryBytes(one, traits) > *traits.gpu_memory_limit_bytes) {
-      space.rejected.push_back({fmt::format("batch {}", b),
-                                fmt::format("needs about {} MiB, over the GPU memory limit of {} MiB",
-                                            EstimatedMemoryBytes(one, traits) >> 20, *traits.gpu_memory_limit_bytes >> 20)});
-      continue;
-    }
-    space.batches.push_back(b);
-  }
-  std::sort(space.batches.begin(), space.batches.end());
-  space.batches.erase(std::unique(space.batches.begin(), space.batches.end()), space.batches.end());
+  space.batches = ValidBatches(traits, options, &space.rejected);
   return space;
 }
 
@@ -116,14 +126,23 @@ std::vector<ServedCandidate> BuildServedCandidates(const std::vector<EngineChoic
   // Without dynamic batching there is nothing to pad or to wait for.
   const std::vector<bool> padding = batching ? options.padding : std::vector<bool>{false};
   const std::vector<int64_t> delays = batching ? options.queue_delays_us : std::vector<int64_t>{0};
+  // Padding modes: unpadded, or padded with each adaptive_padding value.
+  std::vector<std::pair<bool, bool>> pad_modes;  // (pad, adaptive)
+  for (bool pad : padding) {
+    if (!pad || options.adaptive_padding.empty()) {
+      pad_modes.emplace_back(pad, true);
+      continue;
+    }
+    for (bool adaptive : options.adaptive_padding) pad_modes.emplace_back(true, adaptive);
+  }
   for (const EngineChoice& e : engines) {
     for (int64_t b : batches) {
       for (int n : options.instances) {
-        for (bool pad : padding) {
+        for (const auto& [pad, adaptive] : pad_modes) {
           for (int64_t delay : delays) {
             for (int w : options.workers) {
               ServedCandidate c{.engine = e, .instances = n, .batch = b, .pad_to_preferred = pad,
-                                .max_queue_delay_us = delay, .workers_per_instance = w};
+                                .adaptive_padding = adaptive, .max_queue_delay_us = delay, .workers_per_instance = w};
               if (e.cuda_graphs && !pad) {
                 reject(c, "serve captures CUDA graphs only for padded batch sizes (pad_to_preferred_batch_size)");
                 continue;
@@ -148,7 +167,8 @@ std::vector<ServedCandidate> BuildServedCandidates(const std::vector<EngineChoic
 int KnobsAwayFromDefaults(const ServedCandidate& c) {
   const ServedCandidate d;
   return (c.engine.precision != d.engine.precision) + (c.engine.prefer_nhwc != d.engine.prefer_nhwc) +
-         (c.engine.conv_search != d.engine.conv_search) + (c.pad_to_preferred != d.pad_to_preferred) +
+         (c.engine.conv_search != d.engine.conv_search) + (c.engine.fuse_conv_bias != d.engine.fuse_conv_bias) +
+         (c.pad_to_preferred != d.pad_to_preferred) +
          (c.max_queue_delay_us != d.max_queue_delay_us) + (c.workers_per_instance != d.workers_per_instance);
 }
 

@@ -36,8 +36,13 @@ struct EngineChoice {
   bool prefer_nhwc = false;
   bool cuda_graphs = false;
   ConvAlgoSearch conv_search = ConvAlgoSearch::kExhaustive;
+  // The CUDA EP's fuse_conv_bias: cuDNN frontend's Conv+Bias(+Relu) fusion.
+  // On the H200 it took fp16 NHWC ResNet-50 from 10,300 to 14,660 items/s at
+  // batch 32; on fp16 NCHW the first run fails (HEURISTIC_QUERY_FAILED).
+  bool fuse_conv_bias = false;
 
-  // "tf32 nhwc=0 graphs=0 conv=EXHAUSTIVE": stable, the history's key.
+  // "tf32 nhwc=0 graphs=0 conv=EXHAUSTIVE", plus " fuse=1" when fused: stable,
+  // the history's key (keys written before the fusion axis still match).
   std::string Key() const;
   bool operator==(const EngineChoice&) const = default;
 };
@@ -48,13 +53,21 @@ struct ServedCandidate {
   int instances = 1;                      // instance_group count
   int64_t batch = 1;                      // the preferred batch size
   bool pad_to_preferred = false;          // pad batches to `batch` (serve's pad_to_preferred_batch_size)
+  // With padding: serve's adaptive padding (idle batches run unpadded at
+  // light sizes, each a warmed session of its own) or, false, every batch
+  // padded and only `batch` warmed (serve's adaptive_padding false): the
+  // same goodput under load (a busy GPU pads either way) for a sixth of the
+  // load time at [32] (fuse_conv_bias + graphs on the H200: 137 s for six
+  // sizes x two instances).
+  bool adaptive_padding = true;
   int64_t max_queue_delay_us = 0;         // dynamic_batching.max_queue_delay_microseconds
   int workers_per_instance = kDefaultWorkers;
 
   // serve's default: two workers per GPU instance of a batching model.
   static constexpr int kDefaultWorkers = 2;
 
-  // Engine key plus "inst=2 batch=32 pad=1 delay=100us workers=2".
+  // Engine key plus "inst=2 batch=32 pad=1 delay=100us workers=2", and
+  // " adaptive=0" when padded without adaptive padding.
   std::string Key() const;
   bool operator==(const ServedCandidate&) const = default;
 };
@@ -69,6 +82,9 @@ struct ModelTraits {
   // Every input and output can be bound to device buffers of fixed address
   // (CUDA graphs replay on the addresses they captured).
   bool io_bindable = true;
+  // The model has Conv nodes: otherwise prefer_nhwc, fuse_conv_bias and the
+  // cuDNN algorithm search change nothing and are not screened.
+  bool has_conv = true;
   // Precisions within the accuracy budget (tf32 and fp32 always are; the
   // converted ones only once judged against it).
   std::vector<Precision> precisions_within_budget = {Precision::kTf32, Precision::kFp32};
@@ -86,11 +102,20 @@ struct SpaceOptions {
   std::vector<bool> prefer_nhwc = {false, true};
   std::vector<bool> cuda_graphs = {false, true};
   std::vector<ConvAlgoSearch> conv_searches = {ConvAlgoSearch::kExhaustive, ConvAlgoSearch::kHeuristic};
+  std::vector<bool> fuse_conv_bias = {false, true};
   std::vector<int64_t> batches = {1, 2, 4, 8, 16, 32, 64, 128};
-  std::vector<int> instances = {1, 2, 4};
-  std::vector<bool> padding = {false, true};
-  std::vector<int64_t> queue_delays_us = {0, 100, 500, 2000};
-  std::vector<int> workers = {1, 2};
+  std::vector<int> instances = {1, 2};
+  std::vector<bool> padding = {true, false};
+  // Values of ServedCandidate::adaptive_padding for padded candidates.
+  std::vector<bool> adaptive_padding = {true};
+  std::vector<int64_t> queue_delays_us = {0, 500, 2000};
+  std::vector<int> workers = {2, 1};
+  // The batch the engine choices are screened at (capped at the largest
+  // valid batch), and the batches the latency curve of the best engine
+  // choices is measured at (others are interpolated; the largest valid
+  // batch is always added).
+  int64_t screening_batch = 32;
+  std::vector<int64_t> curve_batches = {1, 8, 32, 64};
 };
 
 // A choice left out, and why ("CUDA graphs need fixed shapes; input dim 1
@@ -106,7 +131,17 @@ struct EngineSpace {
   std::vector<Rejected> rejected;
 };
 
-// The engine choices and batch sizes worth measuring in-process. Rules:
+// The valid batch sizes of `options.batches`, ascending: not above
+// max_batch_size (1 for a model that does not batch) nor over the memory
+// limit with one instance. Rejections are appended to `rejected` (nullable).
+std::vector<int64_t> ValidBatches(const ModelTraits& traits, const SpaceOptions& options, std::vector<Rejected>* rejected);
+
+// Why CUDA graphs cannot run this model; "" when they can.
+std::string GraphsRefusal(const ModelTraits& traits);
+
+// Every engine choice of the space's axes that passes the rules (the
+// cartesian product; the search screens them one knob at a time instead,
+// screening.h). Rules:
 // a precision outside the accuracy budget is not a candidate; CUDA graphs need
 // fixed shapes (no variable non-batch dim) and bound I/O; a batch above
 // max_batch_size (1 for a model that does not batch) or whose memory estimate
@@ -129,7 +164,8 @@ int64_t EstimatedMemoryBytes(const ServedCandidate& c, const ModelTraits& traits
 //   1. fewer instances;
 //   2. no CUDA graphs;
 //   3. fewer knobs away from their defaults (precision tf32, NHWC off,
-//      EXHAUSTIVE, no padding, no queue delay, serve's workers);
+//      EXHAUSTIVE, no conv+bias fusion, no padding, no queue delay, serve's
+//      workers);
 //   4. a shorter queue delay;
 //   5. a smaller batch.
 // Ties (equal on all five) are not simpler either way.

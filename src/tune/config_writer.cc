@@ -57,24 +57,39 @@ inference::ModelConfig TunedModelConfig(const ServedCandidate& winner, const Con
   // Only what differs from ORT's defaults is written; a base config's own
   // settings of these keys are replaced either way.
   const bool engine_changed = e.prefer_nhwc != defaults.prefer_nhwc || e.cuda_graphs != defaults.cuda_graphs ||
-                              e.conv_search != defaults.conv_search;
+                              e.conv_search != defaults.conv_search || e.fuse_conv_bias != defaults.fuse_conv_bias;
   if (engine_changed || HasCudaAccelerator(config)) {
     auto& cuda = CudaAccelerator(config);
     auto& params = *cuda.mutable_parameters();
     params.erase("prefer_nhwc");
     params.erase("enable_cuda_graph");
     params.erase("cudnn_conv_algo_search");
+    params.erase("fuse_conv_bias");
     if (e.prefer_nhwc) params["prefer_nhwc"] = "1";
+    if (e.fuse_conv_bias) params["fuse_conv_bias"] = "1";
     if (e.cuda_graphs) params["enable_cuda_graph"] = "1";
     if (e.conv_search != defaults.conv_search) params["cudnn_conv_algo_search"] = std::string(ConvAlgoSearchName(e.conv_search));
   }
 
   auto& model_params = *config.mutable_parameters();
   model_params.erase("precision");
+  model_params.erase("precision_budget");
   model_params.erase("pad_to_preferred_batch_size");
+  model_params.erase("adaptive_padding");
   model_params.erase("workers_per_instance");
   if (e.precision != defaults.precision) SetParameter(config, "precision", std::string(PrecisionName(e.precision)));
-  if (winner.pad_to_preferred && max_batch > 0) SetParameter(config, "pad_to_preferred_batch_size", "true");
+  const bool converted = e.precision == Precision::kFp16 || e.precision == Precision::kMixed;
+  if (converted && !options.precision_budget.empty()) SetParameter(config, "precision_budget", options.precision_budget);
+  if (max_batch > 0) {
+    // serve pads GPU instances' batches unless told not to (docs/SERVING.md, Padding).
+    const bool gpu = options.instance_kind != inference::ModelInstanceGroup::KIND_CPU;
+    if (winner.pad_to_preferred) {
+      SetParameter(config, "pad_to_preferred_batch_size", "true");
+      if (!winner.adaptive_padding) SetParameter(config, "adaptive_padding", "false");
+    } else if (gpu) {
+      SetParameter(config, "pad_to_preferred_batch_size", "false");
+    }
+  }
   if (winner.workers_per_instance != ServedCandidate::kDefaultWorkers) {
     SetParameter(config, "workers_per_instance", std::to_string(winner.workers_per_instance));
   }

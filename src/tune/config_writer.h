@@ -24,6 +24,10 @@ struct ConfigWriterOptions {
   std::optional<inference::ModelConfig> base;
   // The instance kind written (KIND_CPU when tuning on the CPU provider).
   inference::ModelInstanceGroup::Kind instance_kind = inference::ModelInstanceGroup::KIND_GPU;
+  // serve's precision_budget parameter for a converted precision (fp16,
+  // mixed): the accuracy budget tune judged it with, so serve's check at
+  // load uses the same one; "" leaves serve's default.
+  std::string precision_budget;
   // Comment lines written above the fields, without the leading "# ".
   std::vector<std::string> comments;
 };
@@ -32,9 +36,12 @@ struct ConfigWriterOptions {
 // preferred_batch_size [batch] and max_queue_delay_microseconds (batching
 // models only); instance_group [{count, instance_kind}]; the CUDA accelerator's
 // parameters that differ from ORT's defaults (prefer_nhwc, enable_cuda_graph,
-// cudnn_conv_algo_search); and serve's model parameters: precision (all but
-// tf32, ORT's default), pad_to_preferred_batch_size, workers_per_instance
-// (when not serve's default).
+// cudnn_conv_algo_search, fuse_conv_bias); and serve's model parameters:
+// precision (all but tf32, ORT's default) and precision_budget (converted
+// precisions, when given), pad_to_preferred_batch_size ("true", or "false" on
+// GPU instances, where serve pads by default), adaptive_padding ("false"
+// when the winner pads every batch), workers_per_instance (when not serve's
+// default).
 inference::ModelConfig TunedModelConfig(const ServedCandidate& winner, const ConfigWriterOptions& options);
 
 // The comments, then TunedModelConfig in text format.

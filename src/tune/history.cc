@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,6 +12,70 @@ namespace ortgpu::tune {
 
 namespace {
 
+// The served measurement's details for the report, optional in a line (a
+// history written before them lacks them): "steps" as [load, items/s, p99 ms]
+// triples, "gpu_memory_bytes", "load_s". A malformed detail is skipped, not
+// an error: the measurement itself is what the search needs.
+void ReadServedDetails(const nlohmann::json& j, Measurement& m) {
+  if (j.contains("steps") && j["steps"].is_array()) {
+    for (const nlohmann::json& s : j["steps"]) {
+      if (s.is_array() && s.size() == 3 && s[0].is_number() && s[1].is_number() && s[2].is_number()) {
+        m.steps.push_back({s[0].get<double>(), s[1].get<double>(), s[2].get<double>()});
+      }
+    }
+  }
+  if (j.contains("gpu_memory_bytes") && j["gpu_memory_bytes"].is_number()) {
+    m.gpu_memory_bytes = j["gpu_memory_bytes"].get<double>();
+  }
+  if (j.contains("load_s") && j["load_s"].is_number()) m.load_s = j["load_s"].get<double>();
+}
+
+void WriteServedDetails(const Measurement& m, nlohmann::json& j) {
+  if (!m.steps.empty()) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const LoadStep& s : m.steps) steps.push_back({s.load, s.items_per_s, s.p99_ms});
+    j["steps"] = std::move(steps);
+  }
+  if (m.gpu_memory_bytes) j["gpu_memory_bytes"] = *m.gpu_memory_bytes;
+  if (m.load_s) j["load_s"] = *m.load_s;
+}
+
+// The search's own details: the in-process noise, the served concurrency,
+// errors and note. Absent when zero (and in histories written before them).
+void ReadSearchDetails(const nlohmann::json& j, Measurement& m) {
+  if (j.contains("rel_noise") && j["rel_noise"].is_number()) m.rel_noise = j["rel_noise"].get<double>();
+  if (j.contains("concurrency") && j["concurrency"].is_number_integer()) m.concurrency = j["concurrency"].get<int>();
+  if (j.contains("errors") && j["errors"].is_number_integer()) m.errors = j["errors"].get<int64_t>();
+  if (j.contains("note") && j["note"].is_string()) m.note = j["note"].get<std::string>();
+}
+
+void WriteSearchDetails(const Measurement& m, nlohmann::json& j) {
+  if (m.rel_noise > 0) j["rel_noise"] = m.rel_noise;
+  if (m.concurrency > 0) j["concurrency"] = m.concurrency;
+  if (m.errors > 0) j["errors"] = m.errors;
+  if (!m.note.empty()) j["note"] = m.note;
+}
+
+// A precision's verdict: "within_budget" (bool) and its figures.
+std::optional<PrecisionVerdict> ReadVerdict(const nlohmann::json& j) {
+  if (!j.contains("within_budget") || !j["within_budget"].is_boolean()) return std::nullopt;
+  PrecisionVerdict v;
+  v.within_budget = j["within_budget"].get<bool>();
+  v.min_cosine = j.value("min_cosine", 1.0);
+  v.max_rel_error = j.value("max_rel_error", 0.0);
+  if (j.contains("top1") && j["top1"].is_number()) v.top1 = j["top1"].get<double>();
+  v.detail = j.value("detail", std::string());
+  return v;
+}
+
+void WriteVerdict(const PrecisionVerdict& v, nlohmann::json& j) {
+  j["within_budget"] = v.within_budget;
+  j["min_cosine"] = v.min_cosine;
+  j["max_rel_error"] = v.max_rel_error;
+  if (v.top1) j["top1"] = *v.top1;
+  if (!v.detail.empty()) j["detail"] = v.detail;
+}
+
 Expected<HistoryEntry> ParseLine(std::string_view line) {
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("not a JSON object");
@@ -19,11 +84,14 @@ Expected<HistoryEntry> ParseLine(std::string_view line) {
   e.key = j["key"].get<std::string>();
   e.repeat = j.value("repeat", 0);
   if (j.contains("error") && j["error"].is_string()) e.error = j["error"].get<std::string>();
-  if (e.error.empty() && !(j.contains("items_per_s") && j["items_per_s"].is_number())) {
-    return InvalidArgument("neither \"items_per_s\" nor \"error\"");
+  e.verdict = ReadVerdict(j);
+  if (e.error.empty() && !e.verdict && !(j.contains("items_per_s") && j["items_per_s"].is_number())) {
+    return InvalidArgument("neither \"items_per_s\", \"within_budget\" nor \"error\"");
   }
   e.measurement.latency_ms = j.value("latency_ms", 0.0);
   e.measurement.items_per_s = j.value("items_per_s", 0.0);
+  ReadServedDetails(j, e.measurement);
+  ReadSearchDetails(j, e.measurement);
   return e;
 }
 
@@ -69,11 +137,15 @@ Expected<std::vector<HistoryEntry>> ParseHistory(std::string_view text, const st
 
 std::string HistoryLine(const HistoryEntry& entry) {
   nlohmann::json j{{"key", entry.key}, {"repeat", entry.repeat}};
-  if (entry.ok()) {
+  if (!entry.ok()) {
+    j["error"] = entry.error;
+  } else if (entry.verdict) {
+    WriteVerdict(*entry.verdict, j);
+  } else {
     j["latency_ms"] = entry.measurement.latency_ms;
     j["items_per_s"] = entry.measurement.items_per_s;
-  } else {
-    j["error"] = entry.error;
+    WriteServedDetails(entry.measurement, j);
+    WriteSearchDetails(entry.measurement, j);
   }
   return j.dump() + "\n";
 }

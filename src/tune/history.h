@@ -5,9 +5,18 @@
 //
 // Format, one object per line:
 //   {"key":"served budget=20ms tf32 nhwc=0 ... workers=2","repeat":0,
-//    "latency_ms":9.8,"items_per_s":7266.0}
+//    "latency_ms":9.8,"items_per_s":7266.0,
+//    "steps":[[1,812.5,1.9],[64,7266.0,9.8]],"gpu_memory_bytes":5.1e9,"load_s":4.2,
+//    "concurrency":48,"errors":0,"note":"..."}
 //   {"key":"inprocess tf32 nhwc=0 graphs=1 ... batch=32","repeat":0,"error":"..."}
+//   {"key":"precision fp16 budget=cosine>=0.999,...","repeat":0,"within_budget":true,
+//    "min_cosine":0.99998,"max_rel_error":0.0008,"top1":1.0}
 // A failed measurement is kept with its error so that it is not retried.
+// "steps" (perf's budget-search steps: load, items/s, p99 ms),
+// "gpu_memory_bytes" and "load_s" are the served measurement's details for
+// the report (measurement.h); "rel_noise" (in-process), "concurrency",
+// "errors" and "note" (served) the search's; lines without them are read
+// as before.
 //
 // A trailing line that does not parse (the search was killed mid-write) is
 // ignored with a warning and cut from the file before the next append; a
@@ -16,6 +25,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +40,8 @@ struct HistoryEntry {
   std::string key;
   int repeat = 0;
   Measurement measurement;
+  // Set for a precision's judgment (then `measurement` is unused).
+  std::optional<PrecisionVerdict> verdict;
   std::string error;  // non-empty: the measurement failed, and why
 
   bool ok() const { return error.empty(); }

@@ -1,6 +1,8 @@
 #include "tune/pruning.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -13,9 +15,20 @@ void LatencyCurves::Add(const EngineChoice& engine, int64_t batch, double latenc
 std::optional<double> LatencyCurves::LatencyMs(const EngineChoice& engine, int64_t batch) const {
   auto curve = curves_.find(engine.Key());
   if (curve == curves_.end()) return std::nullopt;
-  auto point = curve->second.find(batch);
-  if (point == curve->second.end()) return std::nullopt;
-  return point->second;
+  const std::map<int64_t, double>& points = curve->second;
+  auto above = points.lower_bound(batch);
+  if (above == points.end()) return std::nullopt;
+  if (above->first == batch) return above->second;
+  if (above == points.begin()) return std::nullopt;
+  auto below = std::prev(above);
+  const double t = (std::log(static_cast<double>(batch)) - std::log(static_cast<double>(below->first))) /
+                   (std::log(static_cast<double>(above->first)) - std::log(static_cast<double>(below->first)));
+  return std::exp(std::log(below->second) + t * (std::log(above->second) - std::log(below->second)));
+}
+
+bool LatencyCurves::Measured(const EngineChoice& engine, int64_t batch) const {
+  auto curve = curves_.find(engine.Key());
+  return curve != curves_.end() && curve->second.count(batch) > 0;
 }
 
 std::optional<double> LatencyCurves::BestItemsPerSecond(const EngineChoice& engine) const {
@@ -29,10 +42,13 @@ std::optional<double> LatencyCurves::BestItemsPerSecond(const EngineChoice& engi
 Expected<ServedBounds> BoundsFor(const ServedCandidate& c, const LatencyCurves& curves) {
   const std::optional<double> ms = curves.LatencyMs(c.engine, c.batch);
   if (!ms) {
-    return NotFound(fmt::format("no in-process latency for {} at batch {} (not measured, or its measurement failed)",
+    return NotFound(fmt::format("no in-process latency for {} at batch {} (not measured, outside the measured "
+                                "batches, or its measurement failed)",
                                 c.engine.Key(), c.batch));
   }
   ServedBounds b;
+  b.batch_ms = *ms;
+  b.interpolated = !curves.Measured(c.engine, c.batch);
   b.ceiling_items_per_s = std::min(c.instances * static_cast<double>(c.batch) * 1000.0 / *ms,
                                    curves.BestItemsPerSecond(c.engine).value_or(0));
   b.floor_ms = *ms + static_cast<double>(c.max_queue_delay_us) / 1000.0;
@@ -74,6 +90,37 @@ PruneResult Prune(const std::vector<ServedCandidate>& candidates, const LatencyC
     return SimplerThan(a.candidate, b.candidate);
   });
   return out;
+}
+
+double EstimateGoodput(const ServedCandidate& c, const LatencyCurves& curves, const EstimateOptions& o) {
+  const std::optional<double> best_rate = curves.BestItemsPerSecond(c.engine);
+  if (!best_rate || *best_rate <= 0 || !curves.LatencyMs(c.engine, c.batch)) return 0;
+  const double b = static_cast<double>(c.batch);
+  const int slots = std::max(1, c.instances * c.workers_per_instance);
+  const double delay_ms = static_cast<double>(c.max_queue_delay_us) / 1000.0;
+  double best = 0;
+  for (int conns = 1;; conns = std::min(o.max_concurrency, conns * 2)) {
+    const double n = static_cast<double>(conns);
+    const int busy = std::clamp(static_cast<int>(std::ceil(n / b)), 1, slots);
+    const double rows = std::min(b, n / busy);
+    // Rows executed: padded to the batch, or the rows themselves, at least 1.
+    const double executed = c.pad_to_preferred ? b : std::max(1.0, std::floor(rows));
+    const std::optional<double> alone_ms = curves.LatencyMs(c.engine, static_cast<int64_t>(executed));
+    if (alone_ms) {
+      // The GPU's bound: the batch's own rate, raised by overlap, at most the
+      // engine's best, of which padding wastes its share.
+      const double rate = std::min(*best_rate, executed * 1000.0 / *alone_ms * (1 + o.overlap_per_batch * (busy - 1)));
+      const double gpu_bound = rate * rows / executed;
+      // The slots' bound: each batch also spends host_fraction of its
+      // latency outside the GPU, which only another batch in flight fills.
+      const double slot_bound = busy * rows * 1000.0 / (*alone_ms * (1 + o.host_fraction));
+      const double items_per_s = std::min(gpu_bound, slot_bound);
+      const double mean_ms = n * 1000.0 / items_per_s + (rows < b ? delay_ms : 0.0);
+      if (o.p99_over_mean * mean_ms <= o.latency_budget_ms) best = std::max(best, items_per_s);
+    }
+    if (conns >= o.max_concurrency) break;
+  }
+  return best * (c.pad_to_preferred ? 1.0 : o.unpadded_factor);
 }
 
 }  // namespace ortgpu::tune

@@ -22,7 +22,12 @@ class LatencyCurves {
  public:
   // REQUIRES: batch >= 1, latency_ms > 0.
   void Add(const EngineChoice& engine, int64_t batch, double latency_ms);
+  // The measured latency at `batch`, or one interpolated between the two
+  // measured batches around it (linear in log latency against log batch:
+  // the curve is close to a power law between neighbours); nullopt outside
+  // the measured range (no extrapolation).
   std::optional<double> LatencyMs(const EngineChoice& engine, int64_t batch) const;
+  bool Measured(const EngineChoice& engine, int64_t batch) const;
   // The best items/s this engine choice reached in-process at any batch:
   // what the GPU does with it, the bound of any served candidate on it.
   std::optional<double> BestItemsPerSecond(const EngineChoice& engine) const;
@@ -39,9 +44,14 @@ struct ServedBounds {
   // The batch's own latency plus the queue delay: no request of a full batch
   // completes sooner.
   double floor_ms = 0;
+  // The batch's own in-process latency, and whether it was interpolated
+  // between two measured batches.
+  double batch_ms = 0;
+  bool interpolated = false;
 };
 
-// NotFound when the curve lacks the candidate's engine choice or batch.
+// NotFound when the curve lacks the candidate's engine choice, or the batch
+// is outside its measured range.
 Expected<ServedBounds> BoundsFor(const ServedCandidate& c, const LatencyCurves& curves);
 
 struct RankedCandidate {
@@ -63,5 +73,45 @@ PruneResult Prune(const std::vector<ServedCandidate>& candidates, const LatencyC
 // The reason a ceiling cannot beat the best so far, or "" when it can: the
 // search re-asks it before each served measurement as the best rises.
 std::string CeilingBelowBest(const ServedBounds& bounds, double best_goodput_so_far);
+
+// The model behind EstimateGoodput's ordering of served candidates.
+struct EstimateOptions {
+  double latency_budget_ms = 20;
+  // perf's budget search grows connections (one row each) up to this.
+  int max_concurrency = 64;
+  // p99 over the mean latency under a closed loop near saturation.
+  double p99_over_mean = 1.5;
+  // Served goodput of an unpadded candidate relative to the model's figure:
+  // on CUDA every change of batch shape costs a session about 100 ms on the
+  // H200 (docs/SERVING.md, Padding), so unpadded batching is served last
+  // there (0.5); 1 on the CPU.
+  double unpadded_factor = 1.0;
+  // What each further batch running at once adds to one batch's in-process
+  // items/s (up to the engine's best): concurrent batches fill each other's
+  // gaps on the GPU, but small ones do not become as efficient as a large
+  // one (a prior, until served figures calibrate it).
+  double overlap_per_batch = 0.1;
+  // The time a batch spends outside the GPU (requests arriving and parsed,
+  // gathered, responses written and the next requests sent back), as a
+  // share of its in-process latency: with one batch in flight the GPU waits
+  // for it, a second one fills it (the hand-found ResNet-50 optimum runs
+  // [32] on two instances of two workers at 64 connections). A prior.
+  double host_fraction = 0.5;
+};
+
+// The goodput (items/s within the budget) the curve predicts for `c`: for
+// each connection count C = 1, 2, 4, ... max_concurrency, the workers with
+// work are min(instances x workers, ceil(C / batch)), each running batches
+// of min(batch, C / busy) rows (padded: `batch`); the items/s are the lower
+// of the GPU's bound (together the batches reach the batch's in-process
+// items/s plus overlap_per_batch of it per further batch, at most the
+// engine's in-process best, padding rows wasted) and the slots' bound (each
+// batch in flight completes once per in-process latency plus host_fraction
+// of it); the mean latency follows from Little's law (plus the queue delay
+// when batches do not fill) and the p99 from p99_over_mean. The estimate is
+// the best items/s whose p99 fits the budget, 0 when none does or the curve
+// lacks the candidate. It orders candidates; it never rules one out (the
+// ceiling and floor do).
+double EstimateGoodput(const ServedCandidate& c, const LatencyCurves& curves, const EstimateOptions& options);
 
 }  // namespace ortgpu::tune

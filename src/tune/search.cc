@@ -1,170 +1,351 @@
 #include "tune/search.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
+#include "tune/evaluator.h"
+
 namespace ortgpu::tune {
 
-std::string InProcessKey(const EngineChoice& engine, int64_t batch) {
-  return fmt::format("inprocess {} batch={}", engine.Key(), batch);
+namespace {
+
+std::string Tagged(std::string key, const std::string& tag) { return tag.empty() ? key : key + " " + tag; }
+
+}  // namespace
+
+std::string InProcessKey(const EngineChoice& engine, int64_t batch, const std::string& tag) {
+  return Tagged(fmt::format("inprocess {} batch={}", engine.Key(), batch), tag);
 }
 
-std::string ServedKey(const ServedCandidate& candidate, double latency_budget_ms) {
-  return fmt::format("served budget={}ms {}", latency_budget_ms, candidate.Key());
+std::string ServedKey(const ServedCandidate& candidate, double latency_budget_ms, const std::string& tag) {
+  return Tagged(fmt::format("served budget={}ms {}", latency_budget_ms, candidate.Key()), tag);
+}
+
+std::string PrecisionKey(Precision precision, const std::string& accuracy_tag, const std::string& tag) {
+  return Tagged(fmt::format("precision {} budget={}", PrecisionName(precision), accuracy_tag), tag);
+}
+
+std::string ServedTag(const SearchOptions& options) {
+  if (options.served_tag.empty()) return options.inputs_tag;
+  if (options.inputs_tag.empty()) return options.served_tag;
+  return options.inputs_tag + " " + options.served_tag;
+}
+
+std::string IsAnomalous(double goodput, const ServedBounds& bounds, const SearchOptions& options) {
+  const double ceiling = bounds.ceiling_items_per_s;
+  const double ratio = options.anomaly_ratio;
+  if (ceiling <= 0 || ratio <= 0 || bounds.batch_ms < options.anomaly_min_batch_ms) return "";
+  // No load within the budget is a verdict, not a glitch, when the floor
+  // takes a quarter of the budget already (queueing under load does the rest).
+  if (goodput <= 0 && 4 * bounds.floor_ms > options.latency_budget_ms) return "";
+  if (goodput < ratio * ceiling) {
+    return fmt::format("goodput {:.1f} items/s is {:.0f}% of its in-process ceiling {:.1f} (below {:.0f}%)", goodput,
+                       100 * goodput / ceiling, ceiling, 100 * ratio);
+  }
+  if (goodput > ceiling / ratio) {
+    return fmt::format("goodput {:.1f} items/s is {:.1f} times its in-process ceiling {:.1f}", goodput,
+                       goodput / ceiling, ceiling);
+  }
+  return "";
 }
 
 namespace {
 
-// Takes measurements through the history and within the limits.
-class Evaluator {
- public:
-  Evaluator(const SearchOptions& options, History& history, const Clock& clock, SearchResult& result)
-      : options_(options), history_(history), clock_(clock), result_(result), start_ns_(clock.NowNanos()) {}
+double Mean(const std::vector<double>& x) { return MeanInterval(x, 0.95).mean; }
 
-  // The entry for (key, repeat): from the history, or measured by `measure`
-  // and appended. nullopt when a limit stops the search first; an error when
-  // the history cannot be written.
-  template <typename Measure>
-  Expected<std::optional<HistoryEntry>> Get(const std::string& key, int repeat, Measure&& measure) {
-    if (const HistoryEntry* known = history_.Find(key, repeat); known != nullptr) {
-      ++result_.reused;
-      return std::optional<HistoryEntry>(*known);
-    }
-    if (LimitReached()) return std::optional<HistoryEntry>();
-    Expected<Measurement> m = measure();
-    ++result_.evaluations;
-    HistoryEntry e;
-    e.key = key;
-    e.repeat = repeat;
-    if (m.ok()) {
-      e.measurement = *m;
-    } else {
-      e.error = m.status().message();
-    }
-    if (Status s = history_.Append(e); !s.ok()) return s;
-    return std::optional<HistoryEntry>(std::move(e));
-  }
+bool Usable(const ServedOutcome& s) { return s.error.empty() && !s.goodputs.empty(); }
 
- private:
-  bool LimitReached() {
-    std::string why;
-    if (options_.max_evaluations > 0 && result_.evaluations >= options_.max_evaluations) {
-      why = fmt::format("the limit of {} measurements was reached", options_.max_evaluations);
-    } else if (options_.max_wall_ns > 0 && clock_.NowNanos() - start_ns_ >= options_.max_wall_ns) {
-      why = fmt::format("the time limit of {:.0f} s was reached", options_.max_wall_ns / 1e9);
-    }
-    if (why.empty()) return false;
-    if (!result_.stopped_early) {
-      result_.stopped_early = true;
-      result_.notes.push_back(why + "; the winner is chosen among what was measured, and a rerun with the same history "
-                                    "continues the search");
-    }
-    return true;
-  }
-
-  const SearchOptions& options_;
-  History& history_;
-  const Clock& clock_;
-  SearchResult& result_;
-  const int64_t start_ns_;
-};
-
-// In-process: every valid engine choice at every valid batch.
-Status MeasureInProcess(const EngineSpace& space, Measurer& measurer, Evaluator& eval, SearchResult& result) {
-  for (const EngineChoice& e : space.choices) {
-    for (int64_t b : space.batches) {
-      ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry,
-                              eval.Get(InProcessKey(e, b), 0, [&] { return measurer.InProcess(e, b); }));
-      if (!entry) return {};
-      if (!entry->ok()) {
-        result.rejected.push_back({InProcessKey(e, b), "measurement failed: " + entry->error});
-      } else if (entry->measurement.latency_ms > 0) {
-        result.curves.Add(e, b, entry->measurement.latency_ms);
-      }
-    }
-  }
-  return {};
-}
-
-// The engine choices measured at least once, in space order.
-std::vector<EngineChoice> MeasuredEngines(const EngineSpace& space, const LatencyCurves& curves) {
-  std::vector<EngineChoice> out;
-  for (const EngineChoice& e : space.choices) {
-    if (curves.Has(e)) out.push_back(e);
-  }
-  return out;
-}
-
+// The best goodput measured so far among believable outcomes.
 double Best(const std::vector<ServedOutcome>& served) {
   double best = 0;
   for (const ServedOutcome& s : served) {
+    if (!Usable(s) || s.anomalous) continue;
     for (double g : s.goodputs) best = std::max(best, g);
   }
   return best;
 }
 
-double MeanGoodput(const ServedOutcome& s) {
-  return MeanInterval(s.goodputs, 0.95).mean;
+// How many served axes two candidates share (engine, batch, instances,
+// workers, padding, queue delay).
+int Similarity(const ServedCandidate& a, const ServedCandidate& b) {
+  return (a.engine == b.engine) + (a.batch == b.batch) + (a.instances == b.instances) +
+         (a.workers_per_instance == b.workers_per_instance) +
+         (a.pad_to_preferred == b.pad_to_preferred && a.adaptive_padding == b.adaptive_padding) +
+         (a.max_queue_delay_us == b.max_queue_delay_us);
 }
 
-}  // namespace
+// A candidate waiting to be served, and its model estimate.
+struct Pending {
+  RankedCandidate ranked;
+  double estimate = 0;
+};
 
-Expected<SearchResult> RunSearch(const ModelTraits& traits, const SpaceOptions& space_options,
-                                 const SearchOptions& options, Measurer& measurer, History& history,
-                                 const Clock& clock) {
-  SearchResult result;
-  Evaluator eval(options, history, clock, result);
-  const EngineSpace space = BuildEngineSpace(traits, space_options);
-  result.rejected = space.rejected;
-  if (Status s = MeasureInProcess(space, measurer, eval, result); !s.ok()) return s;
+// What the measurements so far say of the model's estimates near `c`: the
+// mean ratio of measured to estimated goodput over the measured candidates
+// most like it; 1 before any.
+double Calibration(const ServedCandidate& c, const std::vector<ServedOutcome>& served,
+                   const std::map<std::string, double>& estimates) {
+  int best_similarity = -1;
+  double sum = 0;
+  int n = 0;
+  for (const ServedOutcome& s : served) {
+    auto e = estimates.find(s.candidate.Key());
+    if (!Usable(s) || s.anomalous || e == estimates.end() || e->second <= 0) continue;
+    const int sim = Similarity(c, s.candidate);
+    const double ratio = Mean(s.goodputs) / e->second;
+    if (sim > best_similarity) {
+      best_similarity = sim;
+      sum = 0;
+      n = 0;
+    }
+    if (sim == best_similarity) {
+      sum += ratio;
+      ++n;
+    }
+  }
+  return n > 0 ? sum / n : 1.0;
+}
 
-  const std::vector<ServedCandidate> candidates =
-      BuildServedCandidates(MeasuredEngines(space, result.curves), space.batches, traits, space_options, &result.rejected);
-  PruneResult pruned = Prune(candidates, result.curves, options.latency_budget_ms, 0);
-  result.rejected.insert(result.rejected.end(), pruned.dropped.begin(), pruned.dropped.end());
+// Whether `a` is served before `b`, given their predictions and how like
+// the served candidates each is (Similarity to the most like one): a
+// prediction higher by more than 5% first (the model is no surer than that);
+// else the shape of the hand-found optima: padded to the preferred size,
+// CUDA graphs, more instances, more workers, a shorter delay; else the one
+// less like what was served (it teaches the calibration more); else the
+// higher prediction; else the simpler.
+bool ServeBefore(double pa, int like_a, const ServedCandidate& a, double pb, int like_b, const ServedCandidate& b) {
+  if (std::abs(pa - pb) > 0.05 * std::max(pa, pb)) return pa > pb;
+  if (a.pad_to_preferred != b.pad_to_preferred) return a.pad_to_preferred;
+  if (a.engine.cuda_graphs != b.engine.cuda_graphs) return a.engine.cuda_graphs;
+  if (a.instances != b.instances) return a.instances > b.instances;
+  if (a.workers_per_instance != b.workers_per_instance) return a.workers_per_instance > b.workers_per_instance;
+  if (a.max_queue_delay_us != b.max_queue_delay_us) return a.max_queue_delay_us < b.max_queue_delay_us;
+  if (like_a != like_b) return like_a < like_b;
+  if (pa != pb) return pa > pb;
+  return SimplerThan(a, b);
+}
 
-  // Served, best-first; a candidate whose ceiling fell below the best so far
-  // is skipped with the figures that say why.
-  for (const RankedCandidate& r : pruned.kept) {
-    if (std::string why = CeilingBelowBest(r.bounds, Best(result.served)); !why.empty()) {
-      result.rejected.push_back({r.candidate.Key(), why});
+// The index of the pending candidate to serve next: first, one candidate
+// of each batch size not served yet whose prediction is within
+// `coverage_ratio` of the best prediction (the batch is the axis the model
+// is least sure of: how full batches get and how much turnaround costs);
+// then by prediction. Within either, ServeBefore decides.
+// REQUIRES: pending non-empty, predicted of the same size.
+size_t NextToServe(const std::vector<Pending>& pending, const std::vector<double>& predicted,
+                   const std::vector<ServedOutcome>& served, double coverage_ratio) {
+  const double top = *std::max_element(predicted.begin(), predicted.end());
+  auto new_batch = [&](size_t i) {
+    if (predicted[i] < coverage_ratio * top || top <= 0) return false;
+    return std::none_of(served.begin(), served.end(), [&](const ServedOutcome& s) {
+      return s.candidate.batch == pending[i].ranked.candidate.batch;
+    });
+  };
+  std::vector<int> like(pending.size(), -1);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    for (const ServedOutcome& s : served) like[i] = std::max(like[i], Similarity(pending[i].ranked.candidate, s.candidate));
+  }
+  std::optional<size_t> next;
+  for (bool coverage : {true, false}) {
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (coverage && !new_batch(i)) continue;
+      if (!next || ServeBefore(predicted[i], like[i], pending[i].ranked.candidate, predicted[*next], like[*next],
+                               pending[*next].ranked.candidate)) {
+        next = i;
+      }
+    }
+    if (next) break;
+  }
+  return *next;
+}
+
+// The batches of the latency curve: the space's curve batches that are
+// valid, the screening batch and the largest valid batch.
+std::vector<int64_t> CurveBatches(const SpaceOptions& space, const std::vector<int64_t>& valid, int64_t screening) {
+  std::vector<int64_t> out = {screening, valid.back()};
+  for (int64_t b : space.curve_batches) {
+    if (std::find(valid.begin(), valid.end(), b) != valid.end()) out.push_back(b);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Stage 3: the curve of each engine choice, one measurer call (one session)
+// per choice for the batches the history lacks. False when a limit stopped it.
+Expected<bool> MeasureCurves(const std::vector<EngineChoice>& engines, const std::vector<int64_t>& batches,
+                             const SearchOptions& options, Measurer& measurer, Evaluator& eval, SearchResult& result) {
+  for (const EngineChoice& e : engines) {
+    std::vector<std::string> keys;
+    for (int64_t b : batches) keys.push_back(InProcessKey(e, b, options.inputs_tag));
+    ORTGPU_ASSIGN_OR_RETURN(auto entries, eval.GetMany(keys, MeasureKind::kInProcess, [&](const std::vector<size_t>& missing) {
+      std::vector<int64_t> asked;
+      for (size_t i : missing) asked.push_back(batches[i]);
+      return measurer.InProcess(e, asked);
+    }));
+    bool complete = true;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!entries[i]) {
+        complete = false;
+      } else if (!entries[i]->ok()) {
+        result.rejected.push_back({keys[i], "measurement failed: " + entries[i]->error});
+      } else if (entries[i]->measurement.latency_ms > 0) {
+        result.curves.Add(e, batches[i], entries[i]->measurement.latency_ms);
+      }
+    }
+    if (result.curves.Has(e)) result.curve_engines.push_back(e);
+    if (!complete) return false;
+  }
+  return true;
+}
+
+// One served measurement through the history; nullopt at a limit.
+Expected<std::optional<HistoryEntry>> ServeOnce(const ServedCandidate& c, int repeat, int start_concurrency,
+                                                const SearchOptions& options, Measurer& measurer, Evaluator& eval) {
+  return eval.Get(ServedKey(c, options.latency_budget_ms, ServedTag(options)), repeat,
+                  repeat == 0 ? MeasureKind::kServed : MeasureKind::kServedRepeat, [&] {
+                    return measurer.Served(c, ServedLoad{.latency_budget_ms = options.latency_budget_ms,
+                                                         .start_concurrency = std::max(1, start_concurrency)});
+                  });
+}
+
+// Adds repeat `rep`'s goodput to `s`, setting an anomalous one aside.
+void AddRepeat(ServedOutcome& s, const HistoryEntry& entry, const SearchOptions& options) {
+  if (!entry.ok()) return;
+  const double g = entry.measurement.items_per_s;
+  if (std::string why = IsAnomalous(g, s.bounds, options); !why.empty() && !s.anomalous) {
+    s.discarded.push_back(g);
+    s.anomaly += (s.anomaly.empty() ? "" : "; ") + fmt::format("a repeat set aside: {}", why);
+    return;
+  }
+  s.goodputs.push_back(g);
+}
+
+// The time to keep back for the leaders' repeats not yet in the history.
+int64_t RepeatReserveNs(const SearchOptions& options, const Evaluator& eval) {
+  const int repeats = std::max(0, options.leaders) * std::max(0, options.repeats - 1);
+  return repeats * eval.ExpectedNs(MeasureKind::kServedRepeat);
+}
+
+// Stage 4. Returns false when a limit stopped it.
+Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions& options, Measurer& measurer,
+                               Evaluator& eval, SearchResult& result) {
+  std::map<std::string, double> estimates;
+  for (const Pending& p : pending) estimates[p.ranked.candidate.Key()] = p.estimate;
+  const std::string tag = ServedTag(options);
+  auto leave = [&](const std::string& why) {
+    for (const Pending& p : pending) result.unmeasured.push_back({p.ranked.candidate.Key(), why});
+    pending.clear();
+  };
+  while (!pending.empty()) {
+    std::vector<double> predicted(pending.size());
+    for (size_t i = 0; i < pending.size(); ++i) {
+      predicted[i] = pending[i].estimate * Calibration(pending[i].ranked.candidate, result.served, estimates);
+    }
+    const size_t next = NextToServe(pending, predicted, result.served, options.coverage_ratio);
+    const Pending p = pending[next];
+    const double prediction = predicted[next];
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(next));
+    const ServedCandidate& c = p.ranked.candidate;
+    if (std::string why = CeilingBelowBest(p.ranked.bounds, Best(result.served)); !why.empty()) {
+      result.rejected.push_back({c.Key(), why});
       continue;
     }
-    const std::string key = ServedKey(r.candidate, options.latency_budget_ms);
-    ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry, eval.Get(key, 0, [&] {
-      return measurer.Served(r.candidate, options.latency_budget_ms);
-    }));
-    if (!entry) break;
+    const std::string key = ServedKey(c, options.latency_budget_ms, tag);
+    const bool known = eval.Known(key, 0) != nullptr;
+    if (!known && options.max_served > 0 && static_cast<int>(result.served.size()) >= options.max_served) {
+      pending.insert(pending.begin(), p);
+      leave(fmt::format("not served: the cap of {} served candidates was reached (--max-served)", options.max_served));
+      break;
+    }
+    if (!known && !eval.Fits(MeasureKind::kServed, 1, RepeatReserveNs(options, eval))) {
+      pending.insert(pending.begin(), p);
+      leave("not served: the time left is kept for the leaders' repeats (--max-minutes); a rerun with the same history "
+            "continues");
+      break;
+    }
+    ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry, ServeOnce(c, 0, 1, options, measurer, eval));
+    if (!entry) {
+      pending.insert(pending.begin(), p);
+      leave("not served: a limit stopped the search; a rerun with the same history continues");
+      return false;
+    }
     ServedOutcome outcome;
-    outcome.candidate = r.candidate;
-    outcome.bounds = r.bounds;
-    if (entry->ok()) {
-      outcome.goodputs.push_back(entry->measurement.items_per_s);
-      outcome.last_p99_ms = entry->measurement.latency_ms;
-    } else {
+    outcome.candidate = c;
+    outcome.bounds = p.ranked.bounds;
+    outcome.predicted = prediction;
+    outcome.first = entry->measurement;
+    if (!entry->ok()) {
       outcome.error = entry->error;
-      result.rejected.push_back({r.candidate.Key(), "serving failed: " + entry->error});
+      result.rejected.push_back({c.Key(), "serving failed: " + entry->error});
+      result.served.push_back(std::move(outcome));
+      continue;
+    }
+    const double g = entry->measurement.items_per_s;
+    outcome.last_p99_ms = entry->measurement.latency_ms;
+    outcome.goodputs.push_back(g);
+    if (std::string why = IsAnomalous(g, outcome.bounds, options); !why.empty()) {
+      // Measured again before it can win or lose.
+      outcome.anomalous = true;
+      outcome.anomaly = why;
+      ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> again,
+                              ServeOnce(c, 1, 1, options, measurer, eval));
+      if (again && again->ok()) {
+        const double g2 = again->measurement.items_per_s;
+        if (IsAnomalous(g2, outcome.bounds, options).empty()) {
+          outcome.anomalous = false;
+          outcome.discarded.push_back(g);
+          outcome.goodputs = {g2};
+          outcome.last_p99_ms = again->measurement.latency_ms;
+          outcome.anomaly += fmt::format("; measured again: {:.1f} items/s, kept (the first set aside)", g2);
+        } else {
+          outcome.goodputs.push_back(g2);
+          outcome.anomaly += fmt::format("; measured again: {:.1f} items/s, anomalous too", g2);
+        }
+      } else if (again) {
+        outcome.anomaly += "; measured again: failed: " + again->error;
+      }
     }
     result.served.push_back(std::move(outcome));
   }
+  return true;
+}
 
-  // Repeats for the leaders (by first goodput), then the decision.
+// Stage 5: the leaders measured again, then the decision.
+Status RepeatLeaders(const SearchOptions& options, Measurer& measurer, Evaluator& eval, SearchResult& result) {
+  // The leaders: believable outcomes by mean goodput; anomalous ones only
+  // when nothing else met the budget.
   std::vector<ServedOutcome*> ranked;
-  for (ServedOutcome& s : result.served) {
-    if (s.error.empty() && !s.goodputs.empty() && s.goodputs.front() > 0) ranked.push_back(&s);
+  for (bool anomalous : {false, true}) {
+    for (ServedOutcome& s : result.served) {
+      if (Usable(s) && s.goodputs.front() > 0 && s.anomalous == anomalous) ranked.push_back(&s);
+    }
+    if (!ranked.empty()) break;
   }
   std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const ServedOutcome* a, const ServedOutcome* b) { return MeanGoodput(*a) > MeanGoodput(*b); });
+                   [](const ServedOutcome* a, const ServedOutcome* b) { return Mean(a->goodputs) > Mean(b->goodputs); });
   if (static_cast<int>(ranked.size()) > options.leaders) ranked.resize(std::max(options.leaders, 1));
+  bool out_of_time = false;
   for (ServedOutcome* s : ranked) {
-    const std::string key = ServedKey(s->candidate, options.latency_budget_ms);
-    for (int rep = 1; rep < options.repeats; ++rep) {
-      ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry, eval.Get(key, rep, [&] {
-        return measurer.Served(s->candidate, options.latency_budget_ms);
-      }));
+    // Repeat indices already taken (an anomaly's second measurement is 1).
+    int rep = static_cast<int>(s->goodputs.size() + s->discarded.size());
+    while (static_cast<int>(s->goodputs.size()) < options.repeats && rep <= options.repeats) {
+      const std::string key = ServedKey(s->candidate, options.latency_budget_ms, ServedTag(options));
+      if (eval.Known(key, rep) == nullptr && !eval.Fits(MeasureKind::kServedRepeat, 1, 0)) {
+        if (!out_of_time) {
+          result.notes.push_back("the time limit left some of the leaders' repeats unmeasured (--max-minutes); a rerun "
+                                 "with the same history takes them");
+        }
+        out_of_time = true;
+        break;
+      }
+      ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry,
+                              ServeOnce(s->candidate, rep, s->first.concurrency / 2, options, measurer, eval));
       if (!entry) break;
-      if (entry->ok()) s->goodputs.push_back(entry->measurement.items_per_s);
+      AddRepeat(*s, *entry, options);
+      ++rep;
     }
     result.leaders.push_back({s->candidate, s->goodputs});
   }
@@ -174,8 +355,77 @@ Expected<SearchResult> RunSearch(const ModelTraits& traits, const SpaceOptions& 
     result.notes.push_back(fmt::format("no served candidate met the {} ms latency budget; see the rejected list for "
                                        "why each was left out",
                                        options.latency_budget_ms));
+  } else if (ranked[result.decision.winner]->anomalous) {
+    result.notes.push_back("every measured candidate's goodput was anomalous (far from its in-process ceiling): the "
+                           "winner is the best of them, and the server, not the configuration, is the likelier cause");
   }
-  return result;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<SearchResult> RunSearch(const ModelTraits& model, const SpaceOptions& space, const SearchOptions& options,
+                                 Measurer& measurer, History& history, const Clock& clock) {
+  SearchResult result;
+  Evaluator eval(options, history, clock, result);
+  auto done = [&]() -> Expected<SearchResult> {
+    result.wall_s = static_cast<double>(eval.ElapsedNs()) / 1e9;
+    return std::move(result);
+  };
+  ModelTraits traits = model;
+  const std::vector<int64_t> batches = ValidBatches(traits, space, &result.rejected);
+  if (batches.empty()) {
+    result.notes.push_back("no batch size of the space is valid for this model (see the rejected list)");
+    return done();
+  }
+
+  // 1. Precisions within the accuracy budget.
+  ORTGPU_ASSIGN_OR_RETURN(std::optional<std::vector<Precision>> within,
+                          JudgePrecisions(space, options, measurer, eval, result));
+  if (!within) return done();
+  traits.precisions_within_budget = *within;
+
+  // 2. Screening at one batch.
+  const int64_t screening_batch = ScreeningBatch(space, batches);
+  ORTGPU_ASSIGN_OR_RETURN(std::optional<EngineChoice> screened,
+                          ScreenEngines(traits, space, options, screening_batch, measurer, eval, result));
+  if (!screened) {
+    result.notes.push_back("no engine choice was measured in-process: nothing to serve");
+    return done();
+  }
+  result.screened = *screened;
+
+  // 3. The latency curve of the best engine choices.
+  ORTGPU_ASSIGN_OR_RETURN(bool curves_done,
+                          MeasureCurves(CurveEngines(*screened, options.curve_engines),
+                                        CurveBatches(space, batches, screening_batch), options, measurer, eval, result));
+
+  // 4. Served, in the order of predicted goodput.
+  if (curves_done) {
+    const std::vector<ServedCandidate> candidates =
+        BuildServedCandidates(result.curve_engines, batches, traits, space, &result.rejected);
+    PruneResult pruned = Prune(candidates, result.curves, options.latency_budget_ms, 0);
+    result.rejected.insert(result.rejected.end(), pruned.dropped.begin(), pruned.dropped.end());
+    EstimateOptions estimate = options.estimate;
+    estimate.latency_budget_ms = options.latency_budget_ms;
+    std::vector<Pending> pending;
+    for (const RankedCandidate& r : pruned.kept) pending.push_back({r, EstimateGoodput(r.candidate, result.curves, estimate)});
+    ORTGPU_ASSIGN_OR_RETURN(bool served_done, ServeCandidates(std::move(pending), options, measurer, eval, result));
+    (void)served_done;
+  }
+
+  // 5. Repeats and the decision (on what was measured, whatever stopped).
+  ORTGPU_RETURN_IF_ERROR(RepeatLeaders(options, measurer, eval, result));
+
+  // 6. The grid, for the record.
+  if (options.exhaustive) {
+    ORTGPU_ASSIGN_OR_RETURN(GridResult grid, RunGrid(*screened, traits, space, options, measurer, eval, result));
+    result.grid = std::move(grid);
+  }
+  if (!result.unmeasured.empty()) {
+    result.notes.push_back(fmt::format("{} served candidates were not measured (listed with why)", result.unmeasured.size()));
+  }
+  return done();
 }
 
 }  // namespace ortgpu::tune

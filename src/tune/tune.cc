@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <system_error>
 
 #include <fmt/format.h>
 
 #include "bench/inputs.h"
+#include "onnx.pb.h"
 #include "ort/session.h"
 #include "tune/config_writer.h"
 #include "tune/tool_measurer.h"
@@ -21,13 +24,28 @@ namespace {
 class LoggingMeasurer : public Measurer {
  public:
   LoggingMeasurer(Measurer& inner, const std::function<void(const std::string&)>& log) : inner_(inner), log_(log) {}
-  Expected<Measurement> InProcess(const EngineChoice& engine, int64_t batch) override {
-    auto m = inner_.InProcess(engine, batch);
-    Log(fmt::format("in-process {} batch={}", engine.Key(), batch), m, "ms/batch");
-    return m;
+  Expected<PrecisionVerdict> JudgePrecision(Precision precision) override {
+    auto v = inner_.JudgePrecision(precision);
+    if (!log_) return v;
+    if (!v.ok()) {
+      log_(fmt::format("precision {}: conversion failed: {}", PrecisionName(precision), v.status().message()));
+    } else {
+      log_(fmt::format("precision {}: {} the accuracy budget (min cosine {:.6f}, max rel error {:.4f}{}){}",
+                       PrecisionName(precision), v->within_budget ? "within" : "OUTSIDE", v->min_cosine,
+                       v->max_rel_error, v->top1 ? fmt::format(", top-1 {:.1f}%", *v->top1 * 100) : "",
+                       v->detail.empty() ? "" : ": " + v->detail));
+    }
+    return v;
   }
-  Expected<Measurement> Served(const ServedCandidate& candidate, double latency_budget_ms) override {
-    auto m = inner_.Served(candidate, latency_budget_ms);
+  std::vector<Expected<Measurement>> InProcess(const EngineChoice& engine, const std::vector<int64_t>& batches) override {
+    auto all = inner_.InProcess(engine, batches);
+    for (size_t i = 0; i < all.size() && i < batches.size(); ++i) {
+      Log(fmt::format("in-process {} batch={}", engine.Key(), batches[i]), all[i], "ms/batch");
+    }
+    return all;
+  }
+  Expected<Measurement> Served(const ServedCandidate& candidate, const ServedLoad& load) override {
+    auto m = inner_.Served(candidate, load);
     Log("served " + candidate.Key(), m, "ms p99");
     return m;
   }
@@ -37,9 +55,14 @@ class LoggingMeasurer : public Measurer {
     if (!log_) return;
     if (!m.ok()) {
       log_(what + ": failed: " + m.status().message());
-    } else {
-      log_(fmt::format("{}: {:.3f} {}, {:.1f} items/s", what, m->latency_ms, unit, m->items_per_s));
+      return;
     }
+    std::string details;
+    if (m->rel_noise > 0) details += fmt::format(", noise +-{:.1f}%", m->rel_noise * 100);
+    if (m->concurrency > 0) details += fmt::format(", at {} connections", m->concurrency);
+    if (m->load_s) details += fmt::format(", loaded in {:.1f} s", *m->load_s);
+    if (m->errors > 0) details += fmt::format(", {} failed requests", m->errors);
+    log_(fmt::format("{}: {:.3f} {}, {:.1f} items/s{}", what, m->latency_ms, unit, m->items_per_s, details));
   }
   Measurer& inner_;
   const std::function<void(const std::string&)>& log_;
@@ -60,6 +83,28 @@ std::string SelfBinary() {
   return ec ? std::string("ortgpu") : self.string();
 }
 
+// Whether the model's main graph has a convolution (read without its
+// external data). Unknown (the file does not parse) counts as yes: the
+// knobs are then screened rather than skipped.
+bool HasConv(const std::string& model_path) {
+  std::ifstream in(model_path, std::ios::binary);
+  ::onnx::ModelProto model;
+  if (!in || !model.ParseFromIstream(&in)) return true;
+  for (const auto& node : model.graph().node()) {
+    const std::string& op = node.op_type();
+    if (op == "Conv" || op == "ConvTranspose" || op == "FusedConv" || op == "QLinearConv" || op == "ConvInteger") {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string ShapeFlagText(const std::vector<int64_t>& dims) {
+  std::string out;
+  for (int64_t d : dims) out += (out.empty() ? "" : "x") + std::to_string(d);
+  return out;
+}
+
 }  // namespace
 
 Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const SpaceOptions& space) {
@@ -71,17 +116,49 @@ Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const Space
     traits.max_batch_size = *std::max_element(space.batches.begin(), space.batches.end());
   }
   traits.variable_non_batch_dim = VariableBeyondBatch(session->inputs()) || VariableBeyondBatch(session->outputs());
+  traits.has_conv = HasConv(model_path);
   return traits;
+}
+
+Expected<std::map<std::string, std::vector<int64_t>>> ServedShapes(const std::vector<TensorInfo>& inputs,
+                                                                    const bench::InputSpec& spec) {
+  std::map<std::string, std::vector<int64_t>> out;
+  if (spec.shapes.empty()) return out;
+  for (const TensorInfo& in : inputs) {
+    bool named = spec.shapes.count(in.name) > 0;
+    for (const std::string& dim : in.dim_names) named = named || (!dim.empty() && spec.shapes.count(dim) > 0);
+    if (!named) continue;
+    ORTGPU_ASSIGN_OR_RETURN(out[in.name], bench::ResolveShape(in, spec, 1));
+  }
+  return out;
+}
+
+std::string BudgetTag(const PrecisionBudget& b) {
+  return fmt::format("cosine={:g},top1={:g},rel={:g},nonfinite={}", b.min_cosine, b.min_top1, b.max_rel_error,
+                     b.allow_nonfinite ? "allow" : "deny");
+}
+
+std::string InputsTag(const bench::InputSpec& spec) {
+  std::string out;
+  for (const auto& [name, dims] : spec.shapes) out += (out.empty() ? "" : ",") + name + ":" + ShapeFlagText(dims);
+  for (const auto& [name, r] : spec.int_ranges) out += fmt::format("{}{}:{}:{}", out.empty() ? "" : ",", name, r.lo, r.hi);
+  return out.empty() ? "" : "inputs=" + out;
 }
 
 SpaceOptions SpaceFor(Provider provider) {
   SpaceOptions space;
-  if (provider != Provider::kCpu) return space;
+  if (provider != Provider::kCpu) {
+    space.adaptive_padding = {false};
+    return space;
+  }
   space.precisions = {Precision::kTf32};
   space.prefer_nhwc = {false};
   space.cuda_graphs = {false};
   space.conv_searches = {ConvAlgoSearch::kExhaustive};
+  space.fuse_conv_bias = {false};
   space.batches = {1, 4};
+  space.curve_batches = {1, 4};
+  space.screening_batch = 4;
   space.instances = {1, 2};
   space.padding = {false};
   space.queue_delays_us = {0};
@@ -89,18 +166,60 @@ SpaceOptions SpaceFor(Provider provider) {
   return space;
 }
 
+namespace {
+
+// The measurer's settings for the provider: on the CPU short steps and few
+// iterations (it checks the machinery); on a GPU the H200 run's.
+ToolMeasurerOptions MeasurerOptions(const TuneOptions& options, const ModelTraits& traits,
+                                    std::map<std::string, std::vector<int64_t>> served_shapes) {
+  ToolMeasurerOptions mo;
+  mo.model_path = options.model_path;
+  mo.provider = options.provider;
+  mo.max_batch_size = traits.max_batch_size;
+  mo.ortgpu_binary = options.ortgpu_binary.empty() ? SelfBinary() : options.ortgpu_binary;
+  mo.scratch_dir = (fs::path(options.output_dir) / ".tune-scratch").string();
+  mo.inputs = options.inputs;
+  mo.served_shapes = std::move(served_shapes);
+  mo.budget = options.accuracy;
+  mo.budget_parameter = BudgetTag(options.accuracy) == BudgetTag(PrecisionBudget{}) ? "" : BudgetTag(options.accuracy);
+  mo.max_concurrency = options.max_concurrency;
+  mo.protocol = options.protocol;
+  mo.log = options.log;
+  if (options.provider == Provider::kCpu) {
+    mo.warmup = 2;
+    mo.iterations = 20;
+    mo.quick_step = {.window_ms = 100, .stability = 0.5, .max_trials = 1, .stable_windows = 1};
+    mo.full_step = {.window_ms = 200, .stability = 0.5, .max_trials = 2, .stable_windows = 1};
+    mo.load_timeout_s = 120;
+  } else {
+    // perf's I/O threads: 4 on a 16-core machine, as the hand runs had.
+    mo.perf_threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency() / 4), 1, 4);
+  }
+  return mo;
+}
+
+}  // namespace
+
 Expected<TuneReport> RunTune(const TuneOptions& options) {
   if (options.model_path.empty()) return InvalidArgument("a model file is required (ortgpu tune MODEL.onnx ...)");
   if (options.output_dir.empty()) return InvalidArgument("--output DIR is required: the model folder tune writes");
   if (!(options.latency_budget_ms > 0)) {
     return InvalidArgument("--latency-budget-ms must be above 0 (the p99 each candidate's goodput is measured within)");
   }
+  if (options.max_minutes < 0) return InvalidArgument("--max-minutes must be 0 (no limit) or more");
   if (fs::weakly_canonical(options.model_path) == fs::weakly_canonical(fs::path(options.output_dir) / "1" / "model.onnx")) {
     return InvalidArgument("--output " + options.output_dir + " holds the model itself; tune replaces "
                            "OUTPUT/1/model.onnx, so name another folder");
   }
   const SpaceOptions space = SpaceFor(options.provider);
   ORTGPU_ASSIGN_OR_RETURN(ModelTraits traits, TraitsFromModel(options.model_path, space));
+  std::map<std::string, std::vector<int64_t>> served_shapes;
+  {
+    SessionOptions cpu;
+    cpu.provider = Provider::kCpu;
+    ORTGPU_ASSIGN_OR_RETURN(auto session, Session::Load(options.model_path, cpu));
+    ORTGPU_ASSIGN_OR_RETURN(served_shapes, ServedShapes(session->inputs(), options.inputs));
+  }
 
   std::error_code ec;
   fs::create_directories(options.output_dir, ec);
@@ -111,35 +230,35 @@ Expected<TuneReport> RunTune(const TuneOptions& options) {
                             : options.history_path;
   ORTGPU_ASSIGN_OR_RETURN(History history, History::Open(report.history_path, &report.warnings));
 
-  const fs::path scratch = fs::path(options.output_dir) / ".tune-scratch";
-  ToolMeasurerOptions mo;
-  mo.model_path = options.model_path;
-  mo.provider = options.provider;
-  mo.max_batch_size = traits.max_batch_size;
-  mo.ortgpu_binary = options.ortgpu_binary.empty() ? SelfBinary() : options.ortgpu_binary;
-  mo.scratch_dir = scratch.string();
-  mo.max_concurrency = options.max_concurrency;
-  if (options.provider == Provider::kCpu) {
-    mo.iterations = 20;
-    mo.warmup = 2;
-    mo.window_ms = 300;
-    mo.max_trials = 3;
-  }
-  mo.log = options.log;
+  const ToolMeasurerOptions mo = MeasurerOptions(options, traits, std::move(served_shapes));
   ToolMeasurer tool(mo);
   LoggingMeasurer measurer(tool, options.log);
 
   SearchOptions so;
   so.latency_budget_ms = options.latency_budget_ms;
   so.max_evaluations = options.max_evaluations;
+  so.max_wall_ns = static_cast<int64_t>(options.max_minutes * 60e9);
+  so.max_served = options.max_served;
+  so.exhaustive = options.exhaustive;
+  so.accuracy_tag = BudgetTag(options.accuracy);
+  so.inputs_tag = InputsTag(options.inputs);
+  so.served_tag = options.protocol == perf::Protocol::kGrpc ? "protocol=grpc" : "";
+  so.estimate.max_concurrency = options.max_concurrency;
+  so.estimate.unpadded_factor = options.provider == Provider::kCpu ? 1.0 : 0.5;
+  if (options.provider == Provider::kCpu) {
+    // The CPU run checks the machinery: two leaders, measured twice each.
+    so.leaders = 2;
+    so.repeats = 2;
+  }
   auto result = RunSearch(traits, space, so, measurer, history, RealClock());
-  fs::remove_all(scratch, ec);
+  fs::remove_all(mo.scratch_dir, ec);
   if (!result.ok()) return result.status();
   report.search = std::move(*result);
   if (!report.search.winner) return report;
 
   ConfigWriterOptions writer;
   writer.max_batch_size = traits.max_batch_size;
+  writer.precision_budget = mo.budget_parameter;
   if (options.provider == Provider::kCpu) writer.instance_kind = inference::ModelInstanceGroup::KIND_CPU;
   writer.comments = {"Written by ortgpu tune (issue 28) for " + options.model_path,
                      fmt::format("latency budget {} ms p99; {}", options.latency_budget_ms,
@@ -148,32 +267,6 @@ Expected<TuneReport> RunTune(const TuneOptions& options) {
       WriteModelFolder(options.output_dir, options.model_path, TunedConfigPbtxt(*report.search.winner, writer)));
   report.config_path = (fs::path(options.output_dir) / "config.pbtxt").string();
   return report;
-}
-
-std::string RenderTuneText(const TuneReport& report) {
-  const SearchResult& s = report.search;
-  std::string out;
-  for (const auto& w : report.warnings) out += "warning: " + w + "\n";
-  out += fmt::format("measurements: {} new, {} from the history ({})\n", s.evaluations, s.reused, report.history_path);
-  if (!s.served.empty()) out += "served candidates (goodput within the budget, items/s):\n";
-  for (const ServedOutcome& o : s.served) {
-    std::string goodputs;
-    for (double g : o.goodputs) goodputs += fmt::format("{}{:.1f}", goodputs.empty() ? "" : ", ", g);
-    out += fmt::format("  {}: ceiling {:.1f}, floor {:.3f} ms; goodput [{}]{}\n", o.candidate.Key(),
-                       o.bounds.ceiling_items_per_s, o.bounds.floor_ms, goodputs,
-                       o.error.empty() ? "" : "; failed: " + o.error);
-  }
-  if (!s.rejected.empty()) out += fmt::format("left out: {} candidates\n", s.rejected.size());
-  for (const Rejected& r : s.rejected) out += "  " + r.candidate + ": " + r.reason + "\n";
-  for (const std::string& n : s.notes) out += "note: " + n + "\n";
-  if (!s.winner) {
-    out += "no winner: no served candidate met the latency budget; raise --latency-budget-ms\n";
-    return out;
-  }
-  out += "winner: " + s.winner->Key() + "\n";
-  out += "why: " + s.decision.reason + "\n";
-  out += "written: " + report.config_path + "\n";
-  return out;
 }
 
 }  // namespace ortgpu::tune

@@ -10,10 +10,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "bench/inputs.h"
+#include "ort/accuracy.h"
+#include "ort/session.h"
 #include "ort/session_options.h"
+#include "perf/perf.h"
 #include "tune/candidates.h"
 #include "tune/search.h"
 
@@ -31,17 +36,47 @@ struct TuneOptions {
   // The ortgpu binary whose serve is measured ("" means /proc/self/exe).
   std::string ortgpu_binary;
   std::function<void(const std::string&)> log;
+
+  // --accuracy: the budget converted precisions (fp16, mixed) are judged
+  // with against true float32 (bench's and convert's --budget grammar).
+  PrecisionBudget accuracy;
+  // --shape, --int-range: the inputs bench generates in-process; perf and
+  // serve's warm-up get each input's shape at one row resolved from them.
+  bench::InputSpec inputs;
+  // --protocol: how perf sends the served measurements' requests.
+  perf::Protocol protocol = perf::Protocol::kHttp;
+  // --max-minutes: the search's wall time (0: no limit); what is left
+  // unmeasured is listed with why, and a rerun with the history continues.
+  double max_minutes = 10;
+  // --max-served: served candidates measured at most (0: no limit).
+  int max_served = 14;
+  // --exhaustive: measure the grid (grid.h) after the search, for the record.
+  bool exhaustive = false;
 };
 
-// The facts the search needs, read from the model's inputs and outputs:
-// max_batch_size (the largest batch of `space` when the first dimension is
-// symbolic, else 0) and whether another dimension is variable.
+// The facts the search needs, read from the model: max_batch_size (the
+// largest batch of `space` when the first dimension is symbolic, else 0),
+// whether another dimension is variable, whether it has Conv nodes.
 Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const SpaceOptions& space);
+
+// Each input's full shape at one row (batch dim 1) where `spec` names it or
+// one of its symbolic dims: what perf sends and serve warms up with. Inputs
+// it does not concern are left out. Errors: a --shape that does not fit.
+Expected<std::map<std::string, std::vector<int64_t>>> ServedShapes(const std::vector<TensorInfo>& inputs,
+                                                                    const bench::InputSpec& spec);
+
+// The history keys' tags: "cosine=0.999,top1=0.99,rel=0.05,nonfinite=deny"
+// for a budget; "inputs=input_ids:0:30000,seq:128" for --shape and
+// --int-range ("" when neither is given).
+std::string BudgetTag(const PrecisionBudget& budget);
+std::string InputsTag(const bench::InputSpec& spec);
 
 // The axes searched for `provider`: the full space on CUDA; on the CPU only
 // a tiny space serve honours there (batch 1 or 4, instances 1-2, no queue
 // delay, the default engine and workers): the CPU run checks the machinery,
-// not a GPU's optimum.
+// not a GPU's optimum. On CUDA padded candidates pad every batch
+// (adaptive_padding false): the goodput of a busy server is the same, for a
+// fraction of the load time.
 SpaceOptions SpaceFor(Provider provider);
 
 struct TuneReport {

@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "e2e/mlp_model.h"
 #include "e2e/serve_process.h"
+#include "onnx/model_builder.h"
 #include "serve/http/test_http_client.h"
 #include "support/temp_dir.h"
 
@@ -26,7 +29,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
-// `max_evaluations` 0: no limit (the CPU space is tiny: about 12 measurements).
+// `max_evaluations` 0: no limit (the CPU space is tiny: about 10 measurements).
 std::vector<std::string> TuneArgs(const TempDir& dir, int max_evaluations) {
   return {"tune",      dir.Path("mlp.onnx"),       "--provider", "cpu",  "--latency-budget-ms",
           "200",       "--output",                 dir.Path("repo/mlp"), "--history", dir.Path("history.jsonl"),
@@ -72,6 +75,35 @@ TEST(TuneE2eTest, WritesAConfigServeLoadsWithoutWarningAndResumesFromItsHistory)
   EXPECT_EQ(c.Get("/v2/models/mlp/ready").status, 200u) << out;
 }
 
+// ids [batch, seq] int64 -> Gather from a 50-row embedding -> ReduceMean
+// over seq -> y [batch, 4]: ids of 50 and more fail, and seq is symbolic.
+std::string EmbeddingModel() {
+  onnx::ModelBuilder b;
+  b.AddInput("ids", DataType::kInt64, {-1, -1}, {"batch", "seq"});
+  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"batch"});
+  b.AddFloatInitializer("table", {50, 4}, 0.5f, 1);
+  b.AddNode("Gather", {"table", "ids"}, {"e"});
+  b.AddNode("ReduceMean", {"e"}, {"y"}, {{"keepdims", 0}}, {{"axes", {1}}});
+  return b.Serialize();
+}
+
+// BERT's flags on the CPU: --shape names the sequence dim, --int-range keeps
+// the ids within the table; both reach bench, perf and serve's warm-up.
+TEST(TuneE2eTest, ShapeAndIntRangeReachTheInProcessAndTheServedMeasurements) {
+  TempDir dir;
+  dir.File("emb.onnx", EmbeddingModel());
+  const Outcome o = RunOrtgpu({"tune", dir.Path("emb.onnx"), "--provider", "cpu", "--latency-budget-ms", "200",
+                               "--output", dir.Path("repo/emb"), "--concurrency", "2", "--max-served", "1",
+                               "--shape", "seq:16", "--int-range", "ids:0:50"});
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("winner: ")) << o.output;
+  EXPECT_THAT(o.output, Not(HasSubstr("failed"))) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("not served: the cap of 1 served candidates")) << o.output;
+  std::ifstream history(dir.Path("repo/emb/tune_history.jsonl"));
+  const std::string lines((std::istreambuf_iterator<char>(history)), {});
+  EXPECT_THAT(lines, HasSubstr("inputs=seq:16,ids:0:50")) << lines;
+}
+
 TEST(TuneE2eTest, ABudgetOfZeroIsBadUsageThatSaysWhatTheBudgetIs) {
   TempDir dir;
   dir.File("mlp.onnx", MlpModel());
@@ -80,6 +112,16 @@ TEST(TuneE2eTest, ABudgetOfZeroIsBadUsageThatSaysWhatTheBudgetIs) {
   EXPECT_EQ(o.exit_code, 2) << o.output;
   EXPECT_THAT(o.output, HasSubstr("--latency-budget-ms must be above 0 (the p99")) << o.output;
   EXPECT_FALSE(fs::exists(dir.Path("repo/mlp/config.pbtxt")));
+
+  // A bad accuracy budget or shape is bad usage too, named by its flag.
+  const Outcome accuracy = RunOrtgpu({"tune", dir.Path("mlp.onnx"), "--provider", "cpu", "--latency-budget-ms", "20",
+                                      "--output", dir.Path("repo/mlp"), "--accuracy", "cosine=2x"});
+  EXPECT_EQ(accuracy.exit_code, 2) << accuracy.output;
+  EXPECT_THAT(accuracy.output, HasSubstr("--accuracy")) << accuracy.output;
+  const Outcome shape = RunOrtgpu({"tune", dir.Path("mlp.onnx"), "--provider", "cpu", "--latency-budget-ms", "20",
+                                   "--output", dir.Path("repo/mlp"), "--shape", "x"});
+  EXPECT_EQ(shape.exit_code, 2) << shape.output;
+  EXPECT_THAT(shape.output, HasSubstr("--shape")) << shape.output;
 }
 
 }  // namespace

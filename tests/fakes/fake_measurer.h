@@ -1,9 +1,10 @@
 // FakeMeasurer: a tune::Measurer whose figures the test scripts. In-process
 // latency is a function of the engine choice and batch (default: a fixed
 // cost plus a cost per row); served goodput is a function of the candidate,
-// or a queue of figures per candidate key for repeats. Counts every call, so
-// a test can say what was (not) measured. Optionally advances a FakeClock per
-// measurement (time passes without sleeping). Not thread-safe.
+// or a queue of figures per candidate key for repeats; a precision's verdict
+// is a function of the precision (default: within the budget). Counts every
+// call, so a test can say what was (not) measured. Optionally advances a
+// FakeClock per measurement (time passes without sleeping). Not thread-safe.
 #pragma once
 
 #include <deque>
@@ -21,6 +22,7 @@ class FakeMeasurer final : public tune::Measurer {
  public:
   using InProcessFn = std::function<Expected<tune::Measurement>(const tune::EngineChoice&, int64_t)>;
   using ServedFn = std::function<Expected<tune::Measurement>(const tune::ServedCandidate&, double)>;
+  using JudgeFn = std::function<Expected<tune::PrecisionVerdict>(tune::Precision)>;
 
   FakeMeasurer() {
     in_process_ = [](const tune::EngineChoice&, int64_t batch) -> Expected<tune::Measurement> {
@@ -30,41 +32,62 @@ class FakeMeasurer final : public tune::Measurer {
     served_ = [](const tune::ServedCandidate&, double budget) -> Expected<tune::Measurement> {
       return tune::Measurement{budget / 2, 100.0};
     };
+    judge_ = [](tune::Precision) -> Expected<tune::PrecisionVerdict> {
+      return tune::PrecisionVerdict{.within_budget = true, .min_cosine = 0.99999};
+    };
   }
 
   void SetInProcess(InProcessFn fn) { in_process_ = std::move(fn); }
   void SetServed(ServedFn fn) { served_ = std::move(fn); }
+  void SetJudge(JudgeFn fn) { judge_ = std::move(fn); }
   // Goodputs returned, in order, for the candidate with this Key() (before
   // falling back to the served function).
   void QueueServed(const tune::ServedCandidate& c, std::vector<double> goodputs) {
     for (double g : goodputs) queued_[c.Key()].push_back(g);
   }
-  // Each measurement advances `clock` by `ns`.
+  // Each measurement advances `clock` by `ns` (one in-process session by
+  // `ns` per batch it measures).
   void AdvanceClockPerMeasurement(FakeClock* clock, int64_t ns) {
     clock_ = clock;
     advance_ns_ = ns;
   }
 
-  Expected<tune::Measurement> InProcess(const tune::EngineChoice& engine, int64_t batch) override {
-    in_process_calls.push_back(tune::InProcessKey(engine, batch));
+  Expected<tune::PrecisionVerdict> JudgePrecision(tune::Precision p) override {
+    judged.push_back(p);
     Tick();
-    return in_process_(engine, batch);
+    return judge_(p);
   }
 
-  Expected<tune::Measurement> Served(const tune::ServedCandidate& c, double budget_ms) override {
+  std::vector<Expected<tune::Measurement>> InProcess(const tune::EngineChoice& engine,
+                                                     const std::vector<int64_t>& batches) override {
+    ++in_process_sessions;
+    std::vector<Expected<tune::Measurement>> out;
+    for (int64_t batch : batches) {
+      in_process_calls.push_back(tune::InProcessKey(engine, batch));
+      Tick();
+      out.push_back(in_process_(engine, batch));
+    }
+    return out;
+  }
+
+  Expected<tune::Measurement> Served(const tune::ServedCandidate& c, const tune::ServedLoad& load) override {
     served_calls.push_back(c);
+    served_loads.push_back(load);
     Tick();
     auto q = queued_.find(c.Key());
     if (q != queued_.end() && !q->second.empty()) {
       const double g = q->second.front();
       q->second.pop_front();
-      return tune::Measurement{budget_ms / 2, g};
+      return tune::Measurement{load.latency_budget_ms / 2, g};
     }
-    return served_(c, budget_ms);
+    return served_(c, load.latency_budget_ms);
   }
 
+  std::vector<tune::Precision> judged;
   std::vector<std::string> in_process_calls;
+  int in_process_sessions = 0;
   std::vector<tune::ServedCandidate> served_calls;
+  std::vector<tune::ServedLoad> served_loads;
 
  private:
   void Tick() {
@@ -73,6 +96,7 @@ class FakeMeasurer final : public tune::Measurer {
 
   InProcessFn in_process_;
   ServedFn served_;
+  JudgeFn judge_;
   std::map<std::string, std::deque<double>> queued_;
   FakeClock* clock_ = nullptr;
   int64_t advance_ns_ = 0;

@@ -71,7 +71,9 @@ TEST(Candidates, BatchesAboveMaxBatchSizeOrMemoryAreNot) {
   EXPECT_TRUE(Mentions(space.rejected, "batch 32", "max_batch_size 16"));
   EXPECT_TRUE(Mentions(space.rejected, "batch 16", "GPU memory limit"));
   std::vector<Rejected> rejected;
-  for (const ServedCandidate& c : BuildServedCandidates(space.choices, space.batches, t, {}, &rejected)) {
+  SpaceOptions four;
+  four.instances = {1, 2, 4};
+  for (const ServedCandidate& c : BuildServedCandidates(space.choices, space.batches, t, four, &rejected)) {
     EXPECT_LE(EstimatedMemoryBytes(c, t), *t.gpu_memory_limit_bytes) << c.Key();
   }
   EXPECT_TRUE(Mentions(rejected, "inst=4", "GPU memory limit"));
@@ -111,6 +113,33 @@ TEST(Candidates, SimplerOrderIsInstancesThenGraphsThenKnobs) {
   EXPECT_TRUE(SimplerThan(ServedCandidate{}, nhwc));  // then fewer knobs
   EXPECT_FALSE(SimplerThan(ServedCandidate{}, ServedCandidate{}));
   EXPECT_TRUE(SimplerThan(ServedCandidate{.batch = 8}, ServedCandidate{.batch = 32}));
+}
+
+TEST(Candidates, TheFusionAxisAndPaddingModeAreInTheKeysOnlyWhenSet) {
+  EngineChoice fused;
+  fused.fuse_conv_bias = true;
+  EXPECT_EQ(EngineChoice{}.Key(), "tf32 nhwc=0 graphs=0 conv=EXHAUSTIVE");  // keys of older histories still match
+  EXPECT_EQ(fused.Key(), "tf32 nhwc=0 graphs=0 conv=EXHAUSTIVE fuse=1");
+  ServedCandidate always{.batch = 32, .pad_to_preferred = true, .adaptive_padding = false};
+  EXPECT_NE(always.Key().find("pad=1 delay=0us workers=2 adaptive=0"), std::string::npos) << always.Key();
+  const ServedCandidate adaptive{.batch = 32, .pad_to_preferred = true};
+  EXPECT_EQ(adaptive.Key().find("adaptive"), std::string::npos);
+  ServedCandidate f;
+  f.engine = fused;
+  EXPECT_EQ(KnobsAwayFromDefaults(f), 1);
+}
+
+TEST(Candidates, PaddedCandidatesTakeEachAdaptivePaddingValueOfTheSpace) {
+  SpaceOptions s;
+  s.instances = {1};
+  s.workers = {2};
+  s.queue_delays_us = {0};
+  s.adaptive_padding = {false};
+  const auto candidates = BuildServedCandidates({EngineChoice{}}, {32}, Batching(32), s, nullptr);
+  ASSERT_EQ(candidates.size(), 2u);  // padded (every batch) and unpadded
+  for (const ServedCandidate& c : candidates) {
+    if (c.pad_to_preferred) EXPECT_FALSE(c.adaptive_padding);
+  }
 }
 
 }  // namespace

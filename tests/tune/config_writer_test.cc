@@ -52,12 +52,34 @@ TEST(ConfigWriter, TheHandFoundResnetConfiguration) {
   EXPECT_EQ(config.parameters().count("workers_per_instance"), 0u);
 }
 
-TEST(ConfigWriter, DefaultsWriteNothingExtra) {
+TEST(ConfigWriter, DefaultsWriteNothingExtraButUnpaddedOnAGpu) {
   const inference::ModelConfig config = ReadBack(TunedConfigPbtxt(ServedCandidate{.batch = 8}, {.max_batch_size = 4}));
   EXPECT_EQ(config.max_batch_size(), 8);  // at least the batch
   EXPECT_FALSE(config.has_optimization());
-  EXPECT_TRUE(config.parameters().empty());
+  // serve pads GPU instances' batches by default: unpadded must say so.
+  ASSERT_EQ(config.parameters().size(), 1u);
+  EXPECT_EQ(config.parameters().at("pad_to_preferred_batch_size").string_value(), "false");
   EXPECT_TRUE(config.name().empty());
+  const inference::ModelConfig cpu = ReadBack(TunedConfigPbtxt(
+      ServedCandidate{.batch = 8}, {.max_batch_size = 4, .instance_kind = inference::ModelInstanceGroup::KIND_CPU}));
+  EXPECT_TRUE(cpu.parameters().empty());
+}
+
+TEST(ConfigWriter, FusionPaddingEveryBatchAndTheAccuracyBudgetAreWritten) {
+  ServedCandidate c{.batch = 32, .pad_to_preferred = true, .adaptive_padding = false};
+  c.engine.precision = Precision::kFp16;
+  c.engine.prefer_nhwc = true;
+  c.engine.fuse_conv_bias = true;
+  ConfigWriterOptions o;
+  o.max_batch_size = 32;
+  o.precision_budget = "cosine=0.99,top1=0.98,rel=0.1,nonfinite=deny";
+  const inference::ModelConfig config = ReadBack(TunedConfigPbtxt(c, o));
+  EXPECT_EQ(CudaParameters(config), (std::map<std::string, std::string>{{"prefer_nhwc", "1"}, {"fuse_conv_bias", "1"}}));
+  EXPECT_EQ(config.parameters().at("adaptive_padding").string_value(), "false");
+  EXPECT_EQ(config.parameters().at("precision_budget").string_value(), o.precision_budget);
+  // tf32 is not converted: no budget to write.
+  c.engine.precision = Precision::kTf32;
+  EXPECT_EQ(ReadBack(TunedConfigPbtxt(c, o)).parameters().count("precision_budget"), 0u);
 }
 
 TEST(ConfigWriter, TuningOnTheCpuWritesCpuInstances) {

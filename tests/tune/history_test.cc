@@ -45,6 +45,46 @@ TEST(History, AppendsAndReadsBack) {
   EXPECT_EQ(h->Find("c", 0), nullptr);
 }
 
+// The precision's verdict and the search's details (noise, connections,
+// errors, how the load search ended) survive a rerun.
+TEST(History, VerdictsAndTheSearchsDetailsReadBack) {
+  const std::string path = TempPath("history.jsonl");
+  {
+    auto h = History::Open(path, nullptr);
+    ASSERT_TRUE(h.ok());
+    HistoryEntry verdict{.key = "precision fp16 budget=cosine=0.999"};
+    verdict.verdict = PrecisionVerdict{.within_budget = false, .min_cosine = 0.98, .max_rel_error = 0.2, .top1 = 0.97,
+                                       .detail = "output 'logits': row cosine 0.98 < 0.999"};
+    ASSERT_TRUE(h->Append(verdict).ok());
+    HistoryEntry served{.key = "served", .measurement = {9.8, 7266}};
+    served.measurement.concurrency = 48;
+    served.measurement.errors = 2;
+    served.measurement.note = "goodput at 48 connections";
+    served.measurement.load_s = 23.5;
+    ASSERT_TRUE(h->Append(served).ok());
+    HistoryEntry in_process{.key = "inprocess", .measurement = {4.7, 6800}};
+    in_process.measurement.rel_noise = 0.012;
+    ASSERT_TRUE(h->Append(in_process).ok());
+  }
+  auto h = History::Open(path, nullptr);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  const HistoryEntry* v = h->Find("precision fp16 budget=cosine=0.999", 0);
+  ASSERT_NE(v, nullptr);
+  ASSERT_TRUE(v->verdict.has_value());
+  EXPECT_FALSE(v->verdict->within_budget);
+  EXPECT_DOUBLE_EQ(v->verdict->min_cosine, 0.98);
+  EXPECT_EQ(v->verdict->top1, 0.97);
+  EXPECT_NE(v->verdict->detail.find("row cosine 0.98"), std::string::npos);
+  const HistoryEntry* s = h->Find("served", 0);
+  ASSERT_NE(s, nullptr);
+  EXPECT_FALSE(s->verdict.has_value());
+  EXPECT_EQ(s->measurement.concurrency, 48);
+  EXPECT_EQ(s->measurement.errors, 2);
+  EXPECT_EQ(s->measurement.note, "goodput at 48 connections");
+  EXPECT_EQ(s->measurement.load_s, 23.5);
+  EXPECT_DOUBLE_EQ(h->Find("inprocess", 0)->measurement.rel_noise, 0.012);
+}
+
 TEST(History, TruncatedLastLineIsIgnoredWithAWarningAndCut) {
   const std::string path = TempPath("history.jsonl");
   const std::string good = HistoryLine({.key = "a", .measurement = {2.5, 400}});

@@ -1,5 +1,7 @@
 #include "tune/pruning.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace ortgpu::tune {
@@ -24,7 +26,48 @@ TEST(Pruning, BoundsFollowTheCurve) {
   auto lone = BoundsFor({.instances = 1, .batch = 1}, curves);
   ASSERT_TRUE(lone.ok());
   EXPECT_DOUBLE_EQ(lone->ceiling_items_per_s, 500);
-  EXPECT_FALSE(BoundsFor({.batch = 16}, curves).ok());
+  EXPECT_FALSE(BoundsFor({.batch = 128}, curves).ok());  // past the measured batches: no extrapolation
+}
+
+TEST(Pruning, BatchesBetweenMeasuredOnesAreInterpolated) {
+  const LatencyCurves curves = Curve();
+  // Between 8 (4 ms) and 32 (8 ms), linear in log-log: 16 -> sqrt(4 x 8) ms.
+  ASSERT_TRUE(curves.LatencyMs(EngineChoice{}, 16).has_value());
+  EXPECT_NEAR(*curves.LatencyMs(EngineChoice{}, 16), std::sqrt(32.0), 1e-9);
+  auto b = BoundsFor({.batch = 16}, curves);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->interpolated);
+  EXPECT_FALSE(BoundsFor({.batch = 8}, curves)->interpolated);
+}
+
+TEST(Pruning, TheEstimatePrefersFullPaddedBatchesAndMoreWorkersForSmallOnes) {
+  LatencyCurves curves;
+  const EngineChoice e;
+  curves.Add(e, 1, 1.0);
+  curves.Add(e, 8, 1.6);
+  curves.Add(e, 32, 4.0);    // 8000 items/s: the in-process best
+  curves.Add(e, 128, 20.0);  // 6400 items/s
+  EstimateOptions o;
+  o.latency_budget_ms = 20;
+  o.max_concurrency = 64;
+  const double b32 = EstimateGoodput({.instances = 2, .batch = 32, .pad_to_preferred = true}, curves, o);
+  // 64 connections cannot fill batches of 128: padding them wastes the GPU.
+  const double b128 = EstimateGoodput({.instances = 2, .batch = 128, .pad_to_preferred = true}, curves, o);
+  EXPECT_GT(b32, b128);
+  EXPECT_NEAR(b32, 8000, 1);  // two batches of 32 in flight share the GPU at its best rate
+  // Batch 8: one worker runs one batch at a time and waits out its time off
+  // the GPU (half its latency); four overlap theirs.
+  const double one = EstimateGoodput({.instances = 1, .batch = 8, .pad_to_preferred = true, .workers_per_instance = 1},
+                                     curves, o);
+  const double four = EstimateGoodput({.instances = 2, .batch = 8, .pad_to_preferred = true}, curves, o);
+  EXPECT_NEAR(one, 8 * 1000 / (1.6 * 1.5), 1);
+  EXPECT_GT(four, one);
+  // Unpadded on a GPU pays for its shape changes.
+  o.unpadded_factor = 0.5;
+  EXPECT_NEAR(EstimateGoodput({.instances = 2, .batch = 32}, curves, o), b32 / 2, 1);
+  // Nothing fits a budget below the batch's own latency.
+  o.latency_budget_ms = 0.5;
+  EXPECT_EQ(EstimateGoodput({.instances = 2, .batch = 32, .pad_to_preferred = true}, curves, o), 0);
 }
 
 TEST(Pruning, DropsWhatCannotMeetTheBudget) {

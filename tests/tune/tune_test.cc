@@ -40,11 +40,75 @@ TEST(TuneTest, TraitsFromModelReadBatchingAndVariableDims) {
   EXPECT_TRUE(variable->variable_non_batch_dim);
 }
 
+// x [batch, 1, 8, 8] -> Conv (one 3x3 filter) -> y.
+std::string ConvModel() {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, 1, 8, 8}, {"batch", "", "", ""});
+  b.AddOutput("y", DataType::kFloat, {-1, 1, 6, 6}, {"batch", "", "", ""});
+  b.AddFloatInitializer("w", {1, 1, 3, 3}, 0.1f, 1);
+  b.AddNode("Conv", {"x", "w"}, {"y"});
+  return b.Serialize();
+}
+
+TEST(TuneTest, TraitsFromModelSayWhetherItHasConvolutions) {
+  TempDir dir;
+  const SpaceOptions space = SpaceFor(Provider::kCpu);
+  auto conv = TraitsFromModel(dir.File("conv.onnx", ConvModel()), space);
+  ASSERT_TRUE(conv.ok()) << conv.status().message();
+  EXPECT_TRUE(conv->has_conv);
+  auto relu = TraitsFromModel(dir.File("relu.onnx", ReluModel(8)), space);
+  ASSERT_TRUE(relu.ok());
+  EXPECT_FALSE(relu->has_conv);
+}
+
+// BERT's case: --shape seq:128 names a dim, perf sees the served model's -1
+// dims; each input it concerns gets its full shape at one row.
+TEST(TuneTest, ServedShapesResolveDimNamesToEachInputsShapeAtOneRow) {
+  TensorInfo ids;
+  ids.name = "input_ids";
+  ids.shape = {-1, -1};
+  ids.dim_names = {"batch", "seq"};
+  TensorInfo other;
+  other.name = "image";
+  other.shape = {-1, 3};
+  other.dim_names = {"batch", ""};
+  bench::InputSpec spec;
+  ASSERT_TRUE(bench::ParseShapeFlag("seq:128", spec).ok());
+  auto shapes = ServedShapes({ids, other}, spec);
+  ASSERT_TRUE(shapes.ok()) << shapes.status().message();
+  ASSERT_EQ(shapes->size(), 1u);
+  EXPECT_EQ(shapes->at("input_ids"), (std::vector<int64_t>{1, 128}));
+  EXPECT_TRUE(ServedShapes({ids}, bench::InputSpec{})->empty());
+}
+
+TEST(TuneTest, TagsNameTheBudgetAndTheInputs) {
+  EXPECT_EQ(BudgetTag(PrecisionBudget{}), "cosine=0.999,top1=0.99,rel=0.05,nonfinite=deny");
+  bench::InputSpec spec;
+  EXPECT_EQ(InputsTag(spec), "");
+  ASSERT_TRUE(bench::ParseShapeFlag("seq:128", spec).ok());
+  ASSERT_TRUE(bench::ParseIntRangeFlag("input_ids:0:30000", spec).ok());
+  EXPECT_EQ(InputsTag(spec), "inputs=seq:128,input_ids:0:30000");
+}
+
+TEST(TuneTest, MedianNoiseShrinksWithSamplesAndIgnoresOutliers) {
+  EXPECT_EQ(MedianRelativeNoise({5.0}), 0);
+  std::vector<double> few = {4.9, 5.0, 5.1, 5.0, 4.95, 5.05};
+  std::vector<double> many;
+  for (int i = 0; i < 10; ++i) many.insert(many.end(), few.begin(), few.end());
+  EXPECT_GT(MedianRelativeNoise(few), MedianRelativeNoise(many));
+  std::vector<double> spiky = many;
+  spiky.push_back(80);  // one 80 ms stall
+  EXPECT_NEAR(MedianRelativeNoise(spiky), MedianRelativeNoise(many), 0.005);
+  EXPECT_LT(MedianRelativeNoise(many), 0.02);
+}
+
 TEST(TuneTest, TheCpuSpaceIsTheDefaultEngineOnly) {
   const SpaceOptions cpu = SpaceFor(Provider::kCpu);
   EXPECT_EQ(cpu.precisions, std::vector<Precision>{Precision::kTf32});
   EXPECT_EQ(cpu.cuda_graphs, std::vector<bool>{false});
   EXPECT_EQ(SpaceFor(Provider::kCuda).batches, SpaceOptions().batches);
+  // On CUDA padded candidates pad every batch: one warmed size, not six.
+  EXPECT_EQ(SpaceFor(Provider::kCuda).adaptive_padding, std::vector<bool>{false});
 }
 
 TEST(TuneTest, WriteModelFolderLinksOrCopiesAndLeavesTheModelAlone) {
@@ -60,7 +124,7 @@ TEST(TuneTest, WriteModelFolderLinksOrCopiesAndLeavesTheModelAlone) {
   EXPECT_EQ(fs::file_size(path), model.size());
 }
 
-TEST(TuneTest, InProcessMeasuresABatchWithBenchOnTheCpu) {
+TEST(TuneTest, InProcessMeasuresEveryBatchAskedWithBenchOnTheCpu) {
   TempDir dir;
   ToolMeasurerOptions o;
   o.model_path = dir.File("m.onnx", ReluModel(8));
@@ -68,10 +132,16 @@ TEST(TuneTest, InProcessMeasuresABatchWithBenchOnTheCpu) {
   o.warmup = 1;
   o.iterations = 5;
   ToolMeasurer measurer(o);
-  auto m = measurer.InProcess(EngineChoice{}, 4);
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  EXPECT_GT(m->latency_ms, 0);
-  EXPECT_NEAR(m->items_per_s, 4 * 1000.0 / m->latency_ms, 1e-6 * m->items_per_s);
+  auto all = measurer.InProcess(EngineChoice{}, {1, 4});
+  ASSERT_EQ(all.size(), 2u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& m = all[i];
+    const double batch = i == 0 ? 1 : 4;
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_GT(m->latency_ms, 0);
+    EXPECT_NEAR(m->items_per_s, batch * 1000.0 / m->latency_ms, 1e-6 * m->items_per_s);
+    EXPECT_GE(m->rel_noise, 0);
+  }
 }
 
 TEST(TuneTest, InProcessOfAMissingModelIsAnErrorThatNamesIt) {
@@ -79,7 +149,9 @@ TEST(TuneTest, InProcessOfAMissingModelIsAnErrorThatNamesIt) {
   o.model_path = "/nonexistent/m.onnx";
   o.provider = Provider::kCpu;
   ToolMeasurer measurer(o);
-  auto m = measurer.InProcess(EngineChoice{}, 1);
+  auto all = measurer.InProcess(EngineChoice{}, {1});
+  ASSERT_EQ(all.size(), 1u);
+  const auto& m = all.front();
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("/nonexistent/m.onnx"), std::string::npos) << m.status().message();
 }

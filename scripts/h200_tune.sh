@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Issue 28's targets on the H200 test machine, from the repository root with .gpu-carry sent along
+# (docs/TUNE.md, "Measuring the targets"): `ortgpu tune` on ResNet-50 and BERT-base (budget 20 ms
+# p99, 64 connections over HTTP), each under `timeout 600` (the target: <= 10 minutes per model,
+# precision included); the grid for the record (tune --exhaustive: the winner's share of the grid's
+# best, the target >= 95%); the winner served again from a fresh start (the target: its goodput
+# within 5%). Logs under LOGDIR.
+#
+#   scripts/h200_tune.sh LOGDIR PART
+#
+# PART (each runs alone, one device call of at most 10 minutes each):
+#   resnet | bert              tune the model: LOGDIR/tune_<model>.txt, its history and config.pbtxt
+#   grid-resnet | grid-bert    tune --exhaustive with the same history: the search is reused, the
+#                              grid measured (about 24 points at ~25-40 s); a part stopped by its
+#                              time limit says "incomplete": run it again and it continues
+#   replay-resnet | replay-bert  the written config served by a fresh `ortgpu serve`: perf's
+#                              budget search (20 ms p99, up to 64 connections) and perf at 64
+#                              connections, beside tune's own figure
+# The tune parts keep their output in /tmp/tune/<model> (the history lives there): run `resnet`
+# before `grid-resnet` and `replay-resnet` in the same machine session, or carry that folder.
+set -u
+L=${1:?usage: scripts/h200_tune.sh LOGDIR resnet|bert|grid-resnet|grid-bert|replay-resnet|replay-bert}
+PART=${2:?usage: scripts/h200_tune.sh LOGDIR resnet|bert|grid-resnet|grid-bert|replay-resnet|replay-bert}
+mkdir -p "$L"
+source .gpu-carry/stage.sh
+M=/tmp/models; mkdir -p $M
+[ -f $M/resnet50.onnx ] && [ -f $M/bert.onnx ] || python3 .gpu-carry/export_models.py $M bert resnet50 > "$L/export.txt" 2>&1
+step() { echo "== $(date -u +%T) $*" >> "$L/steps.txt"; }
+
+MODEL=${PART#*-}
+case "$MODEL" in
+  resnet) NAME=resnet50; FILE=$M/resnet50.onnx; INPUTS=(); PERF_INPUTS=(); WARMUP=() ;;
+  bert)
+    NAME=bert; FILE=$M/bert.onnx
+    INPUTS=(--shape seq:128 --int-range input_ids:0:30000)
+    PERF_INPUTS=(--shape input_ids:1x128 --shape attention_mask:1x128 --shape token_type_ids:1x128
+                 --int-range input_ids:0:30000)
+    WARMUP=(--warmup-shape input_ids:1x128 --warmup-shape attention_mask:1x128 --warmup-shape token_type_ids:1x128) ;;
+  *) echo "unknown part $PART" >&2; exit 2 ;;
+esac
+OUT=/tmp/tune/$NAME
+
+tune() {  # $1: log name; the rest: extra flags
+  local log=$1; shift
+  step "$log"
+  { /usr/bin/time -f "wall %e s" timeout 600 ortgpu tune "$FILE" --latency-budget-ms 20 --output "$OUT" \
+      --max-minutes 9 ${INPUTS[@]+"${INPUTS[@]}"} "$@"; echo "rc=$?"; } > "$L/$log.txt" 2>&1
+  cp "$OUT/tune_history.jsonl" "$L/${log}_history.jsonl" 2>/dev/null
+  cp "$OUT/config.pbtxt" "$L/${log}_config.pbtxt" 2>/dev/null
+  grep -E "^(winner|winner's goodput|why|grid best|tune's winner|grid \()|^wall|^rc=" "$L/$log.txt" | sed "s/^/$log: /" >> "$L/summary.txt"
+}
+
+case "$PART" in
+  resnet|bert) tune "tune_$NAME" ;;
+  grid-*) tune "grid_$NAME" --exhaustive ;;
+  replay-*)
+    [ -f "$OUT/config.pbtxt" ] || { echo "no $OUT/config.pbtxt: run the $MODEL part first" >&2; exit 1; }
+    step "replay $NAME"
+    R=/tmp/replay; rm -rf $R; mkdir -p $R/$NAME/1
+    cp "$OUT/config.pbtxt" $R/$NAME/; ln -sf "$FILE" $R/$NAME/1/model.onnx
+    export LD_LIBRARY_PATH=/tmp/ortgpu-gpu/lib:${LD_LIBRARY_PATH:-}
+    start=$(date +%s%N)
+    ortgpu serve --model-repository $R --http-port 8000 --metrics-port 8002 ${WARMUP[@]+"${WARMUP[@]}"} > "$L/replay_${NAME}_serve.log" 2>&1 & pid=$!
+    for _ in $(seq 1 3000); do
+      python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:8000/v2/health/ready")' 2>/dev/null && break
+      sleep 0.2
+    done
+    echo "load: $(( ($(date +%s%N) - start) / 1000000 )) ms" > "$L/replay_${NAME}.txt"
+    P=(ortgpu perf --url http://127.0.0.1:8000 --model $NAME --threads 4 ${PERF_INPUTS[@]+"${PERF_INPUTS[@]}"})
+    { echo "== perf's budget search (20 ms p99, up to 64 connections)"
+      timeout 200 "${P[@]}" --latency-budget-ms 20 --max-concurrency 64 --measurement-interval 1500 --max-trials 4
+      echo "== 64 connections"
+      timeout 60 "${P[@]}" --concurrency 64 --measurement-interval 3000 --max-trials 4
+      echo "== tune's figure"
+      grep -E "^(winner|winner's goodput)" "$L/tune_$NAME.txt" 2>/dev/null
+    } >> "$L/replay_${NAME}.txt" 2>&1
+    kill $pid; wait $pid
+    grep -E "^(load|==|winner)|latency budget|^ +64 " "$L/replay_${NAME}.txt" | sed "s/^/replay $NAME: /" >> "$L/summary.txt" ;;
+  *) echo "unknown part $PART" >&2; exit 2 ;;
+esac
+step "done $PART"
