@@ -3,7 +3,9 @@
 // row each. perf's own budget search (perf/search.h) measures every step in
 // full windows and bisects to the last connection: about 13 steps of 3-4
 // windows each, a minute per candidate on the H200. This one finds the
-// edge with short steps (doubling from `start`, then bisecting to within
+// edge with short steps (doubling from `start` up to `max`, on past loads
+// that break the budget, since a padded model's latency can fall with load;
+// then bisecting above the within-budget step of most throughput, to within
 // `precision`), then measures the best short step again in full windows,
 // and that figure is the goodput; if the full step breaks the budget, the
 // next best short step is confirmed instead. A repeat starts near the first
