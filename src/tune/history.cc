@@ -11,6 +11,34 @@ namespace ortgpu::tune {
 
 namespace {
 
+// The served measurement's details for the report, optional in a line (a
+// history written before them lacks them): "steps" as [load, items/s, p99 ms]
+// triples, "gpu_memory_bytes", "load_s". A malformed detail is skipped, not
+// an error: the measurement itself is what the search needs.
+void ReadServedDetails(const nlohmann::json& j, Measurement& m) {
+  if (j.contains("steps") && j["steps"].is_array()) {
+    for (const nlohmann::json& s : j["steps"]) {
+      if (s.is_array() && s.size() == 3 && s[0].is_number() && s[1].is_number() && s[2].is_number()) {
+        m.steps.push_back({s[0].get<double>(), s[1].get<double>(), s[2].get<double>()});
+      }
+    }
+  }
+  if (j.contains("gpu_memory_bytes") && j["gpu_memory_bytes"].is_number()) {
+    m.gpu_memory_bytes = j["gpu_memory_bytes"].get<double>();
+  }
+  if (j.contains("load_s") && j["load_s"].is_number()) m.load_s = j["load_s"].get<double>();
+}
+
+void WriteServedDetails(const Measurement& m, nlohmann::json& j) {
+  if (!m.steps.empty()) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const LoadStep& s : m.steps) steps.push_back({s.load, s.items_per_s, s.p99_ms});
+    j["steps"] = std::move(steps);
+  }
+  if (m.gpu_memory_bytes) j["gpu_memory_bytes"] = *m.gpu_memory_bytes;
+  if (m.load_s) j["load_s"] = *m.load_s;
+}
+
 Expected<HistoryEntry> ParseLine(std::string_view line) {
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("not a JSON object");
@@ -24,6 +52,7 @@ Expected<HistoryEntry> ParseLine(std::string_view line) {
   }
   e.measurement.latency_ms = j.value("latency_ms", 0.0);
   e.measurement.items_per_s = j.value("items_per_s", 0.0);
+  ReadServedDetails(j, e.measurement);
   return e;
 }
 
@@ -72,6 +101,7 @@ std::string HistoryLine(const HistoryEntry& entry) {
   if (entry.ok()) {
     j["latency_ms"] = entry.measurement.latency_ms;
     j["items_per_s"] = entry.measurement.items_per_s;
+    WriteServedDetails(entry.measurement, j);
   } else {
     j["error"] = entry.error;
   }

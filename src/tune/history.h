@@ -5,9 +5,13 @@
 //
 // Format, one object per line:
 //   {"key":"served budget=20ms tf32 nhwc=0 ... workers=2","repeat":0,
-//    "latency_ms":9.8,"items_per_s":7266.0}
+//    "latency_ms":9.8,"items_per_s":7266.0,
+//    "steps":[[1,812.5,1.9],[64,7266.0,9.8]],"gpu_memory_bytes":5.1e9,"load_s":4.2}
 //   {"key":"inprocess tf32 nhwc=0 graphs=1 ... batch=32","repeat":0,"error":"..."}
 // A failed measurement is kept with its error so that it is not retried.
+// "steps" (perf's budget-search steps: load, items/s, p99 ms),
+// "gpu_memory_bytes" and "load_s" are the served measurement's details for
+// the report (measurement.h); lines without them are read as before.
 //
 // A trailing line that does not parse (the search was killed mid-write) is
 // ignored with a warning and cut from the file before the next append; a

@@ -1,6 +1,7 @@
 #include "tune/tool_measurer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <regex>
@@ -109,9 +110,12 @@ Expected<Measurement> ToolMeasurer::Served(const ServedCandidate& candidate, dou
   std::vector<std::string> argv = {options_.ortgpu_binary, "serve", "--model-repository", repo, "--http-port", "0",
                                    "--grpc-port", "0", "--metrics-port", "0"};
   if (options_.provider == Provider::kCpu) argv.push_back("--cpu");
+  const auto started = std::chrono::steady_clock::now();
   ORTGPU_RETURN_IF_ERROR(server.Start(argv).WithContext("tune runs serve from its own binary"));
   const auto has_ports = [](const std::string& out) { return FindServePorts(out).has_value(); };
-  if (!server.WaitForOutput(has_ports, std::chrono::minutes(5))) {
+  const bool listening = server.WaitForOutput(has_ports, std::chrono::minutes(5));
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!listening) {
     server.Stop(std::chrono::seconds(10));
     return Unavailable("ortgpu serve did not start listening for " + candidate.Key() + "; its output:\n" +
                        server.output());
@@ -140,6 +144,13 @@ Expected<Measurement> ToolMeasurer::Served(const ServedCandidate& candidate, dou
   } else if (!report->steps.empty()) {
     m.latency_ms = report->steps.front().budget_latency_ms;  // even one connection broke the budget
   }
+  // The report's details (tune/report.h): perf's steps, memory, load time.
+  m.load_s = load_s;
+  for (const perf::StepResult& step : report->steps) {
+    m.steps.push_back({step.load, step.items_per_s, step.budget_latency_ms});
+    if (step.gpu) m.gpu_memory_bytes = std::max(m.gpu_memory_bytes.value_or(0), step.gpu->memory_used_bytes);
+  }
+  std::sort(m.steps.begin(), m.steps.end(), [](const LoadStep& a, const LoadStep& b) { return a.load < b.load; });
   if (exit_code != 0 && options_.log) options_.log(fmt::format("serve exited with {}", exit_code));
   return m;
 }
