@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "tune/report.h"
 #include "tune/tune.h"
 
 namespace ortgpu::cli {
@@ -19,6 +20,9 @@ struct TuneFlags {
   int max_evaluations = 0;
   std::string history;
   int concurrency = 64;
+  std::string report;          // --report FILE; "" OUTPUT/tune_report.html
+  bool json = false;           // --json: the report as one JSON document on stdout
+  std::string max_gpu_memory;  // --max-gpu-memory BYTES|SIZE|N%
 };
 
 int RunTuneCommand(const TuneFlags& flags) {
@@ -35,13 +39,20 @@ int RunTuneCommand(const TuneFlags& flags) {
   o.max_evaluations = flags.max_evaluations;
   o.history_path = flags.history;
   o.max_concurrency = flags.concurrency;
+  o.report_path = flags.report;
+  o.max_gpu_memory = flags.max_gpu_memory;
   o.log = [](const std::string& line) { std::fprintf(stderr, "tune: %s\n", line.c_str()); };
   auto report = tune::RunTune(o);
   if (!report.ok()) {
     std::fprintf(stderr, "ortgpu tune: %s\n", report.status().message().c_str());
     return ExitCodeFor(report.status().code());
   }
-  std::fputs(tune::RenderTuneText(*report).c_str(), stdout);
+  if (flags.json) {
+    std::fputs(tune::RenderTuneJson(*report).c_str(), stdout);
+  } else {
+    std::fputs(tune::RenderTuneText(*report).c_str(), stdout);
+    std::printf("report: %s\n", report->details.report_path.c_str());
+  }
   return report->search.winner ? 0 : 1;
 }
 
@@ -55,10 +66,15 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
       "in-process (bench), prune, serve the survivors (serve + perf's budget search), decide with the noise rule, "
       "and write OUTPUT/config.pbtxt and OUTPUT/1/model.onnx. Resumable through --history. Exit 0 with a winner, "
       "1 when none met the budget, 2 on bad usage.");
-  cmd->add_option("model", f->model, "The ONNX model file (never modified)")->required();
+  cmd->add_option("model", f->model,
+                  "The ONNX model file (never modified), or a model folder REPO/NAME/ (config.pbtxt and version "
+                  "folders; or one version folder): its config's fields that tune does not search are kept")
+      ->required();
   cmd->add_option("--latency-budget-ms", f->latency_budget_ms, "The p99 latency budget, in milliseconds (> 0)")
       ->required();
-  cmd->add_option("--output", f->output, "The model folder to write (config.pbtxt, 1/model.onnx)")->required();
+  cmd->add_option("--output", f->output,
+                  "The model folder to write (config.pbtxt, 1/model.onnx); required for a file, a model folder "
+                  "defaults to itself (only config.pbtxt is replaced, the old one kept as config.pbtxt.before-tune)");
   cmd->add_option("--provider", f->provider, "Execution provider: cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->default_val("cuda");
@@ -70,6 +86,13 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--concurrency", f->concurrency, "The most connections perf's budget search grows to")
       ->check(CLI::PositiveNumber)
       ->default_val(64);
+  cmd->add_option("--report", f->report, "Write the HTML report here instead of OUTPUT/tune_report.html")
+      ->type_name("FILE");
+  cmd->add_flag("--json", f->json, "Print the report as one JSON document instead of the text (the HTML embeds it)");
+  cmd->add_option("--max-gpu-memory", f->max_gpu_memory,
+                  "Leave out candidates whose GPU memory (estimated until measured) exceeds this: bytes, a size "
+                  "(64GiB, 80GB, 512MiB) or a percentage of GPU 0's memory (90%); does not apply to --provider cpu")
+      ->type_name("BYTES|SIZE|N%");
   cmd->callback([f, &result]() { result.exit_code = RunTuneCommand(*f); });
 }
 

@@ -102,6 +102,7 @@ Expected<Measurement> ToolMeasurer::Served(const ServedCandidate& candidate, dou
   fs::remove_all(repo, ec);
   ConfigWriterOptions writer;
   writer.max_batch_size = options_.max_batch_size;
+  writer.base = options_.base;
   if (options_.provider == Provider::kCpu) writer.instance_kind = inference::ModelInstanceGroup::KIND_CPU;
   ORTGPU_RETURN_IF_ERROR(WriteModelFolder((fs::path(repo) / model_name).string(), options_.model_path,
                                           TunedConfigPbtxt(candidate, writer)));

@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
+#include "model_config.pb.h"
 #include "ort/session_options.h"
 #include "tune/candidates.h"
 #include "tune/search.h"
@@ -26,6 +28,9 @@ struct ToolMeasurerOptions {
   Provider provider = Provider::kCuda;
   // The model's max_batch_size as the config writer writes it (0: no batching).
   int64_t max_batch_size = 0;
+  // The user's config a model folder brought (ScratchBase in model_folder.h):
+  // each candidate is served on it, as it will be written.
+  std::optional<inference::ModelConfig> base;
   // The ortgpu binary whose `serve` is started (the running one: /proc/self/exe).
   std::string ortgpu_binary;
   // A folder tune may write the scratch repository into (removed per candidate).
