@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "gpu/gpu_info.h"
 #include "tune/gpu_memory.h"
 #include "tune/report.h"
 
@@ -83,8 +84,15 @@ ServedRow MakeRow(const ServedOutcome& o, const std::vector<Measurement>& measur
     if (m.load_s && !row.load_s) row.load_s = m.load_s;
     if (row.steps.empty()) row.steps = m.steps;
   }
+  const std::optional<int64_t>& limit = report.details.traits.gpu_memory_limit_bytes;
   if (row.memory_bytes) {
     row.memory_source = "measured";
+    if (limit && *row.memory_bytes > static_cast<double>(*limit)) {
+      row.anomalies.push_back(fmt::format("{} of GPU memory in use while served, over the --max-gpu-memory limit of {} "
+                                          "(the device's memory in use, other processes included)",
+                                          gpu::FormatBytes(static_cast<uint64_t>(*row.memory_bytes)),
+                                          gpu::FormatBytes(static_cast<uint64_t>(*limit))));
+    }
   } else if (report.details.traits.weight_bytes > 0) {
     row.memory_bytes = static_cast<double>(EstimatedMemoryBytes(o.candidate, report.details.traits));
     row.memory_source = "estimate";

@@ -27,6 +27,16 @@ std::string F1(double v) { return fmt::format("{:.1f}", v); }
 std::string F3(double v) { return fmt::format("{:.3f}", v); }
 double MiB(double bytes) { return bytes / (1024.0 * 1024.0); }
 
+Chart NewChart(std::string id, ChartKind kind, std::string title, std::string x_label, std::string y_label) {
+  Chart c;
+  c.id = std::move(id);
+  c.kind = kind;
+  c.title = std::move(title);
+  c.x_label = std::move(x_label);
+  c.y_label = std::move(y_label);
+  return c;
+}
+
 bool Marked(const ServedRow& r) { return r.status == "failed" || r.status == "no goodput" || !r.anomalies.empty(); }
 
 std::string WhyMarked(const ServedRow& r) {
@@ -38,12 +48,9 @@ std::string WhyMarked(const ServedRow& r) {
 // Goodput per served candidate; the winner red; failed and anomalous ones a
 // series of their own whose points carry the reason (failed: a zero bar).
 Chart GoodputChart(const TuneReportView& v) {
-  Chart c;
-  c.id = "goodput";
-  c.kind = ChartKind::kBar;
-  c.title = "Goodput per served candidate (items/s within the latency budget, mean of repeats)";
-  c.x_label = "candidate";
-  c.y_label = "goodput (items/s)";
+  Chart c = NewChart("goodput", ChartKind::kBar,
+                     "Goodput per served candidate (items/s within the latency budget, mean of repeats)", "candidate",
+                     "goodput (items/s)");
   Series ok{"goodput", {}};
   Series marked{"failed or anomalous (reason in the tooltip)", {}};
   for (size_t i = 0; i < v.served.size(); ++i) {
@@ -67,11 +74,8 @@ Chart GoodputChart(const TuneReportView& v) {
 // candidate's goodput against its p99 when no steps were recorded; the budget
 // as a line.
 Chart LatencyThroughputChart(const TuneReportView& v, double budget_ms) {
-  Chart c;
-  c.id = "latency-throughput";
-  c.title = "p99 latency against served throughput";
-  c.x_label = "items/s";
-  c.y_label = "p99 latency (ms)";
+  Chart c = NewChart("latency-throughput", ChartKind::kLine, "p99 latency against served throughput", "items/s",
+                     "p99 latency (ms)");
   std::vector<const ServedRow*> with_steps;
   for (const ServedRow& r : v.served) {
     if (!r.steps.empty()) with_steps.push_back(&r);
@@ -82,7 +86,6 @@ Chart LatencyThroughputChart(const TuneReportView& v, double budget_ms) {
     hi = std::max(hi, x);
   };
   if (!with_steps.empty()) {
-    c.kind = ChartKind::kLine;
     std::stable_sort(with_steps.begin(), with_steps.end(), [](const ServedRow* a, const ServedRow* b) {
       return (a->status == "winner") > (b->status == "winner") || ((a->status == "winner") == (b->status == "winner") &&
                                                                    a->goodput.mean > b->goodput.mean);
@@ -117,13 +120,10 @@ Chart LatencyThroughputChart(const TuneReportView& v, double budget_ms) {
 }
 
 Chart ScreeningChart(const TuneReportView& v, const std::optional<ServedCandidate>& winner) {
-  Chart c;
-  c.id = "engine-screening";
-  c.kind = ChartKind::kBar;
-  c.title = v.screening_batch ? fmt::format("In-process items/s per engine choice at batch {}", *v.screening_batch)
-                              : std::string("In-process items/s per engine choice");
-  c.x_label = "engine choice";
-  c.y_label = "items/s (one stream)";
+  Chart c = NewChart("engine-screening", ChartKind::kBar,
+                     v.screening_batch ? fmt::format("In-process items/s per engine choice at batch {}", *v.screening_batch)
+                                       : std::string("In-process items/s per engine choice"),
+                     "engine choice", "items/s (one stream)");
   Series s{"items/s", {}};
   for (size_t i = 0; i < v.engines.size(); ++i) {
     for (const InProcessPoint& p : v.engines[i].points) {
@@ -140,12 +140,9 @@ Chart ScreeningChart(const TuneReportView& v, const std::optional<ServedCandidat
 }
 
 Chart InProcessChart(const TuneReportView& v) {
-  Chart c;
-  c.id = "in-process-latency";
-  c.kind = ChartKind::kLine;
-  c.title = "In-process latency against batch size per engine choice (p50 of one batch)";
-  c.x_label = "batch size";
-  c.y_label = "latency (ms)";
+  Chart c = NewChart("in-process-latency", ChartKind::kLine,
+                     "In-process latency against batch size per engine choice (p50 of one batch)", "batch size",
+                     "latency (ms)");
   std::vector<const EngineRow*> engines;
   for (const EngineRow& e : v.engines) {
     if (e.best_items_per_s) engines.push_back(&e);
@@ -168,12 +165,8 @@ Chart InProcessChart(const TuneReportView& v) {
 }
 
 Chart KnobChart(const TuneReportView& v) {
-  Chart c;
-  c.id = "knobs";
-  c.kind = ChartKind::kBar;
-  c.title = "Best served goodput per knob value";
-  c.x_label = "knob = value";
-  c.y_label = "best goodput (items/s)";
+  Chart c = NewChart("knobs", ChartKind::kBar, "Best served goodput per knob value", "knob = value",
+                     "best goodput (items/s)");
   Series s{"best goodput", {}};
   for (size_t i = 0; i < v.knobs.size(); ++i) {
     const KnobRow& k = v.knobs[i];
@@ -184,13 +177,10 @@ Chart KnobChart(const TuneReportView& v) {
 }
 
 Chart MemoryChart(const TuneReportView& v, const std::string& provider) {
-  Chart c;
-  c.id = "memory";
-  c.kind = ChartKind::kBar;
-  c.title = provider == "cpu" ? "Memory each served candidate needs (the CPU provider uses no GPU memory: host memory)"
-                              : "GPU memory each served candidate needs";
-  c.x_label = "candidate";
-  c.y_label = "MiB";
+  Chart c = NewChart("memory", ChartKind::kBar,
+                     provider == "cpu" ? "Memory each served candidate needs (the CPU provider uses no GPU memory: host memory)"
+                                       : "GPU memory each served candidate needs",
+                     "candidate", "MiB");
   Series measured{"measured while served (device memory in use)", {}};
   Series estimate{"estimate (not measured)", {}};
   for (size_t i = 0; i < v.served.size(); ++i) {

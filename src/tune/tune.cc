@@ -105,12 +105,12 @@ Expected<TuneReport> RunTune(const TuneOptions& options) {
     return InvalidArgument("--output " + input.output_dir + " holds the model itself; tune replaces "
                            "OUTPUT/1/model.onnx, so name another folder");
   }
+  ORTGPU_ASSIGN_OR_RETURN(const GpuMemoryLimit memory_limit,
+                          GpuMemoryLimitFromFlag(options.max_gpu_memory, options.provider, nullptr));
   const SpaceOptions space = SpaceFor(options.provider);
   ORTGPU_ASSIGN_OR_RETURN(ModelTraits traits, TraitsFromModel(input.model_file, space));
   std::vector<std::string> setup_notes;
   BoundTraitsByConfig(input, traits, &setup_notes);
-  ORTGPU_ASSIGN_OR_RETURN(const GpuMemoryLimit memory_limit,
-                          GpuMemoryLimitFromFlag(options.max_gpu_memory, options.provider, nullptr));
   traits.gpu_memory_limit_bytes = memory_limit.bytes;
   if (!memory_limit.note.empty()) setup_notes.push_back(memory_limit.note);
 

@@ -52,6 +52,15 @@ inference::ModelConfig ReadBack(const std::string& text) {
   return parsed->config;
 }
 
+// repo/bert with the user's config and version 1, resolved in place.
+TuneInput BertFolder(const TempDir& dir) {
+  dir.File("repo/bert/config.pbtxt", kUserConfig);
+  dir.File("repo/bert/1/model.onnx", "weights");
+  auto in = ResolveTuneInput(dir.Path("repo/bert"), "");
+  EXPECT_TRUE(in.ok()) << in.status().ToString();
+  return in.ok() ? *in : TuneInput{};
+}
+
 ServedCandidate Winner() {
   ServedCandidate c{.instances = 2, .batch = 8, .pad_to_preferred = true, .max_queue_delay_us = 100};
   c.engine.precision = Precision::kFp16;
@@ -107,14 +116,11 @@ TEST(ModelFolderTest, AFileNeedsOutputAndABadConfigNamesItsLine) {
 
 TEST(ModelFolderTest, TheConfigsMaxBatchSizeBoundsTheSearch) {
   TempDir dir;
-  dir.File("repo/bert/config.pbtxt", kUserConfig);
-  dir.File("repo/bert/1/model.onnx", "x");
-  auto in = ResolveTuneInput(dir.Path("repo/bert"), "");
-  ASSERT_TRUE(in.ok());
+  const TuneInput in = BertFolder(dir);
   ModelTraits traits;
   traits.max_batch_size = 128;  // the largest searched batch: the model batches
   std::vector<std::string> notes;
-  BoundTraitsByConfig(*in, traits, &notes);
+  BoundTraitsByConfig(in, traits, &notes);
   EXPECT_EQ(traits.max_batch_size, 16);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_THAT(notes[0], HasSubstr("sets max_batch_size 16: batches above it are not searched"));
@@ -139,12 +145,9 @@ TEST(ModelFolderTest, TheConfigsMaxBatchSizeBoundsTheSearch) {
 // not search is as the user wrote it; the comments say what changed.
 TEST(ModelFolderTest, TheWrittenConfigKeepsTheUsersFieldsAndSaysWhatChanged) {
   TempDir dir;
-  dir.File("repo/bert/config.pbtxt", kUserConfig);
-  dir.File("repo/bert/1/model.onnx", "x");
-  auto in = ResolveTuneInput(dir.Path("repo/bert"), "");
-  ASSERT_TRUE(in.ok());
+  const TuneInput in = BertFolder(dir);
   std::vector<std::string> changes;
-  const std::string text = TunedFolderConfig(*in, Winner(), {.max_batch_size = 16, .comments = {"by tune"}}, &changes);
+  const std::string text = TunedFolderConfig(in, Winner(), {.max_batch_size = 16, .comments = {"by tune"}}, &changes);
   const inference::ModelConfig c = ReadBack(text);
   EXPECT_EQ(c.name(), "bert");
   EXPECT_EQ(c.max_batch_size(), 16);
@@ -174,11 +177,9 @@ TEST(ModelFolderTest, TheWrittenConfigKeepsTheUsersFieldsAndSaysWhatChanged) {
 
 TEST(ModelFolderTest, InPlaceReplacesOnlyTheConfigAndKeepsThePreviousOne) {
   TempDir dir;
-  dir.File("repo/bert/config.pbtxt", kUserConfig);
-  dir.File("repo/bert/1/model.onnx", "weights");
-  auto in = ResolveTuneInput(dir.Path("repo/bert"), "");
-  ASSERT_TRUE(in.ok());
-  ASSERT_TRUE(WriteTunedFolder(*in, "max_batch_size: 16\n").ok());
+  const TuneInput in = BertFolder(dir);
+  ASSERT_TRUE(in.in_place);
+  ASSERT_TRUE(WriteTunedFolder(in, "max_batch_size: 16\n").ok());
   EXPECT_EQ(Read(dir.Path("repo/bert/config.pbtxt")), "max_batch_size: 16\n");
   EXPECT_EQ(Read(dir.Path("repo/bert/config.pbtxt.before-tune")), kUserConfig);
   EXPECT_EQ(Read(dir.Path("repo/bert/1/model.onnx")), "weights");

@@ -14,35 +14,23 @@
 #include "fakes/fake_measurer.h"
 #include "support/headless_chromium.h"
 #include "support/temp_dir.h"
+#include "support/tune_space.h"
 
 namespace ortgpu::tune {
 namespace {
 
 using ortgpu::testing::FakeClock;
 using ortgpu::testing::FakeMeasurer;
+using ortgpu::testing::LatencyMs;
+using ortgpu::testing::SmallSpace;
 using nlohmann::json;
 
-SpaceOptions SmallSpace() {
-  SpaceOptions s;
-  s.precisions = {Precision::kTf32};
-  s.conv_searches = {ConvAlgoSearch::kExhaustive};
-  s.batches = {1, 8, 32};
-  s.instances = {1, 2};
-  s.queue_delays_us = {0};
-  s.workers = {2};
-  return s;
-}
-
+// The search tests' model, with the memory estimate's inputs.
 ModelTraits Resnet() {
-  ModelTraits t;
-  t.max_batch_size = 32;
+  ModelTraits t = testing::Resnet();
   t.weight_bytes = 100 << 20;
   t.activation_bytes_per_row = 1 << 20;
   return t;
-}
-
-double LatencyMs(const EngineChoice& e, int64_t batch) {
-  return (1.0 + 0.25 * static_cast<double>(batch)) / (e.cuda_graphs ? 1.3 : 1.0) / (e.prefer_nhwc ? 1.1 : 1.0);
 }
 
 // ORT refuses to capture a graph at batch 32; the first candidate served
@@ -188,6 +176,27 @@ TEST(TuneReportTest, AResumedRunReportsTheDetailsFromTheHistory) {
   first.erase("measurements");
   again.erase("measurements");
   EXPECT_EQ(again, first);
+}
+
+// A candidate that held more GPU memory while served than --max-gpu-memory
+// allows (the estimate let it through) is marked, with the figures.
+TEST(TuneReportTest, MeasuredMemoryOverTheLimitIsAnAnomaly) {
+  FakeMeasurer m;
+  Script(m);
+  History h;
+  TuneReport r = ReportOver(m, h);
+  r.details.traits.gpu_memory_limit_bytes = 1500000000;
+  int over = 0;
+  for (const ServedRow& row : BuildReportView(r).served) {
+    const bool two_gb = row.memory_source == "measured" && *row.memory_bytes > 1.5e9;
+    const bool marked = std::any_of(row.anomalies.begin(), row.anomalies.end(), [](const std::string& a) {
+      return a.find("1.9 GiB of GPU memory in use while served, over the --max-gpu-memory limit of 1.4 GiB") !=
+             std::string::npos;
+    });
+    EXPECT_EQ(marked, two_gb) << row.label;
+    over += marked;
+  }
+  EXPECT_GT(over, 0);
 }
 
 TEST(TuneReportTest, NoWinnerIsReportedWithWhy) {
