@@ -23,10 +23,10 @@ inline tune::SpaceOptions SmallSpace() {
   return s;
 }
 
-// A model that batches up to 32 (no memory figures).
-inline tune::ModelTraits Resnet() {
+// A model that batches up to `max_batch` (no memory figures).
+inline tune::ModelTraits Resnet(int64_t max_batch = 32) {
   tune::ModelTraits t;
-  t.max_batch_size = 32;
+  t.max_batch_size = max_batch;
   return t;
 }
 
