@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "ort/accuracy.h"
 #include "perf/perf.h"
+#include "tune/report.h"
 #include "tune/tune.h"
 
 namespace ortgpu::cli {
@@ -30,6 +31,9 @@ struct TuneFlags {
   double max_minutes = 10;
   int max_served = 14;
   bool exhaustive = false;
+  std::string report;          // --report FILE; "" OUTPUT/tune_report.html
+  bool json = false;           // --json: the report as one JSON document on stdout
+  std::string max_gpu_memory;  // --max-gpu-memory BYTES|SIZE|N%
 };
 
 // The flags that need parsing beyond CLI11's checks; errors name the flag.
@@ -68,13 +72,20 @@ int RunTuneCommand(const TuneFlags& flags) {
     std::fprintf(stderr, "ortgpu tune: %s\n", s.message().c_str());
     return 2;
   }
+  o.report_path = flags.report;
+  o.max_gpu_memory = flags.max_gpu_memory;
   o.log = [](const std::string& line) { std::fprintf(stderr, "tune: %s\n", line.c_str()); };
   auto report = tune::RunTune(o);
   if (!report.ok()) {
     std::fprintf(stderr, "ortgpu tune: %s\n", report.status().message().c_str());
     return ExitCodeFor(report.status().code());
   }
-  std::fputs(tune::RenderTuneText(*report).c_str(), stdout);
+  if (flags.json) {
+    std::fputs(tune::RenderTuneJson(*report).c_str(), stdout);
+  } else {
+    std::fputs(tune::RenderTuneText(*report).c_str(), stdout);
+    std::printf("report: %s\n", report->details.report_path.c_str());
+  }
   return report->search.winner ? 0 : 1;
 }
 
@@ -87,12 +98,17 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
       "Find the served configuration with the most goodput within a p99 latency budget: judge fp16 against the "
       "accuracy budget, screen the engine knobs one at a time in-process (bench), measure the latency curve, serve "
       "the candidates it predicts best (serve + perf) within --max-minutes, decide with the noise rule, and write "
-      "OUTPUT/config.pbtxt and OUTPUT/1/model.onnx (docs/TUNE.md). Resumable through --history. Exit 0 with a "
-      "winner, 1 when none met the budget, 2 on bad usage.");
-  cmd->add_option("model", f->model, "The ONNX model file (never modified)")->required();
+      "OUTPUT/config.pbtxt, OUTPUT/1/model.onnx and the HTML report OUTPUT/tune_report.html (docs/TUNE.md). "
+      "Resumable through --history. Exit 0 with a winner, 1 when none met the budget, 2 on bad usage.");
+  cmd->add_option("model", f->model,
+                  "The ONNX model file (never modified), or a model folder REPO/NAME/ (config.pbtxt and version "
+                  "folders; or one version folder): its config's fields that tune does not search are kept")
+      ->required();
   cmd->add_option("--latency-budget-ms", f->latency_budget_ms, "The p99 latency budget, in milliseconds (> 0)")
       ->required();
-  cmd->add_option("--output", f->output, "The model folder to write (config.pbtxt, 1/model.onnx)")->required();
+  cmd->add_option("--output", f->output,
+                  "The model folder to write (config.pbtxt, 1/model.onnx); required for a file, a model folder "
+                  "defaults to itself (only config.pbtxt is replaced, the old one kept as config.pbtxt.before-tune)");
   cmd->add_option("--provider", f->provider, "Execution provider: cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->default_val("cuda");
@@ -126,6 +142,13 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
   cmd->add_flag("--exhaustive,--grid", f->exhaustive,
                 "After the search, measure every candidate of a small grid (the screened engine, batches 16/32/64, "
                 "1-2 instances, 1-2 workers, padded, queue delay 0 or 2 ms) and print the winner's share of its best");
+  cmd->add_option("--report", f->report, "Write the HTML report here instead of OUTPUT/tune_report.html")
+      ->type_name("FILE");
+  cmd->add_flag("--json", f->json, "Print the report as one JSON document instead of the text (the HTML embeds it)");
+  cmd->add_option("--max-gpu-memory", f->max_gpu_memory,
+                  "Leave out candidates whose GPU memory (estimated until measured) exceeds this: bytes, a size "
+                  "(64GiB, 80GB, 512MiB) or a percentage of GPU 0's memory (90%); does not apply to --provider cpu")
+      ->type_name("BYTES|SIZE|N%");
   cmd->callback([f, &result]() { result.exit_code = RunTuneCommand(*f); });
 }
 

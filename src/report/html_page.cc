@@ -221,6 +221,10 @@ void HtmlPage::AddChart(Chart chart) {
   blocks_.push_back({Block::Kind::kChart, "", chart.id, {}, {}, std::move(chart)});
 }
 
+void HtmlPage::AddData(std::string id, const nlohmann::json& data) {
+  blocks_.push_back({Block::Kind::kData, JsonForScript(data), std::move(id), {}, {}, {}});
+}
+
 size_t HtmlPage::ChartCount() const {
   size_t n = 0;
   for (const auto& b : blocks_) n += b.chart ? 1 : 0;
@@ -250,6 +254,9 @@ std::string HtmlPage::Render() const {
         break;
       case Block::Kind::kTable: h += TableHtml(b.header, b.rows) + "\n"; break;
       case Block::Kind::kPre: h += "<pre id=\"" + EscapeHtml(b.id) + "\">" + EscapeHtml(b.text) + "</pre>\n"; break;
+      case Block::Kind::kData:
+        h += "<script type=\"application/json\" id=\"" + EscapeHtml(b.id) + "\">" + b.text + "</script>\n";
+        break;
       case Block::Kind::kChart: {
         const Chart& c = *b.chart;
         const std::string canvas = "chart-" + c.id;

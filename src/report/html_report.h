@@ -132,6 +132,10 @@ class HtmlPage {
   void AddTable(std::vector<std::string> header, std::vector<std::vector<std::string>> rows);
   // <pre id="<id>">, e.g. a config fragment to copy.
   void AddPre(std::string id, std::string text);
+  // <script type="application/json" id="<id>">: the data the page shows, for
+  // a reader's tools (the same document as the command's --json), escaped
+  // as the chart configurations are. Not drawn.
+  void AddData(std::string id, const nlohmann::json& data);
   // A line or scatter chart with fewer than 2 points in all shows no trend,
   // and a bar chart or histogram without a point shows nothing: such a chart
   // is left out, and a note saying so takes its place. One bar is drawn (a
@@ -145,8 +149,8 @@ class HtmlPage {
 
  private:
   struct Block {
-    enum class Kind { kHeading, kParagraph, kNote, kTable, kPre, kChart } kind;
-    std::string text;  // heading, paragraph, note or pre text; pre: id in `id`
+    enum class Kind { kHeading, kParagraph, kNote, kTable, kPre, kChart, kData } kind;
+    std::string text;  // heading, paragraph, note or pre text, data as escaped JSON; pre and data: id in `id`
     std::string id;
     std::vector<std::string> header;
     std::vector<std::vector<std::string>> rows;

@@ -47,10 +47,21 @@ inference::ModelConfig TunedModelConfig(const ServedCandidate& winner, const Con
     config.clear_dynamic_batching();
   }
 
+  // A base config's one instance group keeps its fields (kind, GPUs, name):
+  // tune sets its count, and its kind only where it contradicts the device
+  // tune measured on (KIND_CPU measured on a GPU, or the reverse). Several
+  // groups become one: the search measured one group.
+  // (KIND_AUTO, the field's default, contradicts only a CPU measurement.)
+  inference::ModelInstanceGroup group;
+  group.set_kind(options.instance_kind);
+  if (config.instance_group_size() == 1) {
+    group = config.instance_group(0);
+    const bool on_cpu = group.kind() == inference::ModelInstanceGroup::KIND_CPU;
+    if (on_cpu != (options.instance_kind == inference::ModelInstanceGroup::KIND_CPU)) group.set_kind(options.instance_kind);
+  }
+  group.set_count(winner.instances);
   config.clear_instance_group();
-  auto* group = config.add_instance_group();
-  group->set_count(winner.instances);
-  group->set_kind(options.instance_kind);
+  *config.add_instance_group() = std::move(group);
 
   const EngineChoice& e = winner.engine;
   const EngineChoice defaults;

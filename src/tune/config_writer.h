@@ -22,7 +22,9 @@ struct ConfigWriterOptions {
   // A config the model folder already has: its fields are kept (inputs,
   // outputs, warm-up, ...) and only what the winner decides is replaced.
   std::optional<inference::ModelConfig> base;
-  // The instance kind written (KIND_CPU when tuning on the CPU provider).
+  // The instance kind written (KIND_CPU when tuning on the CPU provider). A
+  // base config's single instance group keeps its kind unless it contradicts
+  // this one (CPU against a GPU kind), and its other fields (gpus, name).
   inference::ModelInstanceGroup::Kind instance_kind = inference::ModelInstanceGroup::KIND_GPU;
   // serve's precision_budget parameter for a converted precision (fp16,
   // mixed): the accuracy budget tune judged it with, so serve's check at

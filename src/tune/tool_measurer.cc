@@ -211,6 +211,7 @@ Expected<Measurement> ToolMeasurer::Served(const ServedCandidate& candidate, con
   ConfigWriterOptions writer;
   writer.max_batch_size = options_.max_batch_size;
   writer.precision_budget = options_.budget_parameter;
+  writer.base = options_.base;
   if (options_.provider == Provider::kCpu) writer.instance_kind = inference::ModelInstanceGroup::KIND_CPU;
   ORTGPU_RETURN_IF_ERROR(WriteModelFolder((fs::path(repo) / model_name).string(), options_.model_path,
                                           TunedConfigPbtxt(candidate, writer)));

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/inputs.h"
+#include "model_config.pb.h"
 #include "ort/accuracy.h"
 #include "ort/session_options.h"
 #include "perf/measure.h"
@@ -42,6 +43,9 @@ struct ToolMeasurerOptions {
   Provider provider = Provider::kCuda;
   // The model's max_batch_size as the config writer writes it (0: no batching).
   int64_t max_batch_size = 0;
+  // The user's config a model folder brought (ScratchBase in model_folder.h):
+  // each candidate is served on it, as it will be written.
+  std::optional<inference::ModelConfig> base;
   // The ortgpu binary whose `serve` is started (the running one: /proc/self/exe).
   std::string ortgpu_binary;
   // A folder tune may write the scratch repository into (removed per candidate).

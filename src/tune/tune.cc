@@ -14,7 +14,10 @@
 #include "onnx.pb.h"
 #include "ort/session.h"
 #include "tune/config_writer.h"
+#include "tune/gpu_memory.h"
+#include "tune/model_folder.h"
 #include "tune/tool_measurer.h"
+#include "tune/tune_output.h"
 
 namespace ortgpu::tune {
 namespace fs = std::filesystem;
@@ -117,6 +120,7 @@ Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const Space
   }
   traits.variable_non_batch_dim = VariableBeyondBatch(session->inputs()) || VariableBeyondBatch(session->outputs());
   traits.has_conv = HasConv(model_path);
+  EstimateModelMemory(model_path, session->inputs(), session->outputs(), traits);
   return traits;
 }
 
@@ -170,14 +174,15 @@ namespace {
 
 // The measurer's settings for the provider: on the CPU short steps and few
 // iterations (it checks the machinery); on a GPU the H200 run's.
-ToolMeasurerOptions MeasurerOptions(const TuneOptions& options, const ModelTraits& traits,
+ToolMeasurerOptions MeasurerOptions(const TuneOptions& options, const TuneInput& input, const ModelTraits& traits,
                                     std::map<std::string, std::vector<int64_t>> served_shapes) {
   ToolMeasurerOptions mo;
-  mo.model_path = options.model_path;
+  mo.model_path = input.model_file;
+  mo.base = ScratchBase(input);
   mo.provider = options.provider;
   mo.max_batch_size = traits.max_batch_size;
   mo.ortgpu_binary = options.ortgpu_binary.empty() ? SelfBinary() : options.ortgpu_binary;
-  mo.scratch_dir = (fs::path(options.output_dir) / ".tune-scratch").string();
+  mo.scratch_dir = (fs::path(input.output_dir) / ".tune-scratch").string();
   mo.inputs = options.inputs;
   mo.served_shapes = std::move(served_shapes);
   mo.budget = options.accuracy;
@@ -202,35 +207,44 @@ ToolMeasurerOptions MeasurerOptions(const TuneOptions& options, const ModelTrait
 
 Expected<TuneReport> RunTune(const TuneOptions& options) {
   if (options.model_path.empty()) return InvalidArgument("a model file is required (ortgpu tune MODEL.onnx ...)");
-  if (options.output_dir.empty()) return InvalidArgument("--output DIR is required: the model folder tune writes");
   if (!(options.latency_budget_ms > 0)) {
     return InvalidArgument("--latency-budget-ms must be above 0 (the p99 each candidate's goodput is measured within)");
   }
   if (options.max_minutes < 0) return InvalidArgument("--max-minutes must be 0 (no limit) or more");
-  if (fs::weakly_canonical(options.model_path) == fs::weakly_canonical(fs::path(options.output_dir) / "1" / "model.onnx")) {
-    return InvalidArgument("--output " + options.output_dir + " holds the model itself; tune replaces "
+  // A file, or a model folder whose config.pbtxt is the base (model_folder.h).
+  ORTGPU_ASSIGN_OR_RETURN(const TuneInput input, ResolveTuneInput(options.model_path, options.output_dir));
+  if (!input.in_place &&
+      fs::weakly_canonical(input.model_file) == fs::weakly_canonical(fs::path(input.output_dir) / "1" / "model.onnx")) {
+    return InvalidArgument("--output " + input.output_dir + " holds the model itself; tune replaces "
                            "OUTPUT/1/model.onnx, so name another folder");
   }
+  ORTGPU_ASSIGN_OR_RETURN(const GpuMemoryLimit memory_limit,
+                          GpuMemoryLimitFromFlag(options.max_gpu_memory, options.provider, nullptr));
   const SpaceOptions space = SpaceFor(options.provider);
-  ORTGPU_ASSIGN_OR_RETURN(ModelTraits traits, TraitsFromModel(options.model_path, space));
+  ORTGPU_ASSIGN_OR_RETURN(ModelTraits traits, TraitsFromModel(input.model_file, space));
+  std::vector<std::string> setup_notes;
+  BoundTraitsByConfig(input, traits, &setup_notes);
+  traits.gpu_memory_limit_bytes = memory_limit.bytes;
+  if (!memory_limit.note.empty()) setup_notes.push_back(memory_limit.note);
   std::map<std::string, std::vector<int64_t>> served_shapes;
   {
     SessionOptions cpu;
     cpu.provider = Provider::kCpu;
-    ORTGPU_ASSIGN_OR_RETURN(auto session, Session::Load(options.model_path, cpu));
+    ORTGPU_ASSIGN_OR_RETURN(auto session, Session::Load(input.model_file, cpu));
     ORTGPU_ASSIGN_OR_RETURN(served_shapes, ServedShapes(session->inputs(), options.inputs));
   }
 
   std::error_code ec;
-  fs::create_directories(options.output_dir, ec);
-  if (ec) return InvalidArgument("cannot create --output " + options.output_dir + ": " + ec.message());
+  fs::create_directories(input.output_dir, ec);
+  if (ec) return InvalidArgument("cannot create --output " + input.output_dir + ": " + ec.message());
   TuneReport report;
+  report.details = StartDetails(options, input, traits, memory_limit);
   report.history_path = options.history_path.empty()
-                            ? (fs::path(options.output_dir) / "tune_history.jsonl").string()
+                            ? (fs::path(input.output_dir) / "tune_history.jsonl").string()
                             : options.history_path;
   ORTGPU_ASSIGN_OR_RETURN(History history, History::Open(report.history_path, &report.warnings));
 
-  const ToolMeasurerOptions mo = MeasurerOptions(options, traits, std::move(served_shapes));
+  const ToolMeasurerOptions mo = MeasurerOptions(options, input, traits, std::move(served_shapes));
   ToolMeasurer tool(mo);
   LoggingMeasurer measurer(tool, options.log);
 
@@ -254,18 +268,18 @@ Expected<TuneReport> RunTune(const TuneOptions& options) {
   fs::remove_all(mo.scratch_dir, ec);
   if (!result.ok()) return result.status();
   report.search = std::move(*result);
-  if (!report.search.winner) return report;
+  report.search.notes.insert(report.search.notes.begin(), setup_notes.begin(), setup_notes.end());
+  CollectMeasurements(traits, space, so, report.search, history, report.details);
 
   ConfigWriterOptions writer;
   writer.max_batch_size = traits.max_batch_size;
   writer.precision_budget = mo.budget_parameter;
   if (options.provider == Provider::kCpu) writer.instance_kind = inference::ModelInstanceGroup::KIND_CPU;
-  writer.comments = {"Written by ortgpu tune (issue 28) for " + options.model_path,
+  writer.comments = {"Written by ortgpu tune (issue 28) for " + input.model_file,
                      fmt::format("latency budget {} ms p99; {}", options.latency_budget_ms,
                                  report.search.decision.reason)};
-  ORTGPU_RETURN_IF_ERROR(
-      WriteModelFolder(options.output_dir, options.model_path, TunedConfigPbtxt(*report.search.winner, writer)));
-  report.config_path = (fs::path(options.output_dir) / "config.pbtxt").string();
+  // The config (with a winner) and the HTML report (always): tune_output.h.
+  ORTGPU_RETURN_IF_ERROR(WriteTuneOutputs(input, writer, report));
   return report;
 }
 

@@ -20,19 +20,28 @@
 #include "ort/session_options.h"
 #include "perf/perf.h"
 #include "tune/candidates.h"
+#include "tune/run_details.h"
 #include "tune/search.h"
 
 namespace ortgpu::tune {
 
 struct TuneOptions {
-  std::string model_path;              // the ONNX file (required)
-  std::string output_dir;              // the model folder written (required)
+  // The ONNX file, or a model folder with a config.pbtxt (tune/model_folder.h).
+  std::string model_path;
+  // The model folder written (required for a file; a folder defaults to itself).
+  std::string output_dir;
   double latency_budget_ms = 0;        // p99 budget (required, > 0)
   Provider provider = Provider::kCuda;
   int max_evaluations = 0;             // new measurements at most (0: no limit)
   // The history file; "" means OUTPUT/tune_history.jsonl.
   std::string history_path;
   int max_concurrency = 64;            // perf's budget search grows connections up to this
+  // The HTML report written at the end of every run; "" means
+  // OUTPUT/tune_report.html (tune/report.h).
+  std::string report_path;
+  // --max-gpu-memory: BYTES, a size with a unit (64GiB) or N% of GPU 0's
+  // memory; "" no limit (tune/gpu_memory.h). Ignored, with a note, on the CPU.
+  std::string max_gpu_memory;
   // The ortgpu binary whose serve is measured ("" means /proc/self/exe).
   std::string ortgpu_binary;
   std::function<void(const std::string&)> log;
@@ -84,6 +93,7 @@ struct TuneReport {
   std::string config_path;   // written; "" when no winner
   std::string history_path;
   std::vector<std::string> warnings;  // from the history
+  RunDetails details;  // what the report shows beyond the search (tune/run_details.h)
 };
 
 // Errors: bad options, the model does not load, the history cannot be read

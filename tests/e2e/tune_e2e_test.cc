@@ -1,17 +1,22 @@
 // End-to-end test of `ortgpu tune` (issue 28) on the CPU provider: the real
 // binary tunes the small MLP with a short budget and few evaluations (its
 // served measurements start the real `ortgpu serve` as a child); then what a
-// user checks: the written model folder is served by `ortgpu serve` with the
-// model READY and no warning, and a rerun with the same history measures
-// nothing new.
+// user checks: the HTML report is written, a rerun with the same history
+// measures nothing new (and prints the report as JSON with --json), the
+// written folder can be tuned again as a folder (its config's own fields
+// kept), and it is served by `ortgpu serve` with the model READY and no
+// warning.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "e2e/mlp_model.h"
 #include "e2e/serve_process.h"
@@ -36,6 +41,13 @@ std::vector<std::string> TuneArgs(const TempDir& dir, int max_evaluations) {
           "--concurrency", "2", "--max-evaluations", std::to_string(max_evaluations)};
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 TEST(TuneE2eTest, WritesAConfigServeLoadsWithoutWarningAndResumesFromItsHistory) {
   TempDir dir;
   const std::string model = MlpModel();
@@ -47,6 +59,8 @@ TEST(TuneE2eTest, WritesAConfigServeLoadsWithoutWarningAndResumesFromItsHistory)
   EXPECT_THAT(first.output, HasSubstr("measurements: 4 new, 0 from the history"));
   EXPECT_THAT(first.output, HasSubstr("a rerun with the same history continues"));
   EXPECT_THAT(first.output, HasSubstr("winner: "));
+  EXPECT_THAT(first.output, HasSubstr("report: " + dir.Path("repo/mlp/tune_report.html")));
+  EXPECT_THAT(ReadFile(dir.Path("repo/mlp/tune_report.html")), HasSubstr("id=\"tune-report\""));
 
   // Continued to the end: the first run's measurements reused, not taken again.
   const Outcome second = RunOrtgpu(TuneArgs(dir, 0));
@@ -54,16 +68,39 @@ TEST(TuneE2eTest, WritesAConfigServeLoadsWithoutWarningAndResumesFromItsHistory)
   EXPECT_THAT(second.output, HasSubstr("new, 4 from the history"));
   EXPECT_THAT(second.output, HasSubstr("winner: "));
 
-  // Finished: a rerun measures nothing new.
-  const Outcome third = RunOrtgpu(TuneArgs(dir, 0));
+  // Finished: a rerun measures nothing new; --json prints the report.
+  std::vector<std::string> json_args = TuneArgs(dir, 0);
+  json_args.push_back("--json");
+  const Outcome third = RunOrtgpu(json_args);
   ASSERT_EQ(third.exit_code, 0) << third.output;
-  EXPECT_THAT(third.output, HasSubstr("measurements: 0 new,"));
   EXPECT_THAT(third.output, Not(HasSubstr("serving "))) << third.output;
+  const size_t json_at = third.output.find("{\n");
+  ASSERT_NE(json_at, std::string::npos) << third.output;
+  const nlohmann::json report = nlohmann::json::parse(third.output.substr(json_at, third.output.rfind('}') - json_at + 1));
+  EXPECT_EQ(report["measurements"]["new"], 0);
+  EXPECT_FALSE(report["winner"].is_null());
+  EXPECT_FALSE(report["served"].empty());
+  EXPECT_EQ(report["provider"], "cpu");
 
   ASSERT_TRUE(fs::exists(dir.Path("repo/mlp/config.pbtxt")));
   ASSERT_TRUE(fs::exists(dir.Path("repo/mlp/1/model.onnx")));
   EXPECT_EQ(fs::file_size(dir.Path("mlp.onnx")), model.size());  // the user's file is untouched
   EXPECT_FALSE(fs::exists(dir.Path("repo/mlp/.tune-scratch")));
+
+  // The written folder tuned as a folder (no --output: in place), from the
+  // same history: a field the user added is kept, the change is said.
+  {
+    std::ofstream config(dir.Path("repo/mlp/config.pbtxt"), std::ios::app);
+    config << "parameters { key: \"share_weights\" value: { string_value: \"auto\" } }\n";
+  }
+  const Outcome folder = RunOrtgpu({"tune", dir.Path("repo/mlp/"), "--provider", "cpu", "--latency-budget-ms", "200",
+                                    "--history", dir.Path("history.jsonl"), "--concurrency", "2"});
+  ASSERT_EQ(folder.exit_code, 0) << folder.output;
+  EXPECT_THAT(folder.output, HasSubstr("measurements: 0 new,"));
+  const std::string retuned = ReadFile(dir.Path("repo/mlp/config.pbtxt"));
+  EXPECT_THAT(retuned, HasSubstr("# Tuned from " + dir.Path("repo/mlp/config.pbtxt")));
+  EXPECT_THAT(retuned, HasSubstr("share_weights"));
+  EXPECT_THAT(ReadFile(dir.Path("repo/mlp/config.pbtxt.before-tune")), HasSubstr("share_weights"));
 
   // --cpu is not given: the written instance_group says KIND_CPU itself.
   ServeProcess serve({"serve", "--model-repository", dir.Path("repo"), "--http-port", "0", "--metrics-port", "0"});

@@ -249,6 +249,21 @@ TEST(HtmlReportTest, ChartConfigIsChartJsJson) {
   EXPECT_EQ(lying["data"]["datasets"][0]["data"][0], (nlohmann::json{{"x", 4.0}, {"y", "8"}}));
 }
 
+// The data a page embeds for a reader's tools stays one inert JSON element,
+// whatever its strings hold, and parses back unchanged.
+TEST(HtmlReportTest, EmbeddedDataIsEscapedJson) {
+  HtmlPage page("data");
+  const nlohmann::json data = {{"model", "a</script><script>alert(1)</script>"}, {"goodput", 7266.5}};
+  page.AddData("tune-report", data);
+  const std::string html = page.Render();
+  EXPECT_EQ(CountOf(html, "</script"), 1u);
+  const std::string open = "<script type=\"application/json\" id=\"tune-report\">";
+  const size_t at = html.find(open);
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = html.find("</script>", at);
+  EXPECT_EQ(nlohmann::json::parse(html.substr(at + open.size(), end - at - open.size())), data);
+}
+
 TEST(HtmlReportTest, ChartIdsStayUnique) {
   HtmlPage page("ids");
   page.AddChart(TwoPointLine("same"));

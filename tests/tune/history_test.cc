@@ -85,6 +85,32 @@ TEST(History, VerdictsAndTheSearchsDetailsReadBack) {
   EXPECT_DOUBLE_EQ(h->Find("inprocess", 0)->measurement.rel_noise, 0.012);
 }
 
+// The served measurement's details (perf's steps, memory, load time) travel
+// through the history, so a resumed run's report still has them; a line
+// written before them reads as it did.
+TEST(History, ServedDetailsRoundTripAndOldLinesStillRead) {
+  Measurement m{.latency_ms = 9.8, .items_per_s = 7266};
+  m.steps = {{1, 812.5, 1.9}, {64, 7266, 9.8}};
+  m.gpu_memory_bytes = 5.1e9;
+  m.load_s = 4.25;
+  auto entries = ParseHistory(HistoryLine({.key = "served", .measurement = m}) +
+                                  R"({"key":"old","repeat":0,"latency_ms":2.5,"items_per_s":400})" "\n",
+                              "h", nullptr, nullptr);
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  ASSERT_EQ(entries->size(), 2u);
+  const Measurement& back = (*entries)[0].measurement;
+  ASSERT_EQ(back.steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.steps[1].load, 64);
+  EXPECT_DOUBLE_EQ(back.steps[1].items_per_s, 7266);
+  EXPECT_DOUBLE_EQ(back.steps[1].p99_ms, 9.8);
+  EXPECT_EQ(back.gpu_memory_bytes, 5.1e9);
+  EXPECT_EQ(back.load_s, 4.25);
+  const Measurement& old = (*entries)[1].measurement;
+  EXPECT_TRUE(old.steps.empty());
+  EXPECT_FALSE(old.gpu_memory_bytes.has_value());
+  EXPECT_FALSE(old.load_s.has_value());
+}
+
 TEST(History, TruncatedLastLineIsIgnoredWithAWarningAndCut) {
   const std::string path = TempPath("history.jsonl");
   const std::string good = HistoryLine({.key = "a", .measurement = {2.5, 400}});

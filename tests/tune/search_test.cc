@@ -8,6 +8,7 @@
 
 #include "fakes/fake_clock.h"
 #include "fakes/fake_measurer.h"
+#include "support/tune_space.h"
 #include "tune/h200_scenario.h"
 
 namespace ortgpu::tune {
@@ -17,32 +18,9 @@ using ortgpu::testing::FakeClock;
 using ortgpu::testing::FakeMeasurer;
 using testing::H200InProcess;
 using testing::H200Served;
-
-// A small space: tf32 only, NHWC on/off, graphs on/off, batches 1, 8, 32;
-// one or two instances; padding on/off; no queue delay; serve's workers.
-SpaceOptions SmallSpace() {
-  SpaceOptions s;
-  s.precisions = {Precision::kTf32};
-  s.conv_searches = {ConvAlgoSearch::kExhaustive};
-  s.fuse_conv_bias = {false};
-  s.batches = {1, 8, 32};
-  s.curve_batches = {1, 8, 32};
-  s.instances = {1, 2};
-  s.queue_delays_us = {0};
-  s.workers = {2};
-  return s;
-}
-
-ModelTraits Resnet(int64_t max_batch = 32) {
-  ModelTraits t;
-  t.max_batch_size = max_batch;
-  return t;
-}
-
-// In-process: graphs and NHWC each make a batch faster.
-double LatencyMs(const EngineChoice& e, int64_t batch) {
-  return (1.0 + 0.25 * static_cast<double>(batch)) / (e.cuda_graphs ? 1.3 : 1.0) / (e.prefer_nhwc ? 1.1 : 1.0);
-}
+using ortgpu::testing::LatencyMs;
+using ortgpu::testing::Resnet;
+using ortgpu::testing::SmallSpace;
 
 Expected<Measurement> ScriptedInProcess(const EngineChoice& e, int64_t batch) {
   return Measurement{LatencyMs(e, batch), static_cast<double>(batch) * 1000.0 / LatencyMs(e, batch)};
