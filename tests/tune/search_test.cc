@@ -317,7 +317,7 @@ TEST(Search, AFailedCaptureIsNotKeptAndSaysWhy) {
   EXPECT_FALSE(r->winner->engine.cuda_graphs);
 }
 
-// Run l2 on the H200: serve's workers thrashed, and candidates measured a
+// Run l2 on the H200: serve padded every batch when busy, and candidates measured a
 // twentieth of their in-process speed. Such a goodput is measured again
 // before it wins or loses, and neither stops the search.
 TEST(Search, AnAnomalousGoodputIsMeasuredAgainAndNeverWins) {
