@@ -69,8 +69,7 @@ std::string MemorySplit::Describe() const {
   std::string out = FormatMiB(static_cast<double>(total())) + ": weights " + FormatMiB(static_cast<double>(weights)) +
                     ", arena " + FormatMiB(static_cast<double>(arena_reserved)) + " reserved (" +
                     FormatMiB(static_cast<double>(arena_in_use)) + " in use)";
-  out += other ? ", other " + FormatMiB(static_cast<double>(*other))
-               : ", other not measured (NVML could not attribute device memory to this process)";
+  out += other ? ", other " + FormatMiB(static_cast<double>(*other)) : ", other not measured";
   return out;
 }
 

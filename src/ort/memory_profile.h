@@ -75,7 +75,8 @@ struct MemorySplit {
   std::optional<uint64_t> other;
   // weights + arena_reserved + other.
   uint64_t total() const { return weights + arena_reserved + other.value_or(0); }
-  // "1.2 GiB: weights 97.5 MiB, arena 1.0 GiB reserved (12.0 MiB in use), other 150.0 MiB".
+  // "1.20 GiB: weights 97.5 MiB, arena 1.00 GiB reserved (12.0 MiB in use),
+  // other 150.0 MiB" ("other not measured" without it).
   std::string Describe() const;
 };
 

@@ -1,6 +1,7 @@
 #include "serve/repository/model_loader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstdio>
@@ -15,6 +16,8 @@
 
 #include "doctor/placement.h"
 #include "ort/ort_status.h"
+#include "ort/runtime.h"
+#include "serve/repository/memory_plan.h"
 #include "serve/repository/contained_path.h"
 #include "serve/repository/rejection_runner.h"
 #include "serve/repository/shared_weights.h"
@@ -250,7 +253,8 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instan
 }
 
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
-                      const std::string& instance, const Clock& clock) {
+                      const std::string& instance, const Clock& clock,
+                      const std::function<void(int64_t rows)>& after_size) {
   if (sizes.empty()) return Status::Ok();
   ORTGPU_ASSIGN_OR_RETURN(const std::vector<Tensor> row, FirstRow(sample));
   for (int64_t n : sizes) {
@@ -274,6 +278,7 @@ Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample,
           "; the model stays unavailable. Lower max_batch_size (or the preferred_batch_size list with "
           "pad_to_preferred_batch_size) to what the model and the device can run");
     }
+    if (after_size) after_size(n);
   }
   return Status::Ok();
 }
@@ -429,6 +434,65 @@ Expected<std::vector<std::vector<Tensor>>> PrecisionCheckInputs(const std::strin
   return out;
 }
 
+// The load as the memory plan sees it before any session exists
+// (memory_plan.h): the instances per GPU, and the sessions each will hold,
+// by the same rules as below (BatchPolicyFor, session_per_batch_size, CUDA
+// graphs, workers_per_instance).
+LoadLayout LayoutOf(const inference::ModelConfig& config, const ModelSource& source,
+                    const std::vector<InstanceSpec>& instances, ShareWeights share, const std::string& graph_request,
+                    bool suggest_fp16) {
+  LoadLayout l;
+  for (const auto& spec : instances) {
+    if (spec.kind == InstanceKind::kGpu) ++l.gpu_instances[spec.gpu];
+  }
+  const bool gpu = !l.gpu_instances.empty();
+  l.sizes_known = config.max_batch_size() > 0 || SetsMaxBatchSize(source.config_text);
+  l.policy = BatchPolicyFor(config, gpu);
+  const auto params = ConfigParameters(config);
+  const auto per_size = params.find("session_per_batch_size");
+  l.per_size_sessions = gpu && l.policy.pad_to_preferred_batch_size &&
+                        (per_size == params.end() || ParameterIsTrue(per_size->second));
+  l.graphs = !graph_request.empty() && l.per_size_sessions && !WarmupBatchSizes(l.policy).sizes.empty();
+  l.workers = gpu && l.policy.dynamic_batching ? 2 : 1;
+  if (auto w = params.find("workers_per_instance"); w != params.end()) l.workers = std::clamp(std::atoi(w->second.c_str()), 1, 8);
+  l.share = share;
+  l.suggest_fp16 = suggest_fp16;
+  return l;
+}
+
+std::set<int> GpusOf(const LoadLayout& layout) {
+  std::set<int> out;
+  for (const auto& [gpu, n] : layout.gpu_instances) out.insert(gpu);
+  return out;
+}
+
+// What a model's memory profile depends on besides its file: everything
+// that changes what a session holds, not the instance count or the batch
+// sizes (which the plan predicts).
+std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, const MemoryPlanner& planner,
+                         const PrecisionSettings& precision) {
+  std::string gpu_name;
+  if (!layout.gpu_instances.empty() && planner.nvml() != nullptr) {
+    auto d = planner.nvml()->Device(NvmlIndexOf(layout.gpu_instances.begin()->first));
+    if (d.ok()) gpu_name = d->name;
+  }
+  std::string text = fmt::format("ort {}; gpu {}; optimization {}; share {}; graphs {}; precision {}; io {};",
+                                 Runtime::Get().Version(), gpu_name, OptimizationLevelName(base.optimization),
+                                 static_cast<int>(layout.share), layout.graphs, PrecisionName(precision.precision),
+                                 precision.fp16_io ? "fp16" : "fp32");
+  for (const auto& [k, v] : base.cuda_options) text += " " + k + "=" + v;
+  return text;
+}
+
+// gpu_mem_limit "plan": a session's arena bounded by what the profile
+// predicts for its rows plus the plan's margin (a share of it).
+uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, const MemoryPlanner* planner) {
+  const double margin = planner != nullptr ? planner->options().margin_percent : 10;
+  const double bytes = profile.session.Predict(rows) * (1 + margin / 100.0);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return static_cast<uint64_t>(std::ceil(bytes / kMiB) * kMiB);
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
@@ -451,6 +515,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // A FIFO or device would block the load (and the server's start) forever.
   ORTGPU_RETURN_IF_ERROR(CheckRegularFile(path, "model file"));
   ORTGPU_ASSIGN_OR_RETURN(SessionOptions base, BaseSessionOptions(model->config));
+  // gpu_mem_limit "plan": each session's arena bounded by what the memory
+  // plan predicts for it (set per session below).
+  const bool mem_limit_from_plan = base.cuda_options.count("gpu_mem_limit") > 0 && base.cuda_options["gpu_mem_limit"] == "plan";
+  if (mem_limit_from_plan) base.cuda_options.erase("gpu_mem_limit");
   const std::string graph_request = CudaGraphRequest(config);
   const bool require_gpu = options.require_gpu || ParameterIsTrue(ConfigParameters(config)["require_gpu"]);
   const auto instances = ExpandInstances(config, options.default_instance_kind);
@@ -480,7 +548,15 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // parameter share_weights), made before the device's first session.
   ORTGPU_ASSIGN_OR_RETURN(const ShareWeights share, ParseShareWeights(ConfigParameters(config)["share_weights"]));
   std::map<std::pair<Provider, int>, DeviceWeights> weights;
-  auto make_session = [&](SessionOptions so) -> Expected<std::unique_ptr<Session>> {
+  // What the version holds in memory, measured as it loads (model_memory.h).
+  MemoryRecorder memory(deps.nvml);
+  // The memory profile of an earlier load of this model and settings
+  // (memory_plan.h), set before the first session.
+  std::optional<MemoryProfile> profile;
+  auto make_session = [&](SessionOptions so, int64_t rows) -> Expected<std::unique_ptr<Session>> {
+    if (mem_limit_from_plan && profile && so.provider == Provider::kCuda) {
+      so.cuda_options["gpu_mem_limit"] = std::to_string(ArenaLimitFor(*profile, rows, deps.planner));
+    }
     DeviceWeights* shared = nullptr;
     // auto on a GPU makes the copy at the device's second session: a
     // device copy that one session alone uses costs 40-72 MiB more than
@@ -522,6 +598,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       if (shared->store != nullptr) so.shared_initializers = shared->store;
     }
     auto session = deps.session_factory(path, so);
+    if (session.ok()) memory.SessionCreated(**session);
     if (session.ok() && shared != nullptr) {
       if (shared->store != nullptr) {
         shared->Record(**session);
@@ -557,6 +634,27 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                    version, model->precision.violations.front());
     }
   }
+  // The GPU memory plan: a load that will not fit is refused here, before
+  // its first session allocates (memory_plan.h).
+  const LoadLayout layout = LayoutOf(model->config, source, instances, share, graph_request,
+                                     !precision.converts() && !model->precision.already_fp16);
+  Expected<std::string> profile_key = NotFound("no memory plan");
+  if (deps.planner != nullptr && deps.planner->active() && !layout.gpu_instances.empty()) {
+    profile_key = MemoryProfileKey(path, PlanSettings(base, layout, *deps.planner, precision));
+    if (profile_key.ok()) profile = deps.planner->FindProfile(*profile_key);
+    ORTGPU_RETURN_IF_ERROR(PlanLoad(*deps.planner, source.name, version, path, layout, profile));
+  }
+  if (mem_limit_from_plan && !profile) {
+    spdlog::warn("model '{}': gpu_mem_limit \"plan\": no memory profile of this model and settings yet, so its arenas "
+                 "are not bounded at this load; the next load bounds them from this one's measurement",
+                 source.name);
+  }
+  // The main session's rows before the config is completed: the planned
+  // layout's, else the profile's.
+  const int64_t planned_main_rows = layout.sizes_known ? layout.SessionRows().front()
+                                    : profile ? profile->measured_shape.session_rows.front()
+                                              : 1;
+  memory.Begin(GpusOf(layout));
   for (size_t i = 0; i < instances.size(); ++i) {
     SessionOptions so = InstanceOptions(base, instances[i]);
     // Under require_gpu the first GPU session saves the graph ORT optimised,
@@ -567,7 +665,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       placement_graph = std::make_unique<doctor::SavedGraph>(PlacementDir());
       placement_graph->Request(first_options);
     }
-    auto session = make_session(i == 0 ? first_options : so);
+    auto session = make_session(i == 0 ? first_options : so, planned_main_rows);
     if (!session.ok() && i == 0 && placement_graph != nullptr) {
       // Saving the graph serves the check only: a session that cannot save
       // it loads without, and element types decide.
@@ -575,7 +673,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                    "({}); loading it without",
                    source.name, session.status().message());
       placement_graph.reset();
-      session = make_session(so);
+      session = make_session(so, planned_main_rows);
     }
     if (!session.ok()) return session.status().WithContext("loading " + instances[i].Describe(i) + " of model '" + source.name + "' version " + std::to_string(version));
     if (i == 0) {
@@ -628,7 +726,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     auto build_sessions = [&](std::unique_ptr<Session> main) -> Expected<InstanceSessions> {
       InstanceSessions sessions;
       if (main == nullptr) {
-        auto made = make_session(so);
+        auto made = make_session(so, graphs || shapes.sizes.empty() ? 1 : shapes.sizes.back());
         if (!made.ok()) return made.status().WithContext("loading a worker's sessions of " + instances[i].Describe(i));
         main = std::move(made).value();
       }
@@ -640,7 +738,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
         const size_t count = graphs ? shapes.sizes.size() : shapes.sizes.size() - 1;
         Status failed;
         for (size_t k = 0; k < count && !shapes.sizes.empty(); ++k) {
-          auto extra = make_session(sized);
+          auto extra = make_session(sized, shapes.sizes[k]);
           if (!extra.ok()) {
             failed = extra.status().WithContext("loading the batch-" + std::to_string(shapes.sizes[k]) + " session of " +
                                                 instances[i].Describe(i) + " of model '" + source.name + "'");
@@ -670,6 +768,13 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     }
     auto session_runner = std::make_unique<SessionRunner>(std::move(sessions), RulesFor(model->config));
     SessionRunner* session_runner_ptr = session_runner.get();
+    // The most rows the main session runs: the largest size when it runs
+    // every size or the largest; with CUDA graphs only unpadded runs (the
+    // generated warm-up candidates).
+    const bool on_gpu = instances[i].kind == InstanceKind::kGpu;
+    const int64_t main_rows = graphs || shapes.sizes.empty() ? 1 : shapes.sizes.back();
+    memory.AddInstance(on_gpu, instances[i].gpu);
+    memory.AddSessions(on_gpu, instances[i].gpu, session_runner->sessions(), main_rows, i == 0);
     if (i == 0) first_runner = session_runner.get();
     // More workers on the same sessions: while one worker's batch runs on
     // the GPU, another joins the next one (SessionRunner). Default 2 on GPU
@@ -684,6 +789,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       if (graphs) {
         ORTGPU_ASSIGN_OR_RETURN(InstanceSessions own, build_sessions(nullptr));
         sharing.push_back(std::make_unique<SessionRunner>(std::move(own), RulesFor(model->config)));
+        memory.AddSessions(on_gpu, instances[i].gpu, sharing.back()->sessions(), main_rows, i == 0);
       } else {
         sharing.push_back(std::make_unique<SessionRunner>(session_runner->sessions(), RulesFor(model->config)));
       }
@@ -754,6 +860,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       } else {
         samples = {candidates[static_cast<size_t>(chosen.index)].inputs};
         model->warmup.generated = candidates[static_cast<size_t>(chosen.index)].description;
+        if (!per_size_sessions && !shapes.sizes.empty()) {
+          memory.Warmed(session_runner_ptr->SessionFor(shapes.sizes.front()), shapes.sizes.front());
+        }
       }
     } else if (!samples.empty() && shapes.sizes.empty()) {
       auto warm = runner->Run(samples[0]);
@@ -788,7 +897,16 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       // The first instance ran the smallest size already when it chose a generated input.
       std::vector<int64_t> sizes = shapes.sizes;
       if (i == 0 && !model->warmup.generated.empty() && !sizes.empty()) sizes.erase(sizes.begin());
-      ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], sizes, instances[i].Describe(i), *deps.clock));
+      // One session running every size: its arena after each is a point of
+      // the memory line (per-size sessions are one point each at the end).
+      std::function<void(int64_t)> after_size;
+      if (i == 0 && !per_size_sessions) {
+        after_size = [&memory, session_runner_ptr](int64_t rows) {
+          memory.Warmed(session_runner_ptr->SessionFor(rows), rows);
+        };
+      }
+      ORTGPU_RETURN_IF_ERROR(
+          WarmBatchSizes(*runner, samples[0], sizes, instances[i].Describe(i), *deps.clock, after_size));
       if (measure_costs) {
         // The instance's workers share its sessions: one table for all.
         ORTGPU_RETURN_IF_ERROR(
@@ -811,6 +929,15 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     instance_options.push_back(so);
     runners.push_back(std::move(runner));
     for (auto& extra : sharing_runners) runners.push_back(std::move(extra));
+    // Without a profile the plan knew only the weights: instance 0, loaded
+    // and warmed, now says what an instance holds; the others on its GPU
+    // are made only if they fit (CUDA-graph sessions warm on their workers
+    // later, so their activations are not known here).
+    if (i == 0 && !profile && !graphs && on_gpu && deps.planner != nullptr) {
+      const int remaining = layout.gpu_instances.count(instances[0].gpu) ? layout.gpu_instances.at(instances[0].gpu) - 1 : 0;
+      ORTGPU_RETURN_IF_ERROR(PlanRemainingInstances(*deps.planner, source.name, version, instances[0].gpu, remaining,
+                                                    memory.FirstInstanceBytes(), layout));
+    }
   }
   if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));
@@ -850,6 +977,14 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   const int64_t prepare_start = deps.clock->NowNanos();
   ORTGPU_RETURN_IF_ERROR(model->batcher->WaitUntilPrepared());
   model->warmup.ns += deps.clock->NowNanos() - prepare_start;
+  for (const auto& [key, w] : weights) {
+    if (w.store != nullptr) {
+      memory.SharedWeights(key.first != Provider::kCpu, key.second, static_cast<uint64_t>(std::max<int64_t>(w.store->bytes(), 0)));
+    }
+  }
+  // After WaitUntilPrepared: every worker warmed (and captured) its sizes.
+  model->memory = memory.Finish();
+  if (model->memory.profile && profile_key.ok()) deps.planner->StoreProfile(*profile_key, *model->memory.profile);
   // Read after WaitUntilPrepared: a worker that measured its table on its
   // own thread is done with it.
   model->padding = DescribePadding(policy, first_runner != nullptr ? first_runner->batch_costs() : nullptr);
