@@ -547,6 +547,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // One copy of the weights per device the instances run on (config
   // parameter share_weights), made before the device's first session.
   ORTGPU_ASSIGN_OR_RETURN(const ShareWeights share, ParseShareWeights(ConfigParameters(config)["share_weights"]));
+  ORTGPU_ASSIGN_OR_RETURN(const ArenaShrinkage shrinkage, ParseArenaShrinkage(ConfigParameters(config)["arena_shrinkage"]));
   std::map<std::pair<Provider, int>, DeviceWeights> weights;
   // What the version holds in memory, measured as it loads (model_memory.h).
   MemoryRecorder memory(deps.nvml);
@@ -924,6 +925,13 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                               graphs ? shapes.sizes : std::vector<int64_t>{shapes.sizes.front()},
                                               instances[i].Describe(i), *deps.clock));
       }
+    }
+    if (!graphs) {
+      // Give-back (docs/MEMORY.md): runs larger than the warmed ones return
+      // what they left to the device (config parameter arena_shrinkage).
+      const size_t planned = session_runner_ptr->largest_input_bytes();
+      session_runner_ptr->SetArenaShrinkage(shrinkage, planned);
+      for (SessionRunner* extra : sharing_ptrs) extra->SetArenaShrinkage(shrinkage, planned);
     }
     warmup_ns += deps.clock->NowNanos() - warm_start;
     instance_options.push_back(so);
