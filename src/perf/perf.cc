@@ -230,6 +230,11 @@ Expected<StepResult> RunStep(const StepContext& ctx, double load) {
     step.budget_latency_ms = bench::Percentile(sorted, o.budget_percentile);
   }
   step.requests = static_cast<int64_t>(w.latencies_ms.size());
+  if (o.goodput_budget_ms && w.duration_s > 0) {
+    const double budget = *o.goodput_budget_ms;
+    const auto within = std::count_if(w.latencies_ms.begin(), w.latencies_ms.end(), [budget](double l) { return l <= budget; });
+    step.goodput = static_cast<double>(within) / w.duration_s;
+  }
   step.throughput = step.latency.runs_per_s;
   step.items_per_s = step.latency.items_per_s;
   step.errors = w.errors;

@@ -66,6 +66,9 @@ struct PerfOptions {
   double budget_percentile = 99;            // --percentile overrides it too
   int max_concurrency = 256;                // --max-concurrency
   double max_rate = 100000;                 // --max-request-rate
+  // Each step's goodput: the requests within this latency per second
+  // (StepResult::goodput); the CLI sets it to --latency-budget-ms.
+  std::optional<double> goodput_budget_ms;
 
   // --shared-memory system|cuda: inputs and outputs in regions registered
   // with the server (SharedMemoryRegions); --output-shared-memory-size,
