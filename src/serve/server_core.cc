@@ -420,6 +420,10 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       }
       if (const std::string memory = (*loaded)->memory.Describe(); !memory.empty()) sessions += "; memory " + memory;
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
+      if (const std::string by_batch = (*loaded)->memory.DescribeByBatch(); !by_batch.empty()) {
+        spdlog::info("model '{}' version {}: instance 0's arena by batch size (its own weights included): {}", name, v,
+                     by_batch);
+      }
       continue;
     }
     if (first_error.ok()) first_error = loaded.status();

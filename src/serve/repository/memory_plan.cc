@@ -12,8 +12,10 @@
 #include <spdlog/spdlog.h>
 
 #include "onnx.pb.h"
+#include "ort/runtime.h"
 #include "ort/tensor.h"
 #include "precision/model_cache.h"
+#include "serve/repository/model_loader.h"
 #include "serve/repository/model_memory.h"
 
 namespace ortgpu::serve {
@@ -179,6 +181,54 @@ std::vector<int64_t> LoadLayout::SessionRows(int64_t max_batch_size) const {
     p.preferred_batch_sizes = kept;
   }
   return SessionRowsFor(WarmupBatchSizes(p.Normalized()).sizes, per_size_sessions, graphs, workers);
+}
+
+std::set<int> LoadLayout::gpus() const {
+  std::set<int> out;
+  for (const auto& [gpu, n] : gpu_instances) out.insert(gpu);
+  return out;
+}
+
+LoadLayout LayoutOf(const inference::ModelConfig& config, bool sets_max_batch_size,
+                    const std::map<int, int>& gpu_instances, ShareWeights share, bool graphs_requested,
+                    bool suggest_fp16) {
+  LoadLayout l;
+  l.gpu_instances = gpu_instances;
+  const bool gpu = !l.gpu_instances.empty();
+  l.sizes_known = config.max_batch_size() > 0 || sets_max_batch_size;
+  l.policy = BatchPolicyFor(config, gpu);
+  const auto params = ConfigParameters(config);
+  const auto per_size = params.find("session_per_batch_size");
+  l.per_size_sessions = gpu && l.policy.pad_to_preferred_batch_size &&
+                        (per_size == params.end() || ParameterIsTrue(per_size->second));
+  l.graphs = graphs_requested && l.per_size_sessions && !WarmupBatchSizes(l.policy).sizes.empty();
+  l.workers = gpu && l.policy.dynamic_batching ? 2 : 1;
+  if (auto w = params.find("workers_per_instance"); w != params.end()) {
+    l.workers = std::clamp(std::atoi(w->second.c_str()), 1, 8);
+  }
+  l.share = share;
+  l.suggest_fp16 = suggest_fp16;
+  return l;
+}
+
+std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, const MemoryPlanner& planner,
+                         const std::string& precision, bool fp16_io) {
+  std::string gpu_name;
+  if (!layout.gpu_instances.empty() && planner.nvml() != nullptr) {
+    auto d = planner.nvml()->Device(NvmlIndexOf(layout.gpu_instances.begin()->first));
+    if (d.ok()) gpu_name = d->name;
+  }
+  std::string text = fmt::format("ort {}; gpu {}; optimization {}; share {}; graphs {}; precision {}; io {};",
+                                 Runtime::Get().Version(), gpu_name, OptimizationLevelName(base.optimization),
+                                 static_cast<int>(layout.share), layout.graphs, precision, fp16_io ? "fp16" : "fp32");
+  for (const auto& [k, v] : base.cuda_options) text += " " + k + "=" + v;
+  return text;
+}
+
+uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin_percent) {
+  const double bytes = profile.session.Predict(rows) * (1 + margin_percent / 100.0);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return static_cast<uint64_t>(std::ceil(bytes / kMiB) * kMiB);
 }
 
 namespace {

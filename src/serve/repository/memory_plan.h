@@ -28,11 +28,14 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "gpu/nvml.h"
+#include "model_config.pb.h"
 #include "ort/memory_profile.h"
+#include "ort/session_options.h"
 #include "serve/repository/shared_weights.h"
 #include "serve/scheduler/batch_policy.h"
 #include "status/expected.h"
@@ -159,7 +162,26 @@ struct LoadLayout {
   // The session rows of one instance at max_batch_size `b` (the policy
   // with b, SessionRowsFor); at the policy's own when b is 0.
   std::vector<int64_t> SessionRows(int64_t max_batch_size = 0) const;
+  std::set<int> gpus() const;
 };
+
+// The layout of a load of `config` (not yet completed; `sets_max_batch_size`
+// when its text gives max_batch_size) with `gpu_instances`, by the loader's
+// rules (BatchPolicyFor, session_per_batch_size, CUDA graphs when
+// `graphs_requested` and the batches are padded, workers_per_instance).
+LoadLayout LayoutOf(const inference::ModelConfig& config, bool sets_max_batch_size,
+                    const std::map<int, int>& gpu_instances, ShareWeights share, bool graphs_requested,
+                    bool suggest_fp16);
+
+// What a model's memory profile depends on besides its file (see
+// MemoryProfileKey): the ORT version, the GPU's name, the optimisation
+// level, sharing, graphs, `precision` and its I/O, the CUDA options.
+std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, const MemoryPlanner& planner,
+                         const std::string& precision, bool fp16_io);
+
+// gpu_mem_limit "plan": a session's arena bound, what the profile predicts
+// for its rows plus `margin_percent` of it, rounded up to a MiB.
+uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin_percent);
 
 // The plan of a whole load before it allocates, on each GPU it uses: from
 // `profile` when there is one, else from the weights of the file at

@@ -16,7 +16,6 @@
 
 #include "doctor/placement.h"
 #include "ort/ort_status.h"
-#include "ort/runtime.h"
 #include "serve/repository/memory_plan.h"
 #include "serve/repository/contained_path.h"
 #include "serve/repository/rejection_runner.h"
@@ -434,65 +433,6 @@ Expected<std::vector<std::vector<Tensor>>> PrecisionCheckInputs(const std::strin
   return out;
 }
 
-// The load as the memory plan sees it before any session exists
-// (memory_plan.h): the instances per GPU, and the sessions each will hold,
-// by the same rules as below (BatchPolicyFor, session_per_batch_size, CUDA
-// graphs, workers_per_instance).
-LoadLayout LayoutOf(const inference::ModelConfig& config, const ModelSource& source,
-                    const std::vector<InstanceSpec>& instances, ShareWeights share, const std::string& graph_request,
-                    bool suggest_fp16) {
-  LoadLayout l;
-  for (const auto& spec : instances) {
-    if (spec.kind == InstanceKind::kGpu) ++l.gpu_instances[spec.gpu];
-  }
-  const bool gpu = !l.gpu_instances.empty();
-  l.sizes_known = config.max_batch_size() > 0 || SetsMaxBatchSize(source.config_text);
-  l.policy = BatchPolicyFor(config, gpu);
-  const auto params = ConfigParameters(config);
-  const auto per_size = params.find("session_per_batch_size");
-  l.per_size_sessions = gpu && l.policy.pad_to_preferred_batch_size &&
-                        (per_size == params.end() || ParameterIsTrue(per_size->second));
-  l.graphs = !graph_request.empty() && l.per_size_sessions && !WarmupBatchSizes(l.policy).sizes.empty();
-  l.workers = gpu && l.policy.dynamic_batching ? 2 : 1;
-  if (auto w = params.find("workers_per_instance"); w != params.end()) l.workers = std::clamp(std::atoi(w->second.c_str()), 1, 8);
-  l.share = share;
-  l.suggest_fp16 = suggest_fp16;
-  return l;
-}
-
-std::set<int> GpusOf(const LoadLayout& layout) {
-  std::set<int> out;
-  for (const auto& [gpu, n] : layout.gpu_instances) out.insert(gpu);
-  return out;
-}
-
-// What a model's memory profile depends on besides its file: everything
-// that changes what a session holds, not the instance count or the batch
-// sizes (which the plan predicts).
-std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, const MemoryPlanner& planner,
-                         const PrecisionSettings& precision) {
-  std::string gpu_name;
-  if (!layout.gpu_instances.empty() && planner.nvml() != nullptr) {
-    auto d = planner.nvml()->Device(NvmlIndexOf(layout.gpu_instances.begin()->first));
-    if (d.ok()) gpu_name = d->name;
-  }
-  std::string text = fmt::format("ort {}; gpu {}; optimization {}; share {}; graphs {}; precision {}; io {};",
-                                 Runtime::Get().Version(), gpu_name, OptimizationLevelName(base.optimization),
-                                 static_cast<int>(layout.share), layout.graphs, PrecisionName(precision.precision),
-                                 precision.fp16_io ? "fp16" : "fp32");
-  for (const auto& [k, v] : base.cuda_options) text += " " + k + "=" + v;
-  return text;
-}
-
-// gpu_mem_limit "plan": a session's arena bounded by what the profile
-// predicts for its rows plus the plan's margin (a share of it).
-uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, const MemoryPlanner* planner) {
-  const double margin = planner != nullptr ? planner->options().margin_percent : 10;
-  const double bytes = profile.session.Predict(rows) * (1 + margin / 100.0);
-  constexpr double kMiB = 1024.0 * 1024.0;
-  return static_cast<uint64_t>(std::ceil(bytes / kMiB) * kMiB);
-}
-
 }  // namespace
 
 Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
@@ -556,7 +496,8 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   std::optional<MemoryProfile> profile;
   auto make_session = [&](SessionOptions so, int64_t rows) -> Expected<std::unique_ptr<Session>> {
     if (mem_limit_from_plan && profile && so.provider == Provider::kCuda) {
-      so.cuda_options["gpu_mem_limit"] = std::to_string(ArenaLimitFor(*profile, rows, deps.planner));
+      so.cuda_options["gpu_mem_limit"] = std::to_string(
+          ArenaLimitFor(*profile, rows, deps.planner != nullptr ? deps.planner->options().margin_percent : 10));
     }
     DeviceWeights* shared = nullptr;
     // auto on a GPU makes the copy at the device's second session: a
@@ -637,11 +578,16 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   }
   // The GPU memory plan: a load that will not fit is refused here, before
   // its first session allocates (memory_plan.h).
-  const LoadLayout layout = LayoutOf(model->config, source, instances, share, graph_request,
-                                     !precision.converts() && !model->precision.already_fp16);
+  std::map<int, int> gpu_instances;
+  for (const auto& spec : instances) {
+    if (spec.kind == InstanceKind::kGpu) ++gpu_instances[spec.gpu];
+  }
+  const LoadLayout layout = LayoutOf(model->config, SetsMaxBatchSize(source.config_text), gpu_instances, share,
+                                     !graph_request.empty(), !precision.converts() && !model->precision.already_fp16);
   Expected<std::string> profile_key = NotFound("no memory plan");
   if (deps.planner != nullptr && deps.planner->active() && !layout.gpu_instances.empty()) {
-    profile_key = MemoryProfileKey(path, PlanSettings(base, layout, *deps.planner, precision));
+    profile_key = MemoryProfileKey(path, PlanSettings(base, layout, *deps.planner,
+                                                      std::string(PrecisionName(precision.precision)), precision.fp16_io));
     if (profile_key.ok()) profile = deps.planner->FindProfile(*profile_key);
     ORTGPU_RETURN_IF_ERROR(PlanLoad(*deps.planner, source.name, version, path, layout, profile));
   }
@@ -655,7 +601,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   const int64_t planned_main_rows = layout.sizes_known ? layout.SessionRows().front()
                                     : profile ? profile->measured_shape.session_rows.front()
                                               : 1;
-  memory.Begin(GpusOf(layout));
+  memory.Begin(layout.gpus());
   for (size_t i = 0; i < instances.size(); ++i) {
     SessionOptions so = InstanceOptions(base, instances[i]);
     // Under require_gpu the first GPU session saves the graph ORT optimised,

@@ -48,6 +48,14 @@ std::string ModelMemory::Describe() const {
   return out;
 }
 
+std::string ModelMemory::DescribeByBatch() const {
+  std::map<int64_t, double> largest;
+  for (const auto& p : by_batch) largest[p.batch] = std::max(largest[p.batch], p.bytes);
+  std::string out;
+  for (const auto& [batch, bytes] : largest) out += (out.empty() ? "" : ", ") + fmt::format("{}: {}", batch, FormatMiB(bytes));
+  return out;
+}
+
 uint64_t ModelMemory::GpuTotal(int device) const {
   for (const auto& d : devices) {
     if (d.gpu && d.device == device) return d.split.total();
@@ -181,6 +189,7 @@ ModelMemory MemoryRecorder::Finish() {
     std::lock_guard lock(mu_);
     // One session that ran several sizes: its arena after each is a point too.
     points.insert(points.end(), warmed_.begin(), warmed_.end());
+    out.by_batch = points;
     auto fit = FitMemory(points);
     if (fit.ok()) {
       MemoryProfile p;

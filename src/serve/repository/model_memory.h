@@ -43,6 +43,10 @@ struct ModelMemory {
   // From instance 0 on the first GPU (nullopt for CPU-only models, or when
   // no arena could be read); what the plan predicts later loads from.
   std::optional<MemoryProfile> profile;
+  // Instance 0's sessions on that GPU: each one's arena (its own weights
+  // included) by the most rows it ran, as measured at the end of the
+  // warm-up (and after each size when one session ran them all).
+  std::vector<MemoryPoint> by_batch;
   // Why the arenas could not be read ("" when they were).
   std::string unavailable;
   // "GPU 0 1.20 GiB: weights ..., arena ..., other ...; per session 100.0 MiB
@@ -50,6 +54,9 @@ struct ModelMemory {
   // line the start-up summary and the READY log print; "" when nothing was
   // measured.
   std::string Describe() const;
+  // "1: 110.0 MiB, 2: 120.0 MiB, ..." (by_batch, the largest per size); ""
+  // when none.
+  std::string DescribeByBatch() const;
   // The total on GPU `device` (0 when the model has nothing there).
   uint64_t GpuTotal(int device) const;
   // The statistics extension's memory_usage: per device the total ("GPU" or
