@@ -58,6 +58,7 @@ std::vector<PerfOptions> ModelRunOptions(const PerfOptions& base, const std::vec
     o.measure.max_trials = o.measure.stable_windows;
     if (base.latency_budget_ms) o.goodput_budget_ms = base.latency_budget_ms;
     o.latency_budget_ms.reset();
+    o.inputs_of_this_model_only = true;
     out.push_back(std::move(o));
   }
   return out;
@@ -106,10 +107,14 @@ Expected<MultiPerfReport> RunMultiPerf(const PerfOptions& base, const std::vecto
     });
   }
   for (auto& t : threads) t.join();
-  report.notes.push_back(fmt::format(
-      "{} models loaded together, each with its share of every step; each step is {} windows of {} ms for every model, "
-      "so their steps overlap (a step whose windows disagree is marked unstable, not measured longer)",
-      runs.size(), base.measure.stable_windows, base.measure.window_ms));
+  report.notes.push_back(
+      base.request_count > 0
+          ? fmt::format("{} models loaded together, each sending its share of the {} requests of every step",
+                        runs.size(), base.request_count)
+          : fmt::format("{} models loaded together, each with its share of every step; each step is {} windows of {} "
+                        "ms for every model, so their steps overlap (a step whose windows disagree is marked "
+                        "unstable, not measured longer)",
+                        runs.size(), base.measure.stable_windows, base.measure.window_ms));
   return report;
 }
 

@@ -9,7 +9,8 @@
 // as the stability check compares (--max-trials is set to them; a step whose
 // windows disagree is reported unstable rather than measured longer), and a
 // latency budget is the goodput threshold of every step (the requests within
-// it per second) rather than a search.
+// it per second) rather than a search. Input flags (--shape, --int-range,
+// --input) apply to the models that have the input or dim they name.
 //
 // RunMultiPerf blocks; renderers are pure functions of the report.
 #pragma once

@@ -50,6 +50,7 @@ TEST(MultiModelTest, EachModelGetsItsShareOfEveryStepInLockStepWindows) {
     EXPECT_EQ(r.measure.max_trials, r.measure.stable_windows) << "every step is the same windows for every model";
     EXPECT_FALSE(r.latency_budget_ms.has_value()) << "no search";
     EXPECT_EQ(r.goodput_budget_ms, 20);
+    EXPECT_TRUE(r.inputs_of_this_model_only) << "one command line, several models' inputs";
   }
   PerfOptions tiny = base;
   tiny.concurrency = {1};
