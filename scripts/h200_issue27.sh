@@ -61,7 +61,20 @@ instance_group [{ count: $4 kind: KIND_GPU }]
 dynamic_batching { preferred_batch_size: [$6] max_queue_delay_microseconds: 1000 }
 CFG
 }
+repo() {  # DIR NAME:FILE:COUNT:MAX_BATCH:PREFERRED ...: a fresh repository of those models
+  local d=$1 spec name file count mb pref; shift; rm -rf "$d"
+  for spec in "$@"; do
+    IFS=: read -r name file count mb pref <<< "$spec"
+    config "$d" "$name" "$file" "$count" "$mb" "$pref"
+  done
+}
 SERVE="ortgpu serve --http-port 8000 --metrics-port 8002 --grpc-port -1 --model-cache-dir $MC --warmup-shape seq:128"
+start_serve() {  # NAME DIR [FLAGS...]: serves DIR in the background (pid in $pid), logs NAME.out/.log, waits for ready
+  local name=$1 dir=$2; shift 2
+  $SERVE --model-repository "$dir" "$@" > "$L/$name.out" 2> "$L/$name.log" &
+  pid=$!
+  wait_ready 8000 120 || echo "not ready after 120 s" >> "$L/$name.out"
+}
 BS="--shape seq:128 --int-range input_ids:0:30000"
 
 step export
@@ -92,12 +105,9 @@ done
 for n in 1 2; do
   [ "$(left)" -gt 200 ] || { step "skip serve$n (time)"; continue; }
   step serve$n
-  d=/tmp/repo27_$n; rm -rf $d
-  config $d resnet50 $R $n 64 64
-  config $d bert $B $n 32 32
-  $SERVE --model-repository $d --model-control explicit --load-model '*' > "$L/serve$n.out" 2> "$L/serve$n.log" &
-  pid=$!
-  wait_ready 8000 120 || echo "not ready after 120 s" >> "$L/serve$n.out"
+  d=/tmp/repo27_$n
+  repo $d resnet50:$R:$n:64:64 bert:$B:$n:32:32
+  start_serve serve$n $d --model-control explicit --load-model '*'
   for m in resnet50 bert; do http GET http://127.0.0.1:8000/v2/models/$m/stats > "$L/serve${n}_stats_$m.json"; done
   gauges "$L/serve${n}_metrics.txt"; smi "$L/serve${n}_nvidia_smi.txt"
   # Give-back: unload ResNet-50 and read what the GPU holds after.
@@ -110,15 +120,9 @@ done
 # 3. A load that would not fit, refused while ResNet-50 serves under perf with no error.
 if [ "$(left)" -gt 130 ]; then
   step refuse
-  d=/tmp/repo27_refuse; rm -rf $d
-  config $d resnet50 $R 1 64 64
-  config $d bert16 $B 16 32 32
-  config $d bert4 $B 4 32 32
-  config $d bert1 $B 1 32 32
-  $SERVE --model-repository $d --model-control explicit --load-model resnet50 --gpu-memory-margin 88 \
-    > "$L/refuse.out" 2> "$L/refuse.log" &
-  pid=$!
-  wait_ready 8000 60 || echo "not ready after 60 s" >> "$L/refuse.out"
+  d=/tmp/repo27_refuse
+  repo $d resnet50:$R:1:64:64 bert16:$B:16:32:32 bert4:$B:4:32:32 bert1:$B:1:32:32
+  start_serve refuse $d --model-control explicit --load-model resnet50 --gpu-memory-margin 88
   timeout 60 ortgpu perf --url http://127.0.0.1:8000 --metrics-url off --model resnet50 --concurrency 8 \
     --measurement-interval 2000 --max-trials 6 --no-progress > "$L/refuse_perf.txt" 2>&1 &
   perf=$!
@@ -139,13 +143,9 @@ fi
 # 4. Three models on one GPU: each alone, then together under one perf; goodput within 50 ms.
 if [ "$(left)" -gt 60 ]; then
   step three
-  d=/tmp/repo27_three; rm -rf $d
-  config $d resnet50 $R 1 64 64
-  config $d bert $B 1 32 32
-  config $d mlp $P 1 64 64
-  $SERVE --model-repository $d > "$L/three.out" 2> "$L/three.log" &
-  pid=$!
-  wait_ready 8000 120 || echo "not ready after 120 s" >> "$L/three.out"
+  d=/tmp/repo27_three
+  repo $d resnet50:$R:1:64:64 bert:$B:1:32:32 mlp:$P:1:64:64
+  start_serve three $d
   smi "$L/three_nvidia_smi.txt"; gauges "$L/three_metrics.txt"
   PERF="ortgpu perf --url http://127.0.0.1:8000 --metrics-url http://127.0.0.1:8002/metrics --measurement-interval 2000 --latency-budget-ms 50 --no-progress $BS"
   for m in resnet50 bert mlp; do

@@ -2,9 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/benchmark.h"
 #include "bench/report.h"
-#include "onnx/model_builder.h"
 
 namespace ortgpu::bench {
 namespace {
@@ -77,35 +75,6 @@ TEST(MemoryReportTest, TheTableJsonAndHtmlShowMeasuredPredictedAndTheFit) {
   const std::string html = RenderHtml(report);
   EXPECT_NE(html.find("data-chart=\"memory-0\""), std::string::npos);
   EXPECT_NE(html.find("arena reserved"), std::string::npos);
-}
-
-TEST(MemoryReportTest, OnTheCpuProviderItSaysDeviceMemoryIsNotMeasuredInsteadOfPrintingZeros) {
-  BenchOptions o;
-  o.model_path = "builtin.onnx";
-  o.model_bytes = onnx::BuiltinCheckModel();
-  o.session.intra_op_threads = 1;
-  o.load.iterations = 3;
-  o.load.warmup = 1;
-  o.batches = {4, 1, 2};
-  o.memory = true;
-  auto report = RunBenchmark(o);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
-  ASSERT_EQ(report->memory.size(), 1u);
-  const MemoryTable& t = report->memory[0];
-  EXPECT_FALSE(t.device);
-  EXPECT_EQ(t.source, "host arena");
-  ASSERT_EQ(t.rows.size(), 3u);
-  EXPECT_EQ(t.rows[0].batch, 1) << "--memory runs the batch sizes in ascending order";
-  EXPECT_EQ(t.rows[2].batch, 4);
-  for (const auto& row : t.rows) {
-    ASSERT_TRUE(row.measured.has_value());
-    EXPECT_GT(*row.measured, 0u) << "the host arena, not a zero";
-    EXPECT_TRUE(row.predicted.has_value());
-  }
-  ASSERT_TRUE(t.fit.has_value());
-  EXPECT_TRUE(t.fit->check_batch.has_value()) << "three sizes: the middle one checks the line";
-  const std::string text = RenderTable(*report);
-  EXPECT_NE(text.find("host arena (the CPU provider; device memory not measured)"), std::string::npos) << text;
 }
 
 }  // namespace

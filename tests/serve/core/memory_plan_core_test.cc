@@ -9,7 +9,6 @@
 #include <mutex>
 
 #include "fakes/fake_nvml.h"
-#include "onnx/model_builder.h"
 #include "serve/core/test_repository.h"
 #include "serve/metrics/scheduler_metrics.h"
 
@@ -21,19 +20,11 @@ using testing::Find;
 using testing::Input;
 using testing::InferSync;
 using testing::Request;
+using testing::GatherModel;
 using testing::ScaleModel;
 using testing::TempRepository;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
-
-std::string GatherModel(int64_t rows) {
-  onnx::ModelBuilder b;
-  b.AddInput("ids", DataType::kInt64, {-1, 4}, {"batch", ""});
-  b.AddFloatInitializer("table", {rows, 8}, 1.0f, 7);
-  b.AddNode("Gather", {"table", "ids"}, {"y"}, {{"axis", 0}});
-  b.AddOutput("y", DataType::kFloat, {-1, 4, 8}, {"batch", "", ""});
-  return b.Serialize();
-}
 
 TEST(MemoryPlanCoreTest, ALoadThatWouldNotFitIsUnavailableAndTheOthersServe) {
   TempRepository repo;

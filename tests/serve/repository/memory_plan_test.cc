@@ -9,7 +9,6 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_environment.h"
 #include "fakes/fake_nvml.h"
-#include "onnx/model_builder.h"
 #include "serve/core/test_repository.h"
 #include "serve/repository/model_loader.h"
 
@@ -19,21 +18,12 @@ namespace {
 using ortgpu::testing::FakeClock;
 using ortgpu::testing::FakeEnvironment;
 using ortgpu::testing::FakeNvml;
+using testing::GatherModel;
 using testing::ScaleModel;
 using testing::TempRepository;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 constexpr uint64_t kGiB = 1024 * kMiB;
-
-// ids [batch, 4] int64 -> Gather from a rows x 8 float table -> [batch, 4, 8].
-std::string GatherModel(int64_t rows) {
-  onnx::ModelBuilder b;
-  b.AddInput("ids", DataType::kInt64, {-1, 4}, {"batch", ""});
-  b.AddFloatInitializer("table", {rows, 8}, 1.0f, 7);
-  b.AddNode("Gather", {"table", "ids"}, {"y"}, {{"axis", 0}});
-  b.AddOutput("y", DataType::kFloat, {-1, 4, 8}, {"batch", "", ""});
-  return b.Serialize();
-}
 
 PlanRequest Request(int instances, uint64_t fixed, uint64_t per_instance) {
   PlanRequest r;
@@ -188,6 +178,12 @@ struct GpuLoad {
     deps.planner = planner;
     return LoadModelVersion(*source, parsed->config, 1, options, deps);
   }
+  // Loads on a GPU with `room` bytes free above the plan's 10% margin.
+  Expected<std::shared_ptr<LoadedModel>> LoadWithRoom(const TempRepository& repo, const std::string& name, uint64_t room) {
+    nvml.devices[0].memory = {80 * kGiB, 72 * kGiB - room, 8 * kGiB + room};
+    MemoryPlanner planner({}, &nvml);
+    return Load(repo, name, &planner);
+  }
 };
 
 TEST(MemoryPlanTest, TheLoaderMeasuresTheSplitAndTheLineThroughItsSessions) {
@@ -236,10 +232,7 @@ TEST(MemoryPlanTest, ALoadThatDoesNotFitIsRefusedBeforeAnySession) {
     parameters { key: "share_weights" value { string_value: "off" } }
   )pb");
   GpuLoad load;
-  // 200,000 bytes above the 10% margin: one instance's weights fit, two do not.
-  load.nvml.devices[0].memory = {80 * kGiB, 72 * kGiB - 200000, 8 * kGiB + 200000};
-  MemoryPlanner planner({}, &load.nvml);
-  auto m = load.Load(repo, "g", &planner);
+  auto m = load.LoadWithRoom(repo, "g", 200000);  // one instance's weights fit, two do not
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Code::kResourceExhausted);
   EXPECT_EQ(load.sessions, 0) << "refused before any session was created";
@@ -258,9 +251,7 @@ TEST(MemoryPlanTest, WithoutAProfileTheOtherInstancesWaitForInstanceZerosMeasure
     parameters { key: "session_per_batch_size" value { string_value: "false" } }
   )pb");
   GpuLoad load;
-  load.nvml.devices[0].memory = {80 * kGiB, 72 * kGiB - 4096, 8 * kGiB + 4096};
-  MemoryPlanner planner({}, &load.nvml);
-  auto m = load.Load(repo, "s", &planner);
+  auto m = load.LoadWithRoom(repo, "s", 4096);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Code::kResourceExhausted);
   EXPECT_EQ(load.sessions, 1) << "instance 0 only";
@@ -297,7 +288,7 @@ TEST(MemoryPlanTest, ASecondLoadIsPlannedFromTheFirstOnesProfileAndCanBoundItsAr
   const uint64_t room = PredictPeak(profile, {profile.measured_shape.session_rows, 4}) - kMiB;
   GpuLoad second;
   second.nvml.devices[0].memory = {80 * kGiB, 72 * kGiB - room, 8 * kGiB + room};
-  MemoryPlanner planner2(o, &second.nvml);
+  MemoryPlanner planner2(o, &second.nvml);  // with the profile folder
   auto refused = second.Load(repo, "g", &planner2);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(second.sessions, 0);
