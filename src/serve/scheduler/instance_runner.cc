@@ -192,8 +192,18 @@ Expected<ArenaShrinkage> ParseArenaShrinkage(std::string_view text) {
 
 ArenaAfterRun SessionRunner::AfterRun(size_t input_bytes) {
   largest_input_bytes_ = std::max(largest_input_bytes_, input_bytes);
-  const bool shrink = shrinkage_ == ArenaShrinkage::kOn ||
-                      (shrinkage_ == ArenaShrinkage::kAuto && planned_input_bytes_ > 0 && input_bytes > planned_input_bytes_);
+  bool shrink = shrinkage_ == ArenaShrinkage::kOn;
+  if (shrinkage_ == ArenaShrinkage::kAuto && planned_input_bytes_ > 0) {
+    // A burst of larger runs keeps its chunks while it lasts (no device
+    // allocation per run); the first run within the plan after it gives
+    // them back.
+    if (input_bytes > planned_input_bytes_) {
+      beyond_plan_ = true;
+    } else if (beyond_plan_) {
+      beyond_plan_ = false;
+      shrink = true;
+    }
+  }
   if (!shrink) return ArenaAfterRun::kKeep;
   ++arena_shrinks_;
   return ArenaAfterRun::kShrink;

@@ -125,10 +125,11 @@ struct InstanceSessions {
 
 // What a runner's runs do with their session's arena afterwards (config
 // parameter arena_shrinkage; docs/MEMORY.md, "Give-back"):
-//   kAuto  give back what a run left free when its inputs were larger than
-//          any warm-up run's (a longer sequence, a batch of a size the plan
-//          did not warm): only such outliers pay the device allocation again
-//          on their next run, and the arena returns to the plan after them;
+//   kAuto  after runs whose inputs were larger than any warm-up run's (a
+//          longer sequence, a batch of a size the plan did not warm), the
+//          first run within the plan gives back every chunk left free: a
+//          burst keeps its chunks while it lasts, and the arena returns to
+//          the plan after it, at the cost of one device allocation per burst;
 //   kOn    after every run (the arena never keeps more than the run in
 //          progress; each run allocates its activations again);
 //   kOff   never (ORT's default: an arena keeps the most it ever held).
@@ -285,6 +286,7 @@ class SessionRunner : public InstanceRunner {
   ArenaShrinkage shrinkage_ = ArenaShrinkage::kOff;
   size_t planned_input_bytes_ = 0;
   size_t largest_input_bytes_ = 0;
+  bool beyond_plan_ = false;  // a run larger than the plan ran since the last shrink
   int64_t arena_shrinks_ = 0;
 };
 
