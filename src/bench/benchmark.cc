@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "bench/memory_report.h"
 #include "bench/prepared_model.h"
 #include "bench/sweep.h"
 #include "onnx/graph_derivation.h"
+#include "ort/arena_stats.h"
 #include "ort/row_sets.h"
 #include "ort/runtime.h"
 #include "ort/session.h"
@@ -117,6 +119,22 @@ struct ModelAtPrecision {
   std::map<int64_t, std::vector<Tensor>> reference;
 };
 
+// What the variant's sessions hold in their arenas now (bench --memory).
+ArenaUse ReadArenas(const std::vector<std::unique_ptr<Session>>& sessions, const ArenaUse& created) {
+  ArenaUse use = created;
+  for (size_t i = 0; i < sessions.size() && use.unavailable.empty(); ++i) {
+    auto stats = ReadArenaStats(*sessions[i]);
+    if (!stats.ok()) {
+      use.unavailable = stats.status().message();
+      break;
+    }
+    use.reserved += stats->reserved;
+    use.in_use += stats->in_use;
+    if (i == 0) use.first_reserved = stats->reserved;
+  }
+  return use;
+}
+
 // Runs one variant: sessions created once, then every batch x concurrency.
 void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v, const ModelAtPrecision& model,
                 const std::vector<int64_t>& batches, const std::map<int64_t, BatchData>& data, GpuMemoryProbe& probe,
@@ -136,6 +154,20 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
     }
     if (s == 0) create_ms = (*loaded)->load_ms();
     sessions.push_back(std::move(loaded).value());
+  }
+  // --memory: each session's own weights are what its arena holds before
+  // any run (ORT reserves the initializers there).
+  ArenaUse created;
+  if (o.memory) {
+    created.sessions = static_cast<int>(sessions.size());
+    for (const auto& s : sessions) {
+      auto stats = ReadArenaStats(*s);
+      if (!stats.ok()) {
+        created.unavailable = stats.status().message();
+        break;
+      }
+      created.weights += stats->in_use;
+    }
   }
   const std::vector<RunnerPlan> plan = PlanRunners(batches, o.concurrency, o.concurrency_mode);
   size_t planned = 0;
@@ -208,6 +240,7 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
       r.peak_rss_mb = CurrentProcessUsage().peak_rss_mb;
       if (auto used = probe.UsedBytes()) r.gpu_memory_mb = static_cast<double>(*used) / (1024.0 * 1024.0);
       r.gpu_memory_source = probe.source();
+      if (o.memory) r.arena = ReadArenas(sessions, created);
       static const std::vector<Tensor> kNotChecked;
       const auto own = model.reference.find(batch);
       const std::vector<Tensor>& reference = model.reference.empty()  ? bd.reference
@@ -401,6 +434,7 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   ORTGPU_ASSIGN_OR_RETURN(std::unique_ptr<Session> reference, LoadSession(o, ref_options));
   report.dynamic_batch = HasDynamicBatch(reference->inputs());
   ORTGPU_ASSIGN_OR_RETURN(std::vector<int64_t> batches, Batches(o, reference->inputs()));
+  if (o.memory) std::sort(batches.begin(), batches.end());
   // Outputs after NMS, TopK or NonZero may come in another order or count
   // on another provider: compared as sets of rows (ort/row_sets.h).
   RowSets row_sets;
@@ -462,6 +496,7 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
     }
   }
   if (o.sweep) report.recommendation = Recommend(report);
+  if (o.memory) report.memory = BuildMemoryTables(report);
   return report;
 }
 

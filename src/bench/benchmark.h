@@ -53,6 +53,11 @@ struct BenchOptions {
   std::vector<std::string> sweep_axes;
   StatisticsOptions statistics;
   int histogram_bins = 40;
+  // --memory: read every session's arena after each configuration and
+  // report the memory table with its fit and predictions
+  // (BenchReport::memory); batch sizes then run in ascending order, since an
+  // arena keeps what the largest batch so far needed.
+  bool memory = false;
 };
 
 struct BenchHooks {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/memory_report.h"
 #include "bench/report.h"
 
 namespace ortgpu::bench {
@@ -86,6 +87,7 @@ std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
   j["results"] = nlohmann::json::array();
   for (const auto& r : report.results) j["results"].push_back(ResultJson(r, options.with_samples));
   j["notes"] = report.notes;
+  if (!report.memory.empty()) j["memory"] = MemoryJson(report.memory);
   j["precision_budget"] = report.precision_budget.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.precision_budget);
   if (report.recommendation) {
     const auto& rec = *report.recommendation;

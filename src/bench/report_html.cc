@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/memory_report.h"
 #include "bench/report.h"
 #include "report/html_report.h"
 
@@ -248,6 +249,46 @@ void AddPrecisionChart(const BenchReport& report, report::HtmlPage& page) {
 // decimals would print the second as 0.001).
 std::string Ms(double ms) { return fmt::format("{:.4g}", ms); }
 
+// bench --memory: per variant, the measured memory and the prediction
+// against the batch size (chart "memory-<variant index>"), the table, the fit.
+void AddMemory(const BenchReport& report, report::HtmlPage& page) {
+  if (report.memory.empty()) return;
+  page.AddHeading("Memory");
+  constexpr double kMiB = 1024.0 * 1024.0;
+  for (size_t i = 0; i < report.memory.size(); ++i) {
+    const MemoryTable& t = report.memory[i];
+    const std::string what = t.device ? "device memory (NVML, " + t.source + ")" : "host arena (CPU provider: device memory not measured)";
+    Chart c;
+    c.id = fmt::format("memory-{}", i);
+    c.title = fmt::format("{}: {} against prediction", t.variant, what);
+    c.x_label = "batch size";
+    c.y_label = "MiB";
+    Series measured{"measured", {}}, predicted{"predicted", {}};
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : t.rows) {
+      const std::string label = fmt::format("concurrency {}, {} session{}", r.concurrency, r.sessions, r.sessions == 1 ? "" : "s");
+      if (r.measured) measured.points.push_back({static_cast<double>(r.batch), *r.measured / kMiB, label});
+      if (r.predicted) predicted.points.push_back({static_cast<double>(r.batch), *r.predicted / kMiB, label});
+      rows.push_back({std::to_string(r.batch), std::to_string(r.concurrency), std::to_string(r.sessions),
+                      r.measured ? FormatMiB(static_cast<double>(*r.measured)) : "-",
+                      FormatMiB(static_cast<double>(r.arena_reserved)), FormatMiB(static_cast<double>(r.arena_in_use)),
+                      r.predicted ? FormatMiB(static_cast<double>(*r.predicted)) : "-",
+                      r.error ? fmt::format("{:+.1f}%", 100.0 * *r.error) : "-"});
+    }
+    c.series = {std::move(measured), std::move(predicted)};
+    page.AddChart(std::move(c));
+    page.AddTable({"batch", "conc.", "sessions", t.device ? "measured" : "host arena", "arena reserved", "arena in use",
+                   "predicted", "error"},
+                  std::move(rows));
+    if (t.fit) {
+      page.AddParagraph("fit: one session's arena = " + t.fit->Describe() + "; its own weights " +
+                        FormatMiB(static_cast<double>(t.weights)) + "; predicted peak = other " +
+                        FormatMiB(static_cast<double>(t.other)) + " + instances x (arena at the batch)");
+    }
+    for (const auto& n : t.notes) page.AddParagraph("note: " + n);
+  }
+}
+
 void AddTable(const BenchReport& report, report::HtmlPage& page) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < report.results.size(); ++i) {
@@ -300,6 +341,7 @@ std::string RenderHtml(const BenchReport& report) {
   AddPrecisionChart(report, page);
   AddSlices(report, Axis::kBatch, page);
   AddSlices(report, Axis::kConcurrency, page);
+  AddMemory(report, page);
   const std::vector<size_t> histograms = HistogramResults(report);
   if (!histograms.empty()) page.AddHeading("Latency distribution");
   for (size_t k = 0; k < std::min(histograms.size(), kMaxHistograms); ++k) {

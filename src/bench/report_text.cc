@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/memory_report.h"
 #include "bench/report.h"
 
 namespace ortgpu::bench {
@@ -96,6 +97,7 @@ std::string RenderTable(const BenchReport& report) {
                          ConfigurationLabel(r.config), r.accuracy.note, r.accuracy.max_abs_error, r.accuracy.max_rel_error);
     }
   }
+  out += RenderMemoryText(report.memory);
   if (!report.precision_budget.empty()) {
     out += "precision accuracy against fp32 (TF32 off): cos min, rel err, top-1; budget: " + report.precision_budget + "\n";
   }

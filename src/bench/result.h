@@ -13,6 +13,7 @@
 #include "bench/precisions.h"
 #include "bench/statistics.h"
 #include "ort/accuracy.h"
+#include "ort/memory_profile.h"
 #include "ort/io_binding.h"
 #include "ort/session_options.h"
 #include "status/status.h"
@@ -47,6 +48,17 @@ struct Configuration {
   ConcurrencyMode concurrency_mode = ConcurrencyMode::kSharedSession;
 };
 
+// What the sessions of a variant held in ONNX Runtime's arenas after a
+// configuration ran (bench --memory).
+struct ArenaUse {
+  int sessions = 0;          // sessions the variant holds (all of them counted below)
+  uint64_t weights = 0;      // their own weights: each arena's bytes in use right after its session was created
+  uint64_t reserved = 0;     // the arenas' bytes taken from the device (weights included)
+  uint64_t in_use = 0;       // the arenas' bytes in use after the runs (weights included)
+  uint64_t first_reserved = 0;  // session 0's arena alone (the one every configuration runs on)
+  std::string unavailable;   // why the arenas could not be read ("" when they were)
+};
+
 struct ConfigResult {
   Configuration config;
   Status error;  // not OK: this configuration could not be measured (why)
@@ -67,6 +79,9 @@ struct ConfigResult {
   double cpu_utilisation = 0;  // CPU time / wall time during the timed phase, percent of one core
   std::optional<double> gpu_memory_mb;
   std::string gpu_memory_source;  // "process", "device", "n/a: ..."
+  // --memory: the arenas of the variant's sessions after this
+  // configuration's runs (ort/arena_stats.h); nullopt without --memory.
+  std::optional<ArenaUse> arena;
 };
 
 // The best configuration for one goal and how it compares with the default.
@@ -98,6 +113,34 @@ struct Recommendation {
   std::string config_pbtxt;        // Triton fragment for the throughput pick
 };
 
+// bench --memory for one variant: the device memory at each batch size it
+// ran, the line through the session's arena (ort/memory_profile.h) and what
+// it predicts (bench/memory_report.h builds it from the results).
+struct MemoryRow {
+  int64_t batch = 0;
+  int concurrency = 1;
+  int sessions = 1;                  // sessions that ran this configuration (per-worker: the concurrency)
+  std::optional<uint64_t> measured;  // the process's device memory (NVML); host arena bytes on the CPU
+  uint64_t arena_reserved = 0;       // every session's arena, weights included
+  uint64_t arena_in_use = 0;
+  std::optional<uint64_t> predicted;
+  std::optional<double> error;       // (predicted - measured) / measured
+};
+struct MemoryTable {
+  std::string variant;
+  // What "measured" is: "process" or "device" (NVML, bench/resources.h), or
+  // "host arena" on the CPU provider, where device memory is not measured.
+  std::string source;
+  bool device = true;  // false: host memory (the CPU provider)
+  std::optional<MemoryFit> fit;   // one session's arena by batch (concurrency-1 rows)
+  uint64_t weights = 0;           // one session's own weights
+  uint64_t other = 0;             // measured - arenas at the largest batch: context, cuDNN/cuBLAS, graph pools
+  std::vector<MemoryRow> rows;
+  std::vector<std::string> notes;
+  // The profile serve would plan with: the fit, other, no shared weights.
+  MemoryProfile Profile() const;
+};
+
 struct BenchReport {
   std::string model;
   std::string ort_version;
@@ -109,6 +152,8 @@ struct BenchReport {
   // DescribeBudget of the budget precisions were judged by; empty when none
   // was (no --precision asked, or --no-check).
   std::string precision_budget;
+  // --memory: one table per variant (bench/memory_report.h).
+  std::vector<MemoryTable> memory;
 
   // True when every configuration was measured and passed its accuracy check.
   bool ok() const;

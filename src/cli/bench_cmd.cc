@@ -43,6 +43,7 @@ struct BenchFlags {
   std::string budget;
   bool sweep = false;
   std::vector<std::string> sweep_axes;
+  bool memory = false;
   bool json = false;
   bool csv = false;
   bool samples = false;
@@ -89,6 +90,7 @@ Expected<bench::BenchOptions> ToOptions(const BenchFlags& f) {
   ORTGPU_ASSIGN_OR_RETURN(o.budget, ParsePrecisionBudget(f.budget));
   o.sweep = f.sweep;
   o.sweep_axes = f.sweep_axes;
+  o.memory = f.memory;
   return o;
 }
 
@@ -245,6 +247,10 @@ void AddBenchCommand(CLI::App& app, CommandResult& result) {
                   std::string(kPrecisionBudgetHelp) + "; a precision outside it is measured, marked, never recommended");
   cmd->add_flag("--sweep", f->sweep, "Compare a matrix of settings and recommend the best for latency and throughput");
   cmd->add_option("--sweep-axes", f->sweep_axes, AxesHelp())->delimiter(',')->allow_extra_args(false);
+  cmd->add_flag("--memory", f->memory,
+                "Measure the memory at each batch size (NVML's device memory on GPU providers, ONNX Runtime's arenas) "
+                "and print the fit a model's peak is predicted from (docs/MEMORY.md); batch sizes run in ascending "
+                "order. On the CPU provider the table is the host arena: device memory is not measured");
   cmd->add_flag("--json", f->json, "Print one JSON document instead of the table");
   cmd->add_flag("--csv", f->csv, "Print CSV instead of the table");
   cmd->add_flag("--samples", f->samples, "With --json: include every raw latency sample");

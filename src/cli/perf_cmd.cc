@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
+#include "perf/multi_model.h"
 #include "perf/perf.h"
 
 namespace ortgpu::cli {
@@ -23,7 +24,7 @@ struct PerfFlags {
   std::string url = "http://localhost:8000";
   std::string protocol = "http";
   std::string grpc_url;
-  std::string model;
+  std::vector<std::string> models;  // --model NAME[:SHARE], repeatable or comma-separated
   std::string version;
   std::string metrics_url;
   int64_t batch = 1;
@@ -93,7 +94,7 @@ Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
   if (o.protocol == perf::Protocol::kGrpc && f.json_tensors) {
     return InvalidArgument("--json-tensors applies to HTTP only; gRPC always sends raw_input_contents");
   }
-  o.model = f.model;
+  o.model = f.models.size() == 1 && f.models[0].find(':') == std::string::npos ? f.models[0] : "";
   o.version = f.version;
   o.metrics_url = f.metrics_url;
   o.rows = f.batch;
@@ -157,7 +158,10 @@ Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
     o.measure.percentile = f.percentile;
     o.budget_percentile = f.percentile;
   }
-  if (f.budget_ms > 0) o.latency_budget_ms = f.budget_ms;
+  if (f.budget_ms > 0) {
+    o.latency_budget_ms = f.budget_ms;
+    o.goodput_budget_ms = f.budget_ms;
+  }
   o.max_concurrency = f.max_concurrency;
   o.max_rate = f.max_rate;
   o.compare_model = f.compare_model;
@@ -167,6 +171,35 @@ Expected<perf::PerfOptions> ToOptions(const PerfFlags& f) {
     o.compare_provider = ProbeGpus().names.empty() ? Provider::kCpu : Provider::kCuda;
   }
   return o;
+}
+
+// Several models at once (perf/multi_model.h): a table or JSON per step and model.
+int RunMultiModel(const PerfFlags& flags, const perf::PerfOptions& options, const perf::PerfHooks& hooks) {
+  std::vector<perf::ModelShare> models;
+  for (const auto& text : flags.models) {
+    auto m = perf::ParseModelShare(text);
+    if (!m.ok()) {
+      std::fprintf(stderr, "ortgpu perf: %s\n", m.status().message().c_str());
+      return 2;
+    }
+    models.push_back(*m);
+  }
+  if (flags.csv || !flags.html.empty()) {
+    std::fprintf(stderr, "ortgpu perf: --csv and --html report one model; with several --model use the table or --json\n");
+    return 2;
+  }
+  auto report = perf::RunMultiPerf(options, models, hooks);
+  if (hooks.progress) std::fprintf(stderr, "\r%100s\r", "");
+  if (!report.ok()) {
+    std::fprintf(stderr, "ortgpu perf: %s\n", report.status().message().c_str());
+    return ExitCodeFor(report.status().code()) == 2 ? 2 : 1;
+  }
+  std::fputs((flags.json ? perf::RenderMultiJson(*report) : perf::RenderMultiTable(*report)).c_str(), stdout);
+  if (!report->ok()) {
+    std::fprintf(stderr, "ortgpu perf: requests failed or a model did not run (see above)\n");
+    return 1;
+  }
+  return 0;
 }
 
 int RunPerfCommand(const PerfFlags& flags) {
@@ -183,6 +216,7 @@ int RunPerfCommand(const PerfFlags& flags) {
     };
     hooks.on_compare = [] { std::fprintf(stderr, "\r%100s\rin-process benchmark...", ""); };
   }
+  if (options->model.empty()) return RunMultiModel(flags, *options, hooks);
   auto report = perf::RunPerf(*options, hooks);
   if (hooks.progress) std::fprintf(stderr, "\r%100s\r", "");
   if (!report.ok()) {
@@ -235,7 +269,13 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
       ->default_val("http");
   cmd->add_option("--grpc-url", f->grpc_url,
                   "HOST:PORT of the server's gRPC endpoint with -i grpc (default: --url's host, port 8001)");
-  cmd->add_option("--model,-m", f->model, "The served model's name")->required();
+  cmd->add_option("--model,-m", f->models,
+                  "The served model's name; several (repeated, or NAME:SHARE,NAME:SHARE) load them together, each "
+                  "with its share of every step (shares are weights; default 1 each), reported per model "
+                  "(docs/MEMORY.md)")
+      ->delimiter(',')
+      ->required()
+      ->allow_extra_args(false);
   cmd->add_option("--model-version", f->version, "The model version (default: the server's latest)");
   cmd->add_option("--metrics-url", f->metrics_url,
                   "Prometheus metrics for GPU utilisation and memory (default http://HOST:8002/metrics; 'off' for none)");
@@ -294,7 +334,8 @@ void AddPerfCommand(CLI::App& app, CommandResult& result) {
                   "The latency percentile of the stability check and the budget (default p95 and p99)")
       ->check(CLI::Range(1.0, 99.9));
   cmd->add_option("--latency-budget-ms", f->budget_ms,
-                  "Search the concurrency (or rate) for the highest throughput whose p99 stays within this")
+                  "Search the concurrency (or rate) for the highest throughput whose p99 stays within this; each step's "
+                  "goodput counts the requests within it. With several --model: the goodput threshold only (no search)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-concurrency", f->max_concurrency, "Budget search: the largest concurrency tried")->check(CLI::PositiveNumber)->default_val(256);
   cmd->add_option("--max-request-rate", f->max_rate, "Budget search: the largest rate tried")->check(CLI::PositiveNumber)->default_val(100000);

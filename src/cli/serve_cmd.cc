@@ -32,6 +32,8 @@ struct ServeFlags {
   std::vector<std::string> warmup_shapes;  // --warmup-shape NAME:DIMS
   bool strict_warmup = false;
   std::string model_cache_dir = precision::DefaultModelCacheDir();  // --model-cache-dir
+  std::string gpu_memory_plan = "on";                               // --gpu-memory-plan
+  std::string gpu_memory_margin = "10%";                            // --gpu-memory-margin
   std::string model_control = "none";
   int64_t poll_interval_ms = 5000;
   std::vector<std::string> load_models;
@@ -99,6 +101,12 @@ int RunServeCommand(const ServeFlags& flags) {
   options.core.loader.require_gpu = flags.require_gpu;
   options.core.loader.strict_warmup = flags.strict_warmup;
   options.core.loader.model_cache_dir = flags.model_cache_dir;
+  options.core.memory_plan.enabled = flags.gpu_memory_plan == "on";
+  auto margin = serve::ParseMarginPercent(flags.gpu_memory_margin);
+  if (!margin.ok()) Usage(margin.status().message());
+  options.core.memory_plan.margin_percent = *margin;
+  // Measured memory profiles live beside the converted models, by content.
+  if (!flags.model_cache_dir.empty()) options.core.memory_plan.profile_dir = flags.model_cache_dir + "/memory";
   for (const std::string& spec : flags.warmup_inputs) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
@@ -215,6 +223,15 @@ void AddServeCommand(CLI::App& app, CommandResult& result) {
                   "content and settings (never beside the model); '' converts at every load "
                   "(docs/SERVING.md, Precision)")
       ->default_str("${XDG_CACHE_HOME:-$HOME/.cache}/ortgpu/models");
+  cmd->add_option("--gpu-memory-plan", flags->gpu_memory_plan,
+                  "on: a GPU load whose predicted memory does not fit the GPU's free memory less the margin is "
+                  "refused before it allocates (UNAVAILABLE, saying what would fit), and each load's measured profile "
+                  "is kept in --model-cache-dir/memory for the next plan; off: load without a plan (docs/MEMORY.md)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_val("on");
+  cmd->add_option("--gpu-memory-margin", flags->gpu_memory_margin,
+                  "PCT: the share of each GPU's memory the plan keeps free (0-90; e.g. 10 or 10%)")
+      ->default_val("10%");
   cmd->add_option("--model-control", flags->model_control,
                   "none: load everything once; poll: rescan every --poll-interval-ms and (re)load changes without "
                   "failing requests; explicit: load --load-model models, then the repository endpoints load/unload")

@@ -146,22 +146,24 @@ Expected<std::unique_ptr<InputStaging>> InputStaging::Create(const Session& sess
 Expected<std::vector<Tensor>> InputStaging::Run(const Session& session, int64_t rows,
                                                 const std::vector<std::vector<int64_t>>& shapes,
                                                 const std::vector<std::string>& wanted,
-                                                const std::vector<std::string>& on_device) const {
-  return RunOn(session, rows, shapes, wanted, on_device, /*from_device=*/false);
+                                                const std::vector<std::string>& on_device, ArenaAfterRun after) const {
+  return RunOn(session, rows, shapes, wanted, on_device, /*from_device=*/false, after);
 }
 
 Expected<std::vector<Tensor>> InputStaging::RunFromDevice(const Session& session, int64_t rows,
                                                           const std::vector<std::vector<int64_t>>& shapes,
                                                           const std::vector<std::string>& wanted,
-                                                          const std::vector<std::string>& on_device) const {
+                                                          const std::vector<std::string>& on_device,
+                                                          ArenaAfterRun after) const {
   if (device_buffers_.empty()) return Internal("the device batch buffers of model " + session.label() + " were not made");
-  return RunOn(session, rows, shapes, wanted, on_device, /*from_device=*/true);
+  return RunOn(session, rows, shapes, wanted, on_device, /*from_device=*/true, after);
 }
 
 Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_t rows,
                                                   const std::vector<std::vector<int64_t>>& shapes,
                                                   const std::vector<std::string>& wanted,
-                                                  const std::vector<std::string>& on_device, bool from_device) const {
+                                                  const std::vector<std::string>& on_device, bool from_device,
+                                                  ArenaAfterRun after) const {
   if (rows < 1 || rows > max_rows_) {
     return InvalidArgument("a batch of " + std::to_string(rows) + " rows does not fit the staging buffers of " +
                            std::to_string(max_rows_) + " rows");
@@ -235,6 +237,7 @@ Expected<std::vector<Tensor>> InputStaging::RunOn(const Session& session, int64_
     for (const std::string* n : out_names) binding.BindOutput(n->c_str(), left_on_device(*n) ? device_out : out_memory);
     {
       Ort::RunOptions run_options = ort_internal::PlainRunOptions(session);  // no graph capture or replay
+      if (after == ArenaAfterRun::kShrink) ort_internal::ShrinkArenaAfterRun(run_options, session);
       std::shared_lock capture(ort_internal::CudaCaptureMutex());  // not while a graph is being captured
       session.native().Run(run_options, binding);
     }

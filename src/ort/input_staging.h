@@ -86,16 +86,21 @@ class InputStaging {
   // The outputs named in `on_device` (a subset of `outputs`) are left where
   // the session made them (device memory on CUDA; host memory on the CPU)
   // and returned as Tensors with a DeviceView that owns the ORT value.
+  //
+  // `after` kShrink gives the session's arena back every chunk the run left
+  // free (a batch larger than the planned ones, serve's arena_shrinkage).
   Expected<std::vector<Tensor>> Run(const Session& session, int64_t rows,
                                     const std::vector<std::vector<int64_t>>& shapes = {},
                                     const std::vector<std::string>& outputs = {},
-                                    const std::vector<std::string>& on_device = {}) const;
+                                    const std::vector<std::string>& on_device = {},
+                                    ArenaAfterRun after = ArenaAfterRun::kKeep) const;
   // As Run, from the device buffers (device-resident inputs, on the GPU the
   // device buffers are on). REQUIRES: has_device_buffers().
   Expected<std::vector<Tensor>> RunFromDevice(const Session& session, int64_t rows,
                                               const std::vector<std::vector<int64_t>>& shapes,
                                               const std::vector<std::string>& outputs,
-                                              const std::vector<std::string>& on_device = {}) const;
+                                              const std::vector<std::string>& on_device = {},
+                                              ArenaAfterRun after = ArenaAfterRun::kKeep) const;
 
  private:
   struct Impl;
@@ -103,7 +108,7 @@ class InputStaging {
   Expected<std::vector<Tensor>> RunOn(const Session& session, int64_t rows,
                                       const std::vector<std::vector<int64_t>>& shapes,
                                       const std::vector<std::string>& outputs, const std::vector<std::string>& on_device,
-                                      bool from_device) const;
+                                      bool from_device, ArenaAfterRun after) const;
   std::vector<StagedInputSpec> specs_;
   std::vector<size_t> row_bytes_;
   std::vector<uint8_t*> buffers_;

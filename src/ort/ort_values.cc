@@ -1,5 +1,7 @@
 #include "ort/ort_values.h"
 
+#include <onnxruntime_run_options_config_keys.h>
+
 #include <atomic>
 
 #include <dlfcn.h>
@@ -237,6 +239,15 @@ Ort::RunOptions PlainRunOptions(const Session& session) {
     options.AddConfigEntry("gpu_graph_id", std::to_string(*id).c_str());
   }
   return options;
+}
+
+void ShrinkArenaAfterRun(Ort::RunOptions& options, const Session& session) {
+  std::string device = "cpu:0";
+  if (session.options().provider == Provider::kCuda) {
+    auto id = session.options().cuda_options.find("device_id");
+    device = "gpu:" + (id != session.options().cuda_options.end() ? id->second : std::string("0"));
+  }
+  options.AddConfigEntry(kOrtRunOptionsConfigEnableMemoryArenaShrinkage, device.c_str());
 }
 
 Expected<Tensor> ToHost(const std::string& name, const Ort::Value& v) {

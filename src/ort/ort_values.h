@@ -60,6 +60,11 @@ bool OnCpu(const Ort::ConstMemoryInfo& info);
 // CUDA graph (PlainRunGraphAnnotation), at the session's run log severity.
 Ort::RunOptions PlainRunOptions(const Session& session);
 
+// Adds ORT's arena shrinkage for `session`'s device to `options`
+// (memory.enable_memory_arena_shrinkage: "gpu:<device_id>" on CUDA, "cpu:0"
+// on the CPU): after the run, the arena gives back every chunk left free.
+void ShrinkArenaAfterRun(Ort::RunOptions& options, const Session& session);
+
 // A host copy of the tensor `v` (in CPU or device memory), named `name`.
 // Unimplemented for sequences and maps; Internal for a value ORT left
 // empty (no type, no data), which a run that replays a captured CUDA graph

@@ -238,15 +238,15 @@ int Session::run_log_severity() const {
 }
 
 Expected<std::vector<Tensor>> Session::Run(const std::vector<Tensor>& inputs,
-                                           const std::vector<std::string>& output_names) const {
-  return RunWith(inputs, output_names, "");
+                                           const std::vector<std::string>& output_names, ArenaAfterRun after) const {
+  return RunWith(inputs, output_names, "", after);
 }
 
 Expected<std::string> Session::RunProfiled(const std::vector<Tensor>& inputs, const std::string& prefix) const {
   const std::string dir = DirName(prefix);
   const std::string stem = BaseName(prefix) + "_";
   auto before = RealFileSystem().ListDirectory(dir);
-  auto out = RunWith(inputs, {}, prefix);
+  auto out = RunWith(inputs, {}, prefix, ArenaAfterRun::kKeep);
   if (!out.ok()) return out.status();
   auto after = RealFileSystem().ListDirectory(dir);
   if (!after.ok()) return after.status();
@@ -263,7 +263,7 @@ Expected<std::string> Session::RunProfiled(const std::vector<Tensor>& inputs, co
 
 Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs,
                                                const std::vector<std::string>& output_names,
-                                               const std::string& profile_prefix) const {
+                                               const std::string& profile_prefix, ArenaAfterRun after) const {
   for (const auto& t : inputs) ORTGPU_RETURN_IF_ERROR(RequireHostBytes(t, "model " + label_ + "'s host-tensor run"));
   ORTGPU_RETURN_IF_ERROR(ValidateInputs(inputs));
   try {
@@ -302,6 +302,7 @@ Expected<std::vector<Tensor>> Session::RunWith(const std::vector<Tensor>& inputs
     // replays one: a replay would leave these unbound outputs empty.
     Ort::RunOptions run_options = ort_internal::PlainRunOptions(*this);
     if (!profile_prefix.empty()) run_options.EnableProfiling(profile_prefix.c_str());
+    if (after == ArenaAfterRun::kShrink) ort_internal::ShrinkArenaAfterRun(run_options, *this);
     auto results = session_->Run(run_options, in_names.data(), values.data(), values.size(),
                                  out_names.data(), out_names.size());
     std::vector<Tensor> out;

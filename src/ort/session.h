@@ -50,6 +50,13 @@ struct SharedInitializerUse {
   std::string copied_reason;
 };
 
+// What a run does with its arena afterwards: keep every chunk it took (ORT's
+// default: the next run of that size allocates nothing), or give back every
+// chunk the run left free (ORT's run option
+// memory.enable_memory_arena_shrinkage on the session's device), so a run
+// larger than the planned ones leaves no memory behind.
+enum class ArenaAfterRun { kKeep, kShrink };
+
 class Session {
  public:
   ~Session();
@@ -81,7 +88,8 @@ class Session {
   // types and shapes first so a bad request gets a precise message.
   // `output_names` empty means all outputs, in model order.
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs,
-                                    const std::vector<std::string>& output_names = {}) const;
+                                    const std::vector<std::string>& output_names = {},
+                                    ArenaAfterRun after = ArenaAfterRun::kKeep) const;
 
   // Runs once with ORT's run-level profiling on and returns the path of the
   // profile it wrote ("<prefix>_<timestamp>.json"); other runs are not
@@ -100,7 +108,7 @@ class Session {
 
  private:
   Expected<std::vector<Tensor>> RunWith(const std::vector<Tensor>& inputs, const std::vector<std::string>& output_names,
-                                        const std::string& profile_prefix) const;
+                                        const std::string& profile_prefix, ArenaAfterRun after) const;
   Session() = default;
   static Expected<std::unique_ptr<Session>> Create(const std::string* path, std::string_view bytes,
                                                    const SessionOptions& options, const std::string& label);

@@ -7,6 +7,7 @@
 
 #include "bench/benchmark.h"
 #include "bench/statistics.h"
+#include "ort/random_inputs.h"
 #include "perf/client.h"
 #include "perf/grpc_client.h"
 #include "perf/search.h"
@@ -230,6 +231,11 @@ Expected<StepResult> RunStep(const StepContext& ctx, double load) {
     step.budget_latency_ms = bench::Percentile(sorted, o.budget_percentile);
   }
   step.requests = static_cast<int64_t>(w.latencies_ms.size());
+  if (o.goodput_budget_ms && w.duration_s > 0) {
+    const double budget = *o.goodput_budget_ms;
+    const auto within = std::count_if(w.latencies_ms.begin(), w.latencies_ms.end(), [budget](double l) { return l <= budget; });
+    step.goodput = static_cast<double>(within) / w.duration_s;
+  }
   step.throughput = step.latency.runs_per_s;
   step.items_per_s = step.latency.items_per_s;
   step.errors = w.errors;
@@ -311,6 +317,17 @@ void CompareInProcess(const PerfOptions& o, const ModelInfo& model, const std::v
   report.comparison = std::move(c);
 }
 
+// The input flags that apply to `model` (its inputs, or its symbolic dims).
+bench::InputSpec InputsOf(const ModelInfo& model, bench::InputSpec spec) {
+  spec.shapes = ShapeFlagsFor(model.inputs, spec.shapes);
+  auto has_input = [&](const std::string& name) {
+    return std::any_of(model.inputs.begin(), model.inputs.end(), [&](const TensorInfo& t) { return t.name == name; });
+  };
+  for (auto it = spec.int_ranges.begin(); it != spec.int_ranges.end();) it = has_input(it->first) ? std::next(it) : spec.int_ranges.erase(it);
+  for (auto it = spec.files.begin(); it != spec.files.end();) it = has_input(it->first) ? std::next(it) : spec.files.erase(it);
+  return spec;
+}
+
 }  // namespace
 
 std::string_view ProtocolName(Protocol p) { return p == Protocol::kGrpc ? "grpc" : "http"; }
@@ -352,7 +369,9 @@ Expected<PerfReport> RunPerf(const PerfOptions& o, const PerfHooks& hooks) {
     return InvalidArgument(fmt::format("--batch {} is more than the model's max_batch_size {}; the server would refuse every request",
                                        o.rows, model.max_batch_size));
   }
-  ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, MakeRequestInputs(model, o.inputs, o.rows));
+  bench::InputSpec spec = o.inputs;
+  if (o.inputs_of_this_model_only) spec = InputsOf(model, spec);
+  ORTGPU_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, MakeRequestInputs(model, spec, o.rows));
   std::unique_ptr<SharedMemoryRegions> shm;  // registered for the whole run
   if (o.shared_memory.mode != SharedMemoryMode::kNone) {
     const auto timeout = std::min(o.request_timeout, milliseconds(10000));

@@ -66,6 +66,13 @@ struct PerfOptions {
   double budget_percentile = 99;            // --percentile overrides it too
   int max_concurrency = 256;                // --max-concurrency
   double max_rate = 100000;                 // --max-request-rate
+  // Each step's goodput: the requests within this latency per second
+  // (StepResult::goodput); the CLI sets it to --latency-budget-ms.
+  std::optional<double> goodput_budget_ms;
+  // The --shape, --int-range and --input flags that name none of this
+  // model's inputs or dims are left out instead of refused (several models
+  // share one command line: perf/multi_model.h).
+  bool inputs_of_this_model_only = false;
 
   // --shared-memory system|cuda: inputs and outputs in regions registered
   // with the server (SharedMemoryRegions); --output-shared-memory-size,

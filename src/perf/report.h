@@ -40,6 +40,9 @@ struct StepResult {
   // Client-side mean minus the server's mean request time: the network and
   // the client (and the server's HTTP stack outside its statistics).
   std::optional<double> outside_server_us;
+  // With a latency budget: successful requests per second whose latency was
+  // within it (PerfOptions::goodput_budget_ms).
+  std::optional<double> goodput;
 
   int64_t error_count() const;
 };

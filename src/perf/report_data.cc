@@ -40,6 +40,7 @@ json StepJson(const StepResult& s) {
   for (const auto& w : s.windows) windows.push_back({{"infer_per_s", w.throughput}, {"latency_ms", w.latency_ms}, {"errors", w.errors}});
   j["windows"] = windows;
   if (!s.note.empty()) j["note"] = s.note;
+  if (s.goodput) j["goodput_per_s"] = *s.goodput;
   return j;
 }
 

@@ -50,6 +50,7 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   if (!loaded->warmup.warning.empty()) s.warnings.push_back(loaded->warmup.warning);
   if (!loaded->cuda_graph_warning.empty()) s.warnings.push_back(loaded->cuda_graph_warning);
   if (!loaded->precision.precision.empty()) s.precision = loaded->precision.Describe();
+  s.memory = loaded->memory.Describe();
   if (loaded->precision.checked && !loaded->precision.within_budget()) {
     s.warnings.push_back("served outside the accuracy budget (precision_check warn): " +
                          loaded->precision.violations.front());
@@ -100,6 +101,7 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
   s->metrics_ = std::make_unique<Metrics>();
   s->observer_ = std::make_unique<SchedulerMetrics>(*s->metrics_);
   deps.core.observer = s->observer_.get();
+  if (!deps.core.nvml_factory) deps.core.nvml_factory = deps.nvml_factory;
 
   ORTGPU_ASSIGN_OR_RETURN(s->core_, ServerCore::Create(options.core, deps.core));
   for (const auto& w : s->core_->Warnings()) spdlog::debug("config: {}", w);  // already logged by the core
@@ -295,6 +297,7 @@ std::string FormatStartupSummary(const std::vector<ModelSummary>& models, const 
       }
       if (!models[r - 1].padding.empty()) out += "    padding: " + models[r - 1].padding + "\n";
       if (!models[r - 1].precision.empty()) out += "    precision: " + models[r - 1].precision + "\n";
+      if (!models[r - 1].memory.empty()) out += "    memory: " + models[r - 1].memory + "\n";
       for (const auto& w : models[r - 1].warnings) out += "    warning: " + w + "\n";
     }
   }

@@ -67,7 +67,8 @@ struct ServeOptions {
 
 struct ServeDeps {
   ServerDeps core;  // session factory, placement, clock; `observer` is set by Server
-  // NVML for the GPU gauges; null: gpu::NewNvml().
+  // NVML for the GPU gauges (and for the core's memory plan when
+  // core.nvml_factory is null); null: gpu::NewNvml().
   std::function<std::unique_ptr<gpu::Nvml>()> nvml_factory;
 };
 
@@ -95,6 +96,9 @@ struct ModelSummary {
   // Printed as "    precision: ..." (PrecisionOutcome::Describe); "" when
   // the config sets no precision.
   std::string precision;
+  // Printed as "    memory: ..." (ModelMemory::Describe: the split per
+  // device and the line per session); "" when nothing was measured.
+  std::string memory;
 };
 
 class Server {

@@ -25,6 +25,29 @@ bool ParseVersion(const std::string& text, int64_t& out) {
   return true;
 }
 
+// A version's statistics with the memory it was measured to hold.
+StatsSnapshot SnapshotOf(const LoadedModel& m, const std::string& name) {
+  StatsSnapshot s = m.stats->Snapshot(name, std::to_string(m.version));
+  s.memory_usage = m.memory.Usage();
+  return s;
+}
+
+// The metrics' figures of a version's GPU memory, summed over its GPUs;
+// nullopt when it holds none (a CPU-only version).
+std::optional<MemoryFigures> GpuMemoryFigures(const ModelMemory& memory) {
+  std::optional<MemoryFigures> f;
+  for (const auto& d : memory.devices) {
+    if (!d.gpu) continue;
+    if (!f) f = MemoryFigures{};
+    f->weights += d.split.weights;
+    f->arena_in_use += d.split.arena_in_use;
+    f->arena_reserved += d.split.arena_reserved;
+    if (d.split.other) f->other = f->other.value_or(0) + *d.split.other;
+    f->total += d.split.total();
+  }
+  return f;
+}
+
 }  // namespace
 
 std::string_view ModelControlModeName(ModelControlMode m) {
@@ -46,6 +69,27 @@ Expected<ModelControlMode> ParseModelControlMode(std::string_view name) {
 ServerCore::ServerCore(ServerOptions options, ServerDeps deps, ModelRepository repository)
     : options_(std::move(options)), deps_(std::move(deps)), repository_(std::move(repository)) {
   if (deps_.placement == nullptr) owned_placement_ = std::make_unique<ProfilePlacementChecker>();
+  nvml_ = deps_.nvml_factory ? deps_.nvml_factory() : gpu::NewNvml();
+  if (nvml_ != nullptr) {
+    Status loaded = nvml_->Load();
+    if (!loaded.ok()) {
+      spdlog::debug("memory plan: NVML not available ({}); GPU loads are not planned", loaded.message());
+      nvml_.reset();
+    }
+  }
+  planner_ = std::make_unique<MemoryPlanner>(options_.memory_plan, nvml_.get());
+  planner_->ready_models = [this](int gpu) { return ReadyModelsMemory(gpu); };
+}
+
+uint64_t ServerCore::ReadyModelsMemory(int gpu) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t total = 0;
+  for (const auto& [name, rec] : models_) {
+    for (const auto& [v, slot] : rec.versions) {
+      if (slot.model) total += slot.model->memory.GpuTotal(gpu);
+    }
+  }
+  return total;
 }
 
 Expected<std::unique_ptr<ServerCore>> ServerCore::Create(ServerOptions options, ServerDeps deps) {
@@ -164,8 +208,39 @@ Status ServerCore::Rescan() {
 // a trim per model would only slow the exit of a large repository.
 void ServerCore::ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving) {
   if (leaving.empty()) return;
+  // The GPUs the leaving versions held memory on, and what each held before.
+  struct Leaving {
+    std::string name, version;
+    std::vector<int> gpus;
+    uint64_t held = 0;
+  };
+  std::vector<Leaving> gone;
+  std::map<int, GpuUse> before;
+  for (const auto& m : leaving) {
+    Leaving l{m->name, std::to_string(m->version), {}, 0};
+    for (const auto& d : m->memory.devices) {
+      if (!d.gpu) continue;
+      l.gpus.push_back(d.device);
+      l.held += d.split.total();
+      if (nvml_ != nullptr && !before.count(d.device)) before[d.device] = ReadGpuUse(nvml_.get(), d.device);
+    }
+    if (!l.gpus.empty()) gone.push_back(std::move(l));
+  }
   leaving.clear();
   if (!shutting_down_) ReleaseFreeHostMemory();
+  for (const auto& l : gone) {
+    for (int gpu : l.gpus) {
+      const auto after = ReadGpuUse(nvml_.get(), gpu).Best();
+      const auto was = before.count(gpu) ? before[gpu].Best() : std::nullopt;
+      if (!after || !was) continue;
+      UnloadMemory u{gpu, *after, *was > *after ? *was - *after : 0};
+      spdlog::info("model '{}' version {} unloaded: GPU {} holds {} (NVML), {} less than before; the version was "
+                   "measured at {} there",
+                   l.name, l.version, gpu, FormatMiB(static_cast<double>(u.after)),
+                   FormatMiB(static_cast<double>(u.released)), FormatMiB(static_cast<double>(l.held)));
+      if (deps_.observer) deps_.observer->OnUnloadMemory(l.name, l.version, u);
+    }
+  }
 }
 
 void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
@@ -342,8 +417,14 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       if (!(*loaded)->precision.precision.empty()) sessions += "; precision " + (*loaded)->precision.Describe();
       if (deps_.observer) {
         deps_.observer->OnModelPrecision(name, std::to_string(v), PrecisionFiguresOf((*loaded)->precision));
+        if (auto figures = GpuMemoryFigures((*loaded)->memory)) deps_.observer->OnModelMemory(name, std::to_string(v), *figures);
       }
+      if (const std::string memory = (*loaded)->memory.Describe(); !memory.empty()) sessions += "; memory " + memory;
       spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
+      if (const std::string by_batch = (*loaded)->memory.DescribeByBatch(); !by_batch.empty()) {
+        spdlog::info("model '{}' version {}: instance 0's arena by batch size (its own weights included): {}", name, v,
+                     by_batch);
+      }
       continue;
     }
     if (first_error.ok()) first_error = loaded.status();
@@ -398,6 +479,8 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource
   deps.observer = deps_.observer;
   deps.weights_factory = deps_.weights_factory;
   deps.precision_engines = deps_.precision_engines;
+  deps.nvml = nvml_.get();
+  deps.planner = planner_.get();
   const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
   // This runs on the start-up or poll thread: an exception escaping it would
   // abort the whole server for one model whose config asks for absurd sizes.
@@ -507,16 +590,16 @@ Expected<std::vector<StatsSnapshot>> ServerCore::Statistics(const std::string& m
   std::vector<StatsSnapshot> stats;
   if (!model.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
-    if (!version.empty()) return std::vector<StatsSnapshot>{m->stats->Snapshot(model, std::to_string(m->version))};
+    if (!version.empty()) return std::vector<StatsSnapshot>{SnapshotOf(*m, model)};
     // Every READY version, as Triton lists them.
     for (const auto& [v, slot] : models_.at(model).versions) {
-      if (slot.model) stats.push_back(slot.model->stats->Snapshot(model, std::to_string(v)));
+      if (slot.model) stats.push_back(SnapshotOf(*slot.model, model));
     }
     return stats;
   }
   for (const auto& [name, rec] : models_) {
     for (const auto& [v, slot] : rec.versions) {
-      if (slot.model) stats.push_back(slot.model->stats->Snapshot(name, std::to_string(v)));
+      if (slot.model) stats.push_back(SnapshotOf(*slot.model, name));
     }
   }
   return stats;

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/nvml.h"
 #include "serve/model_server.h"
 #include "serve/repository/load_override.h"
 #include "serve/repository/model_loader.h"
@@ -69,6 +70,9 @@ struct ServerOptions {
   // Where a load's file: parameters are written (a private folder per load,
   // removed on unload, replacement and exit); "": $TMPDIR or /tmp.
   std::string load_temp_root;
+  // The GPU memory plan (repository/memory_plan.h): --gpu-memory-plan,
+  // --gpu-memory-margin, where measured profiles are kept.
+  MemoryPlanOptions memory_plan;
 };
 
 struct ServerDeps {
@@ -82,6 +86,10 @@ struct ServerDeps {
   SchedulerObserver* observer = nullptr;  // e.g. the Prometheus metrics; nullable
   // The runs of precision conversions (model_precision.h); null: ORT's.
   PrecisionEngineFactory precision_engines;
+  // NVML for the memory plan and the memory each load and unload measures
+  // (the core's own instance, used by its loading thread only); null:
+  // gpu::NewNvml(). One that does not load means no plan and no NVML figures.
+  std::function<std::unique_ptr<gpu::Nvml>()> nvml_factory;
 };
 
 class ServerCore : public ModelServer {
@@ -161,7 +169,12 @@ class ServerCore : public ModelServer {
                                                      int64_t version) const;
   void ShutdownOnce();
   void UnloadAll(const std::string& name, const std::string& reason);
+  // Drops `leaving` (stopped versions) and, for those that held GPU memory,
+  // logs and reports (SchedulerObserver::OnUnloadMemory) what their GPUs
+  // hold after and how much the unload gave back. REQUIRES: control_mu_.
   void ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving);
+  // What the READY versions hold on GPU `gpu` (the plan's "already loaded").
+  uint64_t ReadyModelsMemory(int gpu) const;
   void PollLoop();
   // The routed version: `version` or, for "", the highest READY one.
   // REQUIRES: mu_ held.
@@ -172,6 +185,9 @@ class ServerCore : public ModelServer {
   const ServerDeps deps_;
   const ModelRepository repository_;
   std::unique_ptr<PlacementChecker> owned_placement_;
+  // Used only under control_mu_ (loads, unloads); null when NVML did not load.
+  std::unique_ptr<gpu::Nvml> nvml_;
+  std::unique_ptr<MemoryPlanner> planner_;
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <set>
 
+#include "bench/memory_report.h"
 #include "bench/report.h"
 #include "onnx/model_builder.h"
 #include "ort/session.h"
@@ -58,6 +59,31 @@ TEST(BenchmarkTest, MeasuresEveryBatchAndConcurrencyAndMatchesTheCpuReference) {
   }
   EXPECT_EQ(report->results[3].config.batch, 2);
   EXPECT_EQ(report->results[3].config.concurrency, 2);
+}
+
+// Issue 27: bench --memory on the CPU provider.
+TEST(BenchmarkTest, MemoryOnTheCpuProviderItSaysDeviceMemoryIsNotMeasuredInsteadOfPrintingZeros) {
+  BenchOptions o = Builtin();
+  o.batches = {4, 1, 2};
+  o.memory = true;
+  auto report = RunBenchmark(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->memory.size(), 1u);
+  const MemoryTable& t = report->memory[0];
+  EXPECT_FALSE(t.device);
+  EXPECT_EQ(t.source, "host arena");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0].batch, 1) << "--memory runs the batch sizes in ascending order";
+  EXPECT_EQ(t.rows[2].batch, 4);
+  for (const auto& row : t.rows) {
+    ASSERT_TRUE(row.measured.has_value());
+    EXPECT_GT(*row.measured, 0u) << "the host arena, not a zero";
+    EXPECT_TRUE(row.predicted.has_value());
+  }
+  ASSERT_TRUE(t.fit.has_value());
+  EXPECT_TRUE(t.fit->check_batch.has_value()) << "three sizes: the middle one checks the line";
+  const std::string text = RenderTable(*report);
+  EXPECT_NE(text.find("host arena (the CPU provider; device memory not measured)"), std::string::npos) << text;
 }
 
 TEST(BenchmarkTest, BoundAndResidentIoBindCpuMemoryWithTheCpuProvider) {

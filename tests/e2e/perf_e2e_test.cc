@@ -112,6 +112,31 @@ TEST_F(PerfAgainstServe, ConcurrencySweepReportsThroughputAndTheServerSideSplit)
   fs::remove(html);
 }
 
+// Issue 27: two models loaded together, 3:1, each reported with its own
+// throughput, percentiles and goodput within the budget.
+TEST_F(PerfAgainstServe, SeveralModelsShareTheLoadAndAreReportedEachOnItsOwn) {
+  const RunResult r = RunPerf(With(Target("add_sub:3,classifier:1"), {"--concurrency", "4", "--measurement-interval",
+                                                                       "200", "--latency-budget-ms", "1000", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = JsonOf(r);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_EQ(j["budget_ms"], 1000);
+  ASSERT_EQ(j["models"].size(), 2u);
+  EXPECT_EQ(j["models"][0]["model"], "add_sub");
+  EXPECT_DOUBLE_EQ(j["models"][0]["share"].get<double>(), 0.75);
+  const auto& a = j["models"][0]["report"]["steps"][0];
+  const auto& c = j["models"][1]["report"]["steps"][0];
+  EXPECT_EQ(a["load"], 3);
+  EXPECT_EQ(c["load"], 1);
+  for (const auto* s : {&a, &c}) {
+    EXPECT_GT((*s)["throughput"]["infer_per_s"].get<double>(), 0);
+    EXPECT_GT((*s)["goodput_per_s"].get<double>(), 0);
+    EXPECT_EQ((*s)["windows"].size(), 3u) << "lock-step windows";
+  }
+  EXPECT_LT(r.seconds, 10);
+}
+
 TEST_F(PerfAgainstServe, GrpcProtocolLoadsTheSameServer) {
   ASSERT_GT(server_->grpc_port, 0) << server_->output();
   const RunResult r = RunPerf(With(Target("add_sub"), {"-i", "grpc", "--grpc-url",

@@ -312,6 +312,12 @@ void EncodeGrpcStatistics(const std::vector<StatsSnapshot>& versions, inference:
       SetDuration(f.compute_infer, *b.mutable_compute_infer());
       SetDuration(f.compute_output, *b.mutable_compute_output());
     }
+    for (const auto& u : v.memory_usage) {
+      inference::MemoryUsage& mu = *m.add_memory_usage();
+      mu.set_type(u.type);
+      mu.set_id(u.id);
+      mu.set_byte_size(u.byte_size);
+    }
   }
 }
 

@@ -60,8 +60,17 @@ void SchedulerMetrics::OnModelPrecision(const std::string& model, const std::str
   precision_.Record(model, version, figures);
 }
 
+void SchedulerMetrics::OnModelMemory(const std::string& model, const std::string& version, const MemoryFigures& figures) {
+  memory_.Record(model, version, figures);
+}
+
+void SchedulerMetrics::OnUnloadMemory(const std::string& model, const std::string& version, const UnloadMemory& memory) {
+  memory_.RecordUnload(model, version, memory);
+}
+
 void SchedulerMetrics::OnVersionUnloaded(const std::string& model, const std::string& version) {
   precision_.Remove(model, version);
+  memory_.Remove(model, version);
 }
 
 }  // namespace ortgpu::serve

@@ -8,7 +8,9 @@
 //   OnFailure         nv_inference_request_failure{reason}; pending -1
 //   OnBatch           nv_inference_exec_count
 //   OnModelPrecision  ortgpu_model_precision_info, ortgpu_model_accuracy_* (precision_metrics.h)
-//   OnVersionUnloaded removes the version's precision and accuracy series
+//   OnModelMemory     ortgpu_model_gpu_memory_bytes{kind} (memory_metrics.h)
+//   OnUnloadMemory    ortgpu_model_unload_gpu_memory_bytes{gpu,kind}
+//   OnVersionUnloaded removes the version's precision, accuracy and memory series
 //   OnRejected        nv_inference_request_failure{reason}, except Unavailable:
 //                     a version being swapped out refuses with Unavailable and
 //                     ServerCore retries on its successor, so counting those
@@ -26,6 +28,7 @@
 #include <string>
 #include <utility>
 
+#include "serve/metrics/memory_metrics.h"
 #include "serve/metrics/metrics.h"
 #include "serve/metrics/precision_metrics.h"
 #include "serve/scheduler/scheduler_observer.h"
@@ -34,7 +37,7 @@ namespace ortgpu::serve {
 
 class SchedulerMetrics : public SchedulerObserver {
  public:
-  explicit SchedulerMetrics(Metrics& metrics) : metrics_(metrics), precision_(metrics) {}
+  explicit SchedulerMetrics(Metrics& metrics) : metrics_(metrics), precision_(metrics), memory_(metrics) {}
 
   void OnQueued(const std::string& model, const std::string& version, size_t queue_depth) override;
   void OnRejected(const std::string& model, const std::string& version, Code code) override;
@@ -45,6 +48,8 @@ class SchedulerMetrics : public SchedulerObserver {
   void OnFailure(const std::string& model, const std::string& version, Code code) override;
   void OnModelPrecision(const std::string& model, const std::string& version,
                         const PrecisionFigures& figures) override;
+  void OnModelMemory(const std::string& model, const std::string& version, const MemoryFigures& figures) override;
+  void OnUnloadMemory(const std::string& model, const std::string& version, const UnloadMemory& memory) override;
   void OnVersionUnloaded(const std::string& model, const std::string& version) override;
 
   // Requests queued or executing for a version right now (what the gauge shows).
@@ -55,6 +60,7 @@ class SchedulerMetrics : public SchedulerObserver {
 
   Metrics& metrics_;
   PrecisionMetrics precision_;
+  MemoryMetrics memory_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> pending_;  // guarded by mu_
 };

@@ -13,6 +13,8 @@ nlohmann::json VersionJson(const StatsSnapshot& s) {
                      {"compute_infer", DurationJson(f.compute_infer)},
                      {"compute_output", DurationJson(f.compute_output)}});
   }
+  nlohmann::json memory = nlohmann::json::array();
+  for (const auto& m : s.memory_usage) memory.push_back({{"type", m.type}, {"id", m.id}, {"byte_size", m.byte_size}});
   return {{"name", s.name},
           {"version", s.version},
           {"last_inference", s.last_inference_ms},
@@ -25,7 +27,8 @@ nlohmann::json VersionJson(const StatsSnapshot& s) {
             {"compute_input", DurationJson(s.compute_input)},
             {"compute_infer", DurationJson(s.compute_infer)},
             {"compute_output", DurationJson(s.compute_output)}}},
-          {"batch_stats", batch}};
+          {"batch_stats", batch},
+          {"memory_usage", memory}};
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The statistics extension's JSON form (GET /v2/models[/M[/versions/V]]/stats):
 // {"model_stats": [{"name", "version", "last_inference", "inference_count",
-// "execution_count", "inference_stats": {...}, "batch_stats": [...]}]}, each
-// duration {"count", "ns"}, as Triton writes it. Pure functions.
+// "execution_count", "inference_stats": {...}, "batch_stats": [...],
+// "memory_usage": [{"type", "id", "byte_size"}]}]}, each duration {"count",
+// "ns"}, as Triton writes it. Pure functions.
 #pragma once
 
 #include <vector>

@@ -1,6 +1,7 @@
 #include "serve/repository/model_loader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstdio>
@@ -15,6 +16,7 @@
 
 #include "doctor/placement.h"
 #include "ort/ort_status.h"
+#include "serve/repository/memory_plan.h"
 #include "serve/repository/contained_path.h"
 #include "serve/repository/rejection_runner.h"
 #include "serve/repository/shared_weights.h"
@@ -250,7 +252,8 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instan
 }
 
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
-                      const std::string& instance, const Clock& clock) {
+                      const std::string& instance, const Clock& clock,
+                      const std::function<void(int64_t rows)>& after_size) {
   if (sizes.empty()) return Status::Ok();
   ORTGPU_ASSIGN_OR_RETURN(const std::vector<Tensor> row, FirstRow(sample));
   for (int64_t n : sizes) {
@@ -274,6 +277,7 @@ Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample,
           "; the model stays unavailable. Lower max_batch_size (or the preferred_batch_size list with "
           "pad_to_preferred_batch_size) to what the model and the device can run");
     }
+    if (after_size) after_size(n);
   }
   return Status::Ok();
 }
@@ -451,6 +455,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // A FIFO or device would block the load (and the server's start) forever.
   ORTGPU_RETURN_IF_ERROR(CheckRegularFile(path, "model file"));
   ORTGPU_ASSIGN_OR_RETURN(SessionOptions base, BaseSessionOptions(model->config));
+  // gpu_mem_limit "plan": each session's arena bounded by what the memory
+  // plan predicts for it (set per session below).
+  const bool mem_limit_from_plan = base.cuda_options.count("gpu_mem_limit") > 0 && base.cuda_options["gpu_mem_limit"] == "plan";
+  if (mem_limit_from_plan) base.cuda_options.erase("gpu_mem_limit");
   const std::string graph_request = CudaGraphRequest(config);
   const bool require_gpu = options.require_gpu || ParameterIsTrue(ConfigParameters(config)["require_gpu"]);
   const auto instances = ExpandInstances(config, options.default_instance_kind);
@@ -479,8 +487,18 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   // One copy of the weights per device the instances run on (config
   // parameter share_weights), made before the device's first session.
   ORTGPU_ASSIGN_OR_RETURN(const ShareWeights share, ParseShareWeights(ConfigParameters(config)["share_weights"]));
+  ORTGPU_ASSIGN_OR_RETURN(const ArenaShrinkage shrinkage, ParseArenaShrinkage(ConfigParameters(config)["arena_shrinkage"]));
   std::map<std::pair<Provider, int>, DeviceWeights> weights;
-  auto make_session = [&](SessionOptions so) -> Expected<std::unique_ptr<Session>> {
+  // What the version holds in memory, measured as it loads (model_memory.h).
+  MemoryRecorder memory(deps.nvml);
+  // The memory profile of an earlier load of this model and settings
+  // (memory_plan.h), set before the first session.
+  std::optional<MemoryProfile> profile;
+  auto make_session = [&](SessionOptions so, int64_t rows) -> Expected<std::unique_ptr<Session>> {
+    if (mem_limit_from_plan && profile && so.provider == Provider::kCuda) {
+      so.cuda_options["gpu_mem_limit"] = std::to_string(
+          ArenaLimitFor(*profile, rows, deps.planner != nullptr ? deps.planner->options().margin_percent : 10));
+    }
     DeviceWeights* shared = nullptr;
     // auto on a GPU makes the copy at the device's second session: a
     // device copy that one session alone uses costs 40-72 MiB more than
@@ -522,6 +540,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       if (shared->store != nullptr) so.shared_initializers = shared->store;
     }
     auto session = deps.session_factory(path, so);
+    if (session.ok()) memory.SessionCreated(**session);
     if (session.ok() && shared != nullptr) {
       if (shared->store != nullptr) {
         shared->Record(**session);
@@ -557,6 +576,32 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                    version, model->precision.violations.front());
     }
   }
+  // The GPU memory plan: a load that will not fit is refused here, before
+  // its first session allocates (memory_plan.h).
+  std::map<int, int> gpu_instances;
+  for (const auto& spec : instances) {
+    if (spec.kind == InstanceKind::kGpu) ++gpu_instances[spec.gpu];
+  }
+  const LoadLayout layout = LayoutOf(model->config, SetsMaxBatchSize(source.config_text), gpu_instances, share,
+                                     !graph_request.empty(), !precision.converts() && !model->precision.already_fp16);
+  Expected<std::string> profile_key = NotFound("no memory plan");
+  if (deps.planner != nullptr && deps.planner->active() && !layout.gpu_instances.empty()) {
+    profile_key = MemoryProfileKey(path, PlanSettings(base, layout, *deps.planner,
+                                                      std::string(PrecisionName(precision.precision)), precision.fp16_io));
+    if (profile_key.ok()) profile = deps.planner->FindProfile(*profile_key);
+    ORTGPU_RETURN_IF_ERROR(PlanLoad(*deps.planner, source.name, version, path, layout, profile));
+  }
+  if (mem_limit_from_plan && !profile) {
+    spdlog::warn("model '{}': gpu_mem_limit \"plan\": no memory profile of this model and settings yet, so its arenas "
+                 "are not bounded at this load; the next load bounds them from this one's measurement",
+                 source.name);
+  }
+  // The main session's rows before the config is completed: the planned
+  // layout's, else the profile's.
+  const int64_t planned_main_rows = layout.sizes_known ? layout.SessionRows().front()
+                                    : profile ? profile->measured_shape.session_rows.front()
+                                              : 1;
+  memory.Begin(layout.gpus());
   for (size_t i = 0; i < instances.size(); ++i) {
     SessionOptions so = InstanceOptions(base, instances[i]);
     // Under require_gpu the first GPU session saves the graph ORT optimised,
@@ -567,7 +612,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       placement_graph = std::make_unique<doctor::SavedGraph>(PlacementDir());
       placement_graph->Request(first_options);
     }
-    auto session = make_session(i == 0 ? first_options : so);
+    auto session = make_session(i == 0 ? first_options : so, planned_main_rows);
     if (!session.ok() && i == 0 && placement_graph != nullptr) {
       // Saving the graph serves the check only: a session that cannot save
       // it loads without, and element types decide.
@@ -575,7 +620,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                    "({}); loading it without",
                    source.name, session.status().message());
       placement_graph.reset();
-      session = make_session(so);
+      session = make_session(so, planned_main_rows);
     }
     if (!session.ok()) return session.status().WithContext("loading " + instances[i].Describe(i) + " of model '" + source.name + "' version " + std::to_string(version));
     if (i == 0) {
@@ -628,7 +673,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     auto build_sessions = [&](std::unique_ptr<Session> main) -> Expected<InstanceSessions> {
       InstanceSessions sessions;
       if (main == nullptr) {
-        auto made = make_session(so);
+        auto made = make_session(so, graphs || shapes.sizes.empty() ? 1 : shapes.sizes.back());
         if (!made.ok()) return made.status().WithContext("loading a worker's sessions of " + instances[i].Describe(i));
         main = std::move(made).value();
       }
@@ -640,7 +685,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
         const size_t count = graphs ? shapes.sizes.size() : shapes.sizes.size() - 1;
         Status failed;
         for (size_t k = 0; k < count && !shapes.sizes.empty(); ++k) {
-          auto extra = make_session(sized);
+          auto extra = make_session(sized, shapes.sizes[k]);
           if (!extra.ok()) {
             failed = extra.status().WithContext("loading the batch-" + std::to_string(shapes.sizes[k]) + " session of " +
                                                 instances[i].Describe(i) + " of model '" + source.name + "'");
@@ -670,6 +715,13 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     }
     auto session_runner = std::make_unique<SessionRunner>(std::move(sessions), RulesFor(model->config));
     SessionRunner* session_runner_ptr = session_runner.get();
+    // The most rows the main session runs: the largest size when it runs
+    // every size or the largest; with CUDA graphs only unpadded runs (the
+    // generated warm-up candidates).
+    const bool on_gpu = instances[i].kind == InstanceKind::kGpu;
+    const int64_t main_rows = graphs || shapes.sizes.empty() ? 1 : shapes.sizes.back();
+    memory.AddInstance(on_gpu, instances[i].gpu);
+    memory.AddSessions(on_gpu, instances[i].gpu, session_runner->sessions(), main_rows, i == 0);
     if (i == 0) first_runner = session_runner.get();
     // More workers on the same sessions: while one worker's batch runs on
     // the GPU, another joins the next one (SessionRunner). Default 2 on GPU
@@ -689,6 +741,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       if (own_sessions) {
         ORTGPU_ASSIGN_OR_RETURN(InstanceSessions own, build_sessions(nullptr));
         sharing.push_back(std::make_unique<SessionRunner>(std::move(own), RulesFor(model->config)));
+        memory.AddSessions(on_gpu, instances[i].gpu, sharing.back()->sessions(), main_rows, i == 0);
       } else {
         sharing.push_back(std::make_unique<SessionRunner>(session_runner->sessions(), RulesFor(model->config)));
       }
@@ -762,6 +815,9 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       } else {
         samples = {candidates[static_cast<size_t>(chosen.index)].inputs};
         model->warmup.generated = candidates[static_cast<size_t>(chosen.index)].description;
+        if (!per_size_sessions && !shapes.sizes.empty()) {
+          memory.Warmed(session_runner_ptr->SessionFor(shapes.sizes.front()), shapes.sizes.front());
+        }
       }
     } else if (!samples.empty() && shapes.sizes.empty()) {
       auto warm = runner->Run(samples[0]);
@@ -796,7 +852,16 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       // The first instance ran the smallest size already when it chose a generated input.
       std::vector<int64_t> sizes = shapes.sizes;
       if (i == 0 && !model->warmup.generated.empty() && !sizes.empty()) sizes.erase(sizes.begin());
-      ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*runner, samples[0], sizes, instances[i].Describe(i), *deps.clock));
+      // One session running every size: its arena after each is a point of
+      // the memory line (per-size sessions are one point each at the end).
+      std::function<void(int64_t)> after_size;
+      if (i == 0 && !per_size_sessions) {
+        after_size = [&memory, session_runner_ptr](int64_t rows) {
+          memory.Warmed(session_runner_ptr->SessionFor(rows), rows);
+        };
+      }
+      ORTGPU_RETURN_IF_ERROR(
+          WarmBatchSizes(*runner, samples[0], sizes, instances[i].Describe(i), *deps.clock, after_size));
       if (measure_costs) {
         // The instance's workers run sessions of one build: one table for all.
         ORTGPU_RETURN_IF_ERROR(
@@ -819,10 +884,26 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                             own_sessions ? shapes.sizes : std::vector<int64_t>{shapes.sizes.front()},
                                             instances[i].Describe(i), *deps.clock));
     }
+    if (!graphs) {
+      // Give-back (docs/MEMORY.md): runs larger than the warmed ones return
+      // what they left to the device (config parameter arena_shrinkage).
+      const size_t planned = session_runner_ptr->largest_input_bytes();
+      session_runner_ptr->SetArenaShrinkage(shrinkage, planned);
+      for (SessionRunner* extra : sharing_ptrs) extra->SetArenaShrinkage(shrinkage, planned);
+    }
     warmup_ns += deps.clock->NowNanos() - warm_start;
     instance_options.push_back(so);
     runners.push_back(std::move(runner));
     for (auto& extra : sharing_runners) runners.push_back(std::move(extra));
+    // Without a profile the plan knew only the weights: instance 0, loaded
+    // and warmed, now says what an instance holds; the others on its GPU
+    // are made only if they fit (CUDA-graph sessions warm on their workers
+    // later, so their activations are not known here).
+    if (i == 0 && !profile && !graphs && on_gpu && deps.planner != nullptr) {
+      const int remaining = layout.gpu_instances.count(instances[0].gpu) ? layout.gpu_instances.at(instances[0].gpu) - 1 : 0;
+      ORTGPU_RETURN_IF_ERROR(PlanRemainingInstances(*deps.planner, source.name, version, instances[0].gpu, remaining,
+                                                    memory.FirstInstanceBytes(), layout));
+    }
   }
   if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));
@@ -862,6 +943,14 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   const int64_t prepare_start = deps.clock->NowNanos();
   ORTGPU_RETURN_IF_ERROR(model->batcher->WaitUntilPrepared());
   model->warmup.ns += deps.clock->NowNanos() - prepare_start;
+  for (const auto& [key, w] : weights) {
+    if (w.store != nullptr) {
+      memory.SharedWeights(key.first != Provider::kCpu, key.second, static_cast<uint64_t>(std::max<int64_t>(w.store->bytes(), 0)));
+    }
+  }
+  // After WaitUntilPrepared: every worker warmed (and captured) its sizes.
+  model->memory = memory.Finish();
+  if (model->memory.profile && profile_key.ok()) deps.planner->StoreProfile(*profile_key, *model->memory.profile);
   // Read after WaitUntilPrepared: a worker that measured its table on its
   // own thread is done with it.
   model->padding = DescribePadding(policy, first_runner != nullptr ? first_runner->batch_costs() : nullptr);

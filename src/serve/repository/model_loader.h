@@ -23,6 +23,8 @@
 #include "ort/session.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
+#include "serve/repository/memory_plan.h"
+#include "serve/repository/model_memory.h"
 #include "serve/repository/model_precision.h"
 #include "serve/repository/model_repository.h"
 #include "serve/repository/shared_weights.h"
@@ -108,6 +110,13 @@ struct LoaderDeps {
   // The runs of a precision conversion and its accuracy check; null: ORT's
   // (RealPrecisionEngineFactory).
   PrecisionEngineFactory precision_engines;
+  // NVML, for the process's device memory before and after the load
+  // (LoadedModel::memory's "other"); null: not measured. Used only by the
+  // loading thread (the server core's loads are serialised).
+  gpu::Nvml* nvml = nullptr;
+  // The GPU memory plan (memory_plan.h): checks a load before it allocates,
+  // and keeps the profiles it measured; null: no plan.
+  const MemoryPlanner* planner = nullptr;
 };
 
 // What the loader warmed up before the version became READY.
@@ -183,6 +192,9 @@ struct LoadedModel {
   PrecisionOutcome precision;
   // A converted model kept outside the cache, removed with the version.
   std::shared_ptr<const void> converted_scratch;
+  // What the version holds in memory, measured at the end of its warm-up
+  // (model_memory.h): the split per device and the profile plans use.
+  ModelMemory memory;
   // Declared last: stopped (and joined) first on destruction.
   std::unique_ptr<DynamicBatcher> batcher;
 };
@@ -211,8 +223,10 @@ BatchPolicy BatchPolicyFor(const inference::ModelConfig& config, bool gpu_instan
 // `sample` repeated (one batch in memory at a time, within kMaxWarmupBytes).
 // `instance` names the instance in the error ("instance 0 (GPU 0)"). The
 // batches go through InstanceRunner::RunBatch, as the scheduler's do.
+// `after_size` (optional) is called with each size once it ran.
 Status WarmBatchSizes(InstanceRunner& runner, const std::vector<Tensor>& sample, const std::vector<int64_t>& sizes,
-                      const std::string& instance, const Clock& clock);
+                      const std::string& instance, const Clock& clock,
+                      const std::function<void(int64_t rows)>& after_size = {});
 
 // Times `runner` at each of `sizes` (MeasureBatchCosts, each batch the
 // first row of `sample` repeated; REQUIRES: warmed at those sizes) and gives

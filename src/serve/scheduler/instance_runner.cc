@@ -181,15 +181,52 @@ Status SessionRunner::ReshapeOutputs(std::vector<Tensor>& outputs, int64_t batch
   return Status::Ok();
 }
 
+Expected<ArenaShrinkage> ParseArenaShrinkage(std::string_view text) {
+  if (text.empty() || text == "auto") return ArenaShrinkage::kAuto;
+  if (text == "on" || text == "true" || text == "1") return ArenaShrinkage::kOn;
+  if (text == "off" || text == "false" || text == "0") return ArenaShrinkage::kOff;
+  return InvalidArgument("parameter arena_shrinkage is '" + std::string(text) +
+                         "'; it must be auto (give back what a run larger than the warmed ones left), on (after every "
+                         "run) or off (never)");
+}
+
+ArenaAfterRun SessionRunner::AfterRun(size_t input_bytes) {
+  largest_input_bytes_ = std::max(largest_input_bytes_, input_bytes);
+  bool shrink = shrinkage_ == ArenaShrinkage::kOn;
+  if (shrinkage_ == ArenaShrinkage::kAuto && planned_input_bytes_ > 0) {
+    // A burst of larger runs keeps its chunks while it lasts (no device
+    // allocation per run); the first run within the plan after it gives
+    // them back.
+    if (input_bytes > planned_input_bytes_) {
+      beyond_plan_ = true;
+    } else if (beyond_plan_) {
+      beyond_plan_ = false;
+      shrink = true;
+    }
+  }
+  if (!shrink) return ArenaAfterRun::kKeep;
+  ++arena_shrinks_;
+  return ArenaAfterRun::kShrink;
+}
+
 Expected<std::vector<Tensor>> SessionRunner::Run(const std::vector<Tensor>& inputs) {
   const int64_t batch = rules_.batched && !inputs.empty() && !inputs[0].shape.empty() ? inputs[0].shape[0] : -1;
   // Graph sessions replay one bound shape; everything else runs on main.
   const Session& session = sessions_->cuda_graphs ? *sessions_->main : SessionFor(batch);
-  if (rules_.inputs.empty() && rules_.outputs.empty()) return session.Run(inputs);
+  size_t bytes = 0;
+  for (const Tensor& t : inputs) bytes += t.byte_size();
+  const ArenaAfterRun after = AfterRun(bytes);
+  if (rules_.inputs.empty() && rules_.outputs.empty()) return session.Run(inputs, {}, after);
   ORTGPU_ASSIGN_OR_RETURN(auto reshaped, ModelInputs(inputs));
-  ORTGPU_ASSIGN_OR_RETURN(auto outputs, session.Run(reshaped));
+  ORTGPU_ASSIGN_OR_RETURN(auto outputs, session.Run(reshaped, {}, after));
   ORTGPU_RETURN_IF_ERROR(ReshapeOutputs(outputs, batch));
   return outputs;
+}
+
+size_t SessionRunner::StagedBytes(int64_t rows) const {
+  size_t bytes = 0;
+  for (size_t i = 0; i < staging_->input_count(); ++i) bytes += staging_->row_bytes(i) * static_cast<size_t>(rows);
+  return bytes;
 }
 
 Status SessionRunner::EnsureStaging(const std::vector<Tensor>& first, int64_t rows) {
@@ -322,7 +359,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunBatch(const std::vector<const st
     }
     std::optional<GpuTurn::Held> held;
     if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
-    return staging_->Run(SessionFor(rows), rows, shapes, outputs, device_outputs_);
+    return staging_->Run(SessionFor(rows), rows, shapes, outputs, device_outputs_, AfterRun(StagedBytes(rows)));
   }();
   if (!results.ok()) return results.status();
   if (!device_outputs_.empty()) {
@@ -394,7 +431,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunOnDevice(int64_t rows, const std
   if (graph) return RunGraph(SessionFor(rows), rows, shapes, outputs, /*inputs_in_place=*/true);
   std::optional<GpuTurn::Held> held;
   if (turn_ != nullptr && turn_whole_runs_) held.emplace(turn_->Take());
-  return staging_->RunFromDevice(SessionFor(rows), rows, shapes, outputs, device_outputs_);
+  return staging_->RunFromDevice(SessionFor(rows), rows, shapes, outputs, device_outputs_, AfterRun(StagedBytes(rows)));
 }
 
 Status SessionRunner::WriteDeviceOutputs(std::vector<Tensor>& results, int64_t rows,

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -122,6 +123,22 @@ struct InstanceSessions {
   bool cuda_graphs = false;
 };
 
+// What a runner's runs do with their session's arena afterwards (config
+// parameter arena_shrinkage; docs/MEMORY.md, "Give-back"):
+//   kAuto  after runs whose inputs were larger than any warm-up run's (a
+//          longer sequence, a batch of a size the plan did not warm), the
+//          first run within the plan gives back every chunk left free: a
+//          burst keeps its chunks while it lasts, and the arena returns to
+//          the plan after it, at the cost of one device allocation per burst;
+//   kOn    after every run (the arena never keeps more than the run in
+//          progress; each run allocates its activations again);
+//   kOff   never (ORT's default: an arena keeps the most it ever held).
+// CUDA-graph runs never shrink: a captured graph replays fixed addresses.
+enum class ArenaShrinkage { kAuto, kOn, kOff };
+// "auto" (or empty), "on"/"true"/"1", "off"/"false"/"0"; InvalidArgument
+// naming the parameter and the values otherwise.
+Expected<ArenaShrinkage> ParseArenaShrinkage(std::string_view text);
+
 // The real runner. Several SessionRunners may share one InstanceSessions
 // (the loader's workers_per_instance): each has its own staging buffers and
 // worker thread, and ORT runs their batches on the shared sessions
@@ -199,6 +216,17 @@ class SessionRunner : public InstanceRunner {
   // Whether the last RunBatch ran from pinned staging buffers (for tests
   // and the start-up summary).
   bool staged_pinned() const { return staging_ && staging_->pinned(); }
+  // How runs treat the arena from now on (ArenaShrinkage); `planned_bytes`:
+  // the inputs of the largest run the plan measured (largest_input_bytes()
+  // after the warm-up). Default kOff. REQUIRES: before the runner serves.
+  void SetArenaShrinkage(ArenaShrinkage mode, size_t planned_bytes) {
+    shrinkage_ = mode;
+    planned_input_bytes_ = planned_bytes;
+  }
+  // The input bytes of the largest run so far.
+  size_t largest_input_bytes() const { return largest_input_bytes_; }
+  // Runs after which the arena was asked to give memory back.
+  int64_t arena_shrinks() const { return arena_shrinks_; }
 
  private:
   // Output reshapes of the config applied to a batch of `batch` rows.
@@ -230,6 +258,10 @@ class SessionRunner : public InstanceRunner {
   Expected<std::vector<Tensor>> RunOnDevice(int64_t rows, const std::vector<std::vector<int64_t>>& shapes,
                                             const std::vector<std::string>& outputs, const Clock& clock,
                                             int64_t& inputs_ready_ns);
+  // Whether a run of `input_bytes` gives its arena back what it left free.
+  ArenaAfterRun AfterRun(size_t input_bytes);
+  // The input bytes of a staged batch of `rows` rows.
+  size_t StagedBytes(int64_t rows) const;
   // Copies every output left on the device (Tensor::device) into the
   // requests' destinations, device to device, at each request's rows, and
   // makes it a placeholder; an output a destination is too small for is
@@ -251,6 +283,11 @@ class SessionRunner : public InstanceRunner {
   std::shared_ptr<GpuTurn> turn_;
   bool turn_whole_runs_ = false;
   BatchCosts costs_;  // empty: not measured
+  ArenaShrinkage shrinkage_ = ArenaShrinkage::kOff;
+  size_t planned_input_bytes_ = 0;
+  size_t largest_input_bytes_ = 0;
+  bool beyond_plan_ = false;  // a run larger than the plan ran since the last shrink
+  int64_t arena_shrinks_ = 0;
 };
 
 // Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace ortgpu::serve {
 
@@ -30,6 +31,17 @@ struct BatchFigures {
   Duration compute_input, compute_infer, compute_output;
 };
 
+// One entry of Triton's memory_usage (the statistics extension's
+// MemoryUsage): `type` "GPU" or "CPU" with the device `id` holds the
+// version's total there; ortgpu adds its parts as "<TYPE>_WEIGHTS",
+// "<TYPE>_ARENA_RESERVED", "<TYPE>_ARENA_IN_USE" and "<TYPE>_OTHER"
+// (docs/MEMORY.md): a Triton client reads the entries of type exactly GPU.
+struct MemoryUsage {
+  std::string type;
+  int64_t id = 0;
+  uint64_t byte_size = 0;
+};
+
 // One version's statistics at one moment, as Triton's ModelStatistics
 // message holds them.
 struct StatsSnapshot {
@@ -40,6 +52,7 @@ struct StatsSnapshot {
   uint64_t execution_count = 0;
   Duration success, fail, queue, compute_input, compute_infer, compute_output;
   std::map<int64_t, BatchFigures> batches;  // executed rows (padding included) -> figures
+  std::vector<MemoryUsage> memory_usage;     // measured at load (the server core fills it)
 };
 
 class ModelStats {

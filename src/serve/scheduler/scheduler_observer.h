@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "serve/scheduler/model_stats.h"
@@ -28,6 +29,25 @@ struct PrecisionFigures {
   double max_rel_error = 0;
   double top1 = 1;        // 1 when no output is a classifier
   bool within_budget = true;
+};
+
+// What a loaded version holds in GPU memory, summed over its GPUs
+// (model_memory.h's split, reduced to what metrics show); the parts are
+// nullopt where not measured.
+struct MemoryFigures {
+  uint64_t weights = 0;
+  uint64_t arena_in_use = 0;
+  uint64_t arena_reserved = 0;
+  std::optional<uint64_t> other;
+  uint64_t total = 0;
+};
+
+// What an unload gave back on one GPU: the process's device memory (NVML)
+// after it, and how much less that is than before it.
+struct UnloadMemory {
+  int gpu = 0;
+  uint64_t after = 0;
+  uint64_t released = 0;
 };
 
 class SchedulerObserver {
@@ -50,6 +70,12 @@ class SchedulerObserver {
   // A version became READY, or a reload of it replaced the load that served
   // (called by the server core on its loading thread): what it runs in now.
   virtual void OnModelPrecision(const std::string& model, const std::string& version, const PrecisionFigures& figures) {}
+  // A version became READY on a GPU, or a reload replaced the load that
+  // served: what it holds in GPU memory (not called for CPU-only versions).
+  virtual void OnModelMemory(const std::string& model, const std::string& version, const MemoryFigures& figures) {}
+  // A version that held GPU memory left, and this is what its GPUs have
+  // after (called after OnVersionUnloaded, once the sessions are gone).
+  virtual void OnUnloadMemory(const std::string& model, const std::string& version, const UnloadMemory& memory) {}
   // A version that was READY stopped serving and left (unloaded, removed from
   // the repository or the version policy, the server shutting down): series
   // that describe a loaded version go with it. Called by the server core

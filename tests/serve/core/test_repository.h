@@ -33,6 +33,17 @@ inline std::string ScaleModel(float factor) {
   return b.Serialize();
 }
 
+// ids [batch, 4] int64 -> Gather from a rows x 8 float table (its weights:
+// rows x 32 bytes) -> y [batch, 4, 8].
+inline std::string GatherModel(int64_t rows) {
+  onnx::ModelBuilder b;
+  b.AddInput("ids", DataType::kInt64, {-1, 4}, {"batch", ""});
+  b.AddFloatInitializer("table", {rows, 8}, 1.0f, 7);
+  b.AddNode("Gather", {"table", "ids"}, {"y"}, {{"axis", 0}});
+  b.AddOutput("y", DataType::kFloat, {-1, 4, 8}, {"batch", "", ""});
+  return b.Serialize();
+}
+
 class TempRepository {
  public:
   TempRepository() {

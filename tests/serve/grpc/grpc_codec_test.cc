@@ -207,5 +207,21 @@ TEST(GrpcCodecTest, StatisticsAreEncodedFieldForField) {
   EXPECT_EQ(m.batch_stats(0).compute_input().count(), 1u);
 }
 
+// Issue 27: the same memory_usage entries as the HTTP form.
+TEST(GrpcCodecTest, StatisticsCarryTheMemoryUsage) {
+  StatsSnapshot s;
+  s.name = "m";
+  s.version = "1";
+  s.memory_usage = {{"GPU", 1, 3000}, {"GPU_OTHER", 1, 500}};
+  inference::ModelStatisticsResponse out;
+  EncodeGrpcStatistics({s}, out);
+  const auto& m = out.model_stats(0);
+  ASSERT_EQ(m.memory_usage_size(), 2);
+  EXPECT_EQ(m.memory_usage(0).type(), "GPU");
+  EXPECT_EQ(m.memory_usage(0).id(), 1);
+  EXPECT_EQ(m.memory_usage(0).byte_size(), 3000u);
+  EXPECT_EQ(m.memory_usage(1).type(), "GPU_OTHER");
+}
+
 }  // namespace
 }  // namespace ortgpu::serve

@@ -32,5 +32,21 @@ TEST(StatisticsJsonTest, WritesTritonsStatisticsForm) {
   EXPECT_EQ(StatisticsToJson({}), (nlohmann::json{{"model_stats", nlohmann::json::array()}}));
 }
 
+// Issue 27: Triton's memory_usage, the total of a GPU as type "GPU" and
+// ortgpu's parts beside it.
+TEST(StatisticsJsonTest, WritesMemoryUsageAsTritonsTypeIdAndByteSize) {
+  StatsSnapshot s;
+  s.name = "resnet";
+  s.version = "1";
+  s.memory_usage = {{"GPU", 0, 3000}, {"GPU_WEIGHTS", 0, 1000}};
+  const nlohmann::json j = StatisticsToJson({s});
+  const auto& m = j["model_stats"][0];
+  ASSERT_EQ(m["memory_usage"].size(), 2u);
+  EXPECT_EQ(m["memory_usage"][0], (nlohmann::json{{"type", "GPU"}, {"id", 0}, {"byte_size", 3000}}));
+  EXPECT_EQ(m["memory_usage"][1]["type"], "GPU_WEIGHTS");
+  StatsSnapshot none;
+  EXPECT_EQ(StatisticsToJson({none})["model_stats"][0]["memory_usage"], nlohmann::json::array());
+}
+
 }  // namespace
 }  // namespace ortgpu::serve::protocol
