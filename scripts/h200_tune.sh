@@ -16,6 +16,7 @@
 #   replay-resnet | replay-bert  the written config served by a fresh `ortgpu serve`: perf's
 #                              budget search (20 ms p99, up to 64 connections) and perf at 64
 #                              connections, beside tune's own figure
+# TUNE_MINUTES (default 9) sets tune's --max-minutes, so a tune and its replay fit one call.
 # The tune parts keep their output in /tmp/tune/<model> (the history lives there): run `resnet`
 # before `grid-resnet` and `replay-resnet` in the same machine session, or carry that folder.
 set -u
@@ -43,8 +44,8 @@ OUT=/tmp/tune/$NAME
 tune() {  # $1: log name; the rest: extra flags
   local log=$1; shift
   step "$log"
-  { /usr/bin/time -f "wall %e s" timeout 600 ortgpu tune "$FILE" --latency-budget-ms 20 --output "$OUT" \
-      --max-minutes 9 ${INPUTS[@]+"${INPUTS[@]}"} "$@"; echo "rc=$?"; } > "$L/$log.txt" 2>&1
+  { /usr/bin/time -f "wall %e s" timeout $(( ${TUNE_MINUTES:-9} * 60 + 60 )) ortgpu tune "$FILE" --latency-budget-ms 20 \
+      --output "$OUT" --max-minutes ${TUNE_MINUTES:-9} ${INPUTS[@]+"${INPUTS[@]}"} "$@"; echo "rc=$?"; } > "$L/$log.txt" 2>&1
   cp "$OUT/tune_history.jsonl" "$L/${log}_history.jsonl" 2>/dev/null
   cp "$OUT/config.pbtxt" "$L/${log}_config.pbtxt" 2>/dev/null
   grep -E "^(winner|winner's goodput|why|grid best|tune's winner|grid \()|^wall|^rc=" "$L/$log.txt" | sed "s/^/$log: /" >> "$L/summary.txt"

@@ -74,8 +74,8 @@ Ort::SessionOptions BuildOrtOptions(const SessionOptions& o) {
   if (!o.log_id.empty()) so.SetLogId(o.log_id.c_str());
   if (o.provider == Provider::kCuda) {
     Ort::CUDAProviderOptions cuda;
-    std::unordered_map<std::string, std::string> opts(o.cuda_options.begin(), o.cuda_options.end());
-    if (!opts.empty()) cuda.Update(opts);
+    const std::map<std::string, std::string> effective = EffectiveCudaOptions(o);
+    cuda.Update(std::unordered_map<std::string, std::string>(effective.begin(), effective.end()));
     so.AppendExecutionProvider_CUDA_V2(*cuda);
   } else if (o.provider == Provider::kTensorRt) {
     Ort::TensorRTProviderOptions trt;

@@ -76,6 +76,13 @@ const std::vector<std::pair<std::string, std::string>>& CudaOptionKeys() {
   return keys;
 }
 
+std::map<std::string, std::string> EffectiveCudaOptions(const SessionOptions& options) {
+  if (options.provider != Provider::kCuda) return {};
+  std::map<std::string, std::string> out = options.cuda_options;
+  out.try_emplace("arena_extend_strategy", "kSameAsRequested");
+  return out;
+}
+
 bool CapturesCudaGraphs(const SessionOptions& options) {
   if (options.provider == Provider::kCpu) return false;
   auto it = options.cuda_options.find("enable_cuda_graph");

@@ -73,6 +73,16 @@ bool CapturesCudaGraphs(const SessionOptions& options);
 // a run with unbound outputs got back values without a tensor (issue 25).
 std::optional<int> PlainRunGraphAnnotation(const SessionOptions& options);
 
+// The CUDA EP options a session of `options` is created with: its
+// cuda_options, plus ortgpu's defaults for keys it leaves unset. One default:
+// arena_extend_strategy=kSameAsRequested. ORT's own (kNextPowerOfTwo) grows
+// the arena in doubling regions, so what a session reserves jumps in powers
+// of two (127 MiB, 255 MiB, 1,023 MiB, 2 GiB: H200 run m1) and is neither what
+// it needs nor a line the memory plan can predict; grown by what is asked,
+// the arena holds what the largest run needed, at the same speed once warm
+// (docs/MEMORY.md). Only for Provider::kCuda; empty otherwise.
+std::map<std::string, std::string> EffectiveCudaOptions(const SessionOptions& options);
+
 // The CUDA EP option keys ORT 1.29 accepts, with a one-line description each.
 const std::vector<std::pair<std::string, std::string>>& CudaOptionKeys();
 // Rejects unknown keys with a message that lists the valid ones.

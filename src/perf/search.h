@@ -1,8 +1,12 @@
 // The latency-budget search (--latency-budget-ms): the load (concurrency or
 // request rate) with the highest throughput whose latency percentile (p99 by
 // default) stays within the budget, i.e. the server's goodput. Grows the load
-// x2 from `start` until a step breaks the budget (or `max` is reached), then
-// bisects between the last step within it and the first over it. A step with
+// x2 from `start` up to `max`, on past a step that breaks the budget while
+// throughput still grows by more than 10% (latency need not grow with load: a
+// padded batch, one slow request in a short step), and stops at a broken step
+// whose throughput did not grow (saturation); then bisects between the
+// within-budget step of most throughput and the first load above it that
+// broke the budget. A step with
 // failed requests counts as over the budget. Pure over a measure function,
 // so it is unit-tested with a fake server curve; thread-compatible.
 #pragma once

@@ -101,7 +101,9 @@ struct EstimateOptions {
 
 // The goodput (items/s within the budget) the curve predicts for `c`: for
 // each connection count C = 1, 2, 4, ... max_concurrency, the workers with
-// work are min(instances x workers, ceil(C / batch)), each running batches
+// work are min(instances x workers, C) without a queue delay (an idle worker
+// takes whatever is queued) and min(instances x workers, ceil(C / batch))
+// with one (a worker waits for its batch to fill), each running batches
 // of min(batch, C / busy) rows (padded: `batch`); the items/s are the lower
 // of the GPU's bound (together the batches reach the batch's in-process
 // items/s plus overlap_per_batch of it per further batch, at most the

@@ -82,7 +82,7 @@ TEST(Grid, TheExhaustiveRunMeasuresTheGridOnceAndComparesTheWinner) {
   for (const ServedCandidate& c : m.served_calls) ++calls[c.Key()];
   for (const auto& [key, n] : calls) EXPECT_LE(n, SearchOptions{}.repeats) << key;
   ASSERT_TRUE(g.best.has_value());
-  EXPECT_GT(g.ratio, 0.95);
+  EXPECT_GT(g.ratio, 0.95) << r->winner->Key() << " vs " << g.best->Key() << " served " << r->served.size();
   EXPECT_GT(g.winner_goodput, 0);
   // The grid's best was measured again, as the leaders are.
   EXPECT_NE(h.Find(ServedKey(*g.best, SearchOptions{}.latency_budget_ms), 2), nullptr);

@@ -3,9 +3,10 @@
 // NHWC, fp16, cuDNN's conv+bias fusion and CUDA graphs each make it faster;
 // the fusion fails on fp16 NCHW with cuDNN's own message; the algorithm
 // search changes nothing; fp32 is 2.5 times slower. Served goodput follows
-// the in-process stream of the batch: two workers reach more of it than
-// one, two instances overlap their batches, unpadded batching pays for its
-// shape changes, 64 connections cannot fill batches above 64, and a batch
+// the in-process stream of the batch: two batches in flight reach more of
+// it than one, more overlap further, unpadded batching pays for its
+// shape changes, 64 connections cannot fill batches above 64, without a
+// queue delay the connections split over every worker (run n1), and a batch
 // whose own latency takes more than a third of the budget cannot meet it
 // under load.
 #pragma once
@@ -57,13 +58,24 @@ inline Expected<Measurement> H200Served(const ServedCandidate& c, double budget_
   m.concurrency = 32;
   m.latency_ms = std::min(budget_ms, 3 * ms);
   if (3 * ms > budget_ms) return m;  // the budget breaks under load: no goodput
-  const double stream = static_cast<double>(c.batch) * 1000.0 / ms;
-  double share = c.workers_per_instance == 1 ? 0.7 : 0.85;
-  if (c.instances == 2) share += 0.1;
-  if (!c.pad_to_preferred) share *= 0.5;
+  // Without a queue delay every idle worker takes what is queued, so 64
+  // connections split over all the workers (run n1: 17-row batches on 2
+  // instances x 2 workers); with one, batches fill.
+  const int slots = c.instances * c.workers_per_instance;
+  const double rows = c.max_queue_delay_us > 0 ? static_cast<double>(c.batch)
+                                               : std::min(static_cast<double>(c.batch), 64.0 / slots);
+  // Batches in flight overlap each other's time off the GPU: one alone
+  // leaves it idle a third of the time.
+  const int in_flight = c.max_queue_delay_us > 0 ? std::min(slots, static_cast<int>((63 + c.batch) / c.batch)) : slots;
+  double share = in_flight == 1 ? 0.7 : (in_flight == 2 ? 0.85 : 0.95);
   if (c.max_queue_delay_us > 0) share *= 0.98;
   // 64 connections of one row cannot fill a larger batch.
   if (c.batch > 64) share *= 64.0 / static_cast<double>(c.batch);
+  double stream = static_cast<double>(c.batch) * 1000.0 / ms * rows / static_cast<double>(c.batch);  // padding wasted
+  if (!c.pad_to_preferred) {
+    const auto run = static_cast<int64_t>(std::max(1.0, rows));
+    stream = static_cast<double>(run) * 1000.0 / H200LatencyMs(c.engine, run) * 0.5;  // shape changes
+  }
   m.items_per_s = stream * share;
   return m;
 }

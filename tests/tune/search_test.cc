@@ -121,7 +121,10 @@ TEST(Search, ScreeningFindsTheH200sEngineOneKnobAtATime) {
   EXPECT_EQ(r->winner->engine, *r->screened);
   EXPECT_TRUE(r->winner->pad_to_preferred);
   EXPECT_FALSE(r->winner->adaptive_padding);
-  EXPECT_EQ(r->winner->batch, 64);
+  // Two batches of 32 in flight on one instance: 64 connections fill them;
+  // on two instances x two workers they split into padded 16-row batches.
+  EXPECT_EQ(r->winner->batch, 32) << r->winner->Key();
+  EXPECT_EQ(r->winner->instances, 1) << r->winner->Key();
 }
 
 // Where NHWC gains nothing, the fusion is tried on fp16 NCHW, fails with
