@@ -7,12 +7,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "onnx.pb.h"
 #include "ort/runtime.h"
+#include "ort/session_options.h"
 #include "ort/tensor.h"
 #include "precision/model_cache.h"
 #include "serve/repository/model_loader.h"
@@ -221,7 +223,11 @@ std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, c
   std::string text = fmt::format("ort {}; gpu {}; optimization {}; share {}; graphs {}; precision {}; io {};",
                                  Runtime::Get().Version(), gpu_name, OptimizationLevelName(base.optimization),
                                  static_cast<int>(layout.share), layout.graphs, precision, fp16_io ? "fp16" : "fp32");
-  for (const auto& [k, v] : base.cuda_options) text += " " + k + "=" + v;
+  // The options the sessions are made with: ortgpu's defaults change the
+  // arena's growth, so a profile measured before a default changed is not reused.
+  std::map<std::string, std::string> options = EffectiveCudaOptions(base);
+  options.insert(base.cuda_options.begin(), base.cuda_options.end());
+  for (const auto& [k, v] : options) text += " " + k + "=" + v;
   return text;
 }
 
