@@ -10,7 +10,7 @@
 #                                      summary's memory lines, the plan's prediction (serve2 plans
 #                                      from serve1's profiles), stats memory_usage, the gauges,
 #                                      nvidia-smi, and an unload's give-back
-#   refuse.*                           --gpu-memory-margin 88: BERT with 16 and 4 instances asked
+#   refuse.*                           --gpu-memory-margin leaving ~12 GiB (88 on the H200): BERT with 16 and 4 instances asked
 #                                      for beside a ResNet-50 under perf (refused before they
 #                                      allocate), then 1 instance (fits); perf must see 0 errors
 #   three.*                            ResNet-50, BERT and the MLP served together: each alone under
@@ -76,6 +76,8 @@ start_serve() {  # NAME DIR [FLAGS...]: serves DIR in the background (pid in $pi
   wait_ready 8000 120 || echo "not ready after 120 s" >> "$L/$name.out"
 }
 BS="--shape seq:128 --int-range input_ids:0:30000"
+# perf names each input's request shape (run m2: `--shape seq:128` left BERT's inputs unsized there)
+PS="--shape input_ids:1x128 --shape attention_mask:1x128 --shape token_type_ids:1x128 --int-range input_ids:0:30000"
 
 step export
 timeout 240 python3 .gpu-carry/export_models.py $M resnet50 bert mlp > "$L/export.txt" 2>&1
@@ -122,7 +124,11 @@ if [ "$(left)" -gt 130 ]; then
   step refuse
   d=/tmp/repo27_refuse
   repo $d resnet50:$R:1:64:64 bert16:$B:16:32:32 bert4:$B:4:32:32 bert1:$B:1:32:32
-  start_serve refuse $d --model-control explicit --load-model resnet50 --gpu-memory-margin 88
+  # The margin leaves about 12 GiB to plan with on any card (88% on the H200's 140 GB; run m2 on an
+  # H100 left 9 GiB with 88%, and one BERT instance no longer fit beside ResNet-50).
+  total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+  margin=$(( 100 - 12 * 1024 * 100 / total_mib ))
+  start_serve refuse $d --model-control explicit --load-model resnet50 --gpu-memory-margin $margin
   timeout 60 ortgpu perf --url http://127.0.0.1:8000 --metrics-url off --model resnet50 --concurrency 8 \
     --measurement-interval 2000 --max-trials 6 --no-progress > "$L/refuse_perf.txt" 2>&1 &
   perf=$!
@@ -147,7 +153,7 @@ if [ "$(left)" -gt 60 ]; then
   repo $d resnet50:$R:1:64:64 bert:$B:1:32:32 mlp:$P:1:64:64
   start_serve three $d
   smi "$L/three_nvidia_smi.txt"; gauges "$L/three_metrics.txt"
-  PERF="ortgpu perf --url http://127.0.0.1:8000 --metrics-url http://127.0.0.1:8002/metrics --measurement-interval 2000 --latency-budget-ms 50 --no-progress $BS"
+  PERF="ortgpu perf --url http://127.0.0.1:8000 --metrics-url http://127.0.0.1:8002/metrics --measurement-interval 2000 --latency-budget-ms 50 --no-progress $PS"
   for m in resnet50 bert mlp; do
     [ "$(left)" -gt 25 ] || break
     step "three: $m alone"
