@@ -71,6 +71,24 @@ Expected<std::optional<HistoryEntry>> Evaluator::Take(const std::string& key, in
   return std::optional<HistoryEntry>(std::move(e));
 }
 
+const HistoryEntry* Evaluator::Recall(const std::string& key, int repeat) {
+  const HistoryEntry* known = history_.Find(key, repeat);
+  if (known != nullptr) Reused(key, repeat);
+  return known;
+}
+
+Status Evaluator::Add(const std::string& key, int repeat, Measurement m) {
+  if (history_.Find(key, repeat) != nullptr) return {};
+  HistoryEntry e;
+  e.key = key;
+  e.repeat = repeat;
+  e.measurement = std::move(m);
+  e.measurement.again.clear();
+  ORTGPU_RETURN_IF_ERROR(history_.Append(e));
+  taken_.insert({e.key, e.repeat});
+  return {};
+}
+
 Expected<std::optional<HistoryEntry>> Evaluator::Get(const std::string& key, int repeat, MeasureKind kind,
                                                      const std::function<Expected<Measurement>()>& measure) {
   return Take(key, repeat, kind, [&](HistoryEntry& e) {

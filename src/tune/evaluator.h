@@ -49,8 +49,15 @@ class Evaluator {
       const std::vector<std::string>& keys, MeasureKind kind,
       const std::function<std::vector<Expected<Measurement>>(const std::vector<size_t>& missing)>& measure);
 
+  // Keeps `m`, taken within another new measurement (a repeat on the same
+  // server start), as (key, repeat) unless the history has that entry; its
+  // time is already in the measurement it came with.
+  Status Add(const std::string& key, int repeat, Measurement m);
+
   // The entry for (key, repeat) in the history, or nullptr (no measuring).
   const HistoryEntry* Known(const std::string& key, int repeat) const { return history_.Find(key, repeat); }
+  // The same, counted as reused when this search did not take it.
+  const HistoryEntry* Recall(const std::string& key, int repeat);
 
   // True when a limit stops new measurements (and notes it once).
   bool LimitReached();

@@ -39,6 +39,11 @@ struct Measurement {
   int concurrency = 0;
   int64_t errors = 0;
   std::string note;
+
+  // Served: the further budget searches taken on the same server start
+  // (ServedLoad::searches), in order; the search keeps each as its own
+  // repeat in the history, never inside this entry.
+  std::vector<Measurement> again;
 };
 
 // A converted precision (fp16, mixed) judged against true float32 with the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -201,14 +202,29 @@ Expected<bool> MeasureCurves(const std::vector<EngineChoice>& engines, const std
   return true;
 }
 
-// One served measurement through the history; nullopt at a limit.
+// One served measurement through the history; nullopt at a limit. With
+// `searches` > 1 the measurer may take the next repeats on the same server
+// start (ServedLoad::searches); they go to the history as repeats
+// repeat+1.. and the entry returned is the first.
 Expected<std::optional<HistoryEntry>> ServeOnce(const ServedCandidate& c, int repeat, int start_concurrency,
-                                                const SearchOptions& options, Measurer& measurer, Evaluator& eval) {
-  return eval.Get(ServedKey(c, options.latency_budget_ms, ServedTag(options)), repeat,
-                  repeat == 0 ? MeasureKind::kServed : MeasureKind::kServedRepeat, [&] {
-                    return measurer.Served(c, ServedLoad{.latency_budget_ms = options.latency_budget_ms,
-                                                         .start_concurrency = std::max(1, start_concurrency)});
-                  });
+                                                const SearchOptions& options, Measurer& measurer, Evaluator& eval,
+                                                int searches = 1, double again_above = 0) {
+  const std::string key = ServedKey(c, options.latency_budget_ms, ServedTag(options));
+  std::vector<Measurement> again;
+  ORTGPU_ASSIGN_OR_RETURN(
+      std::optional<HistoryEntry> entry,
+      eval.Get(key, repeat, repeat == 0 ? MeasureKind::kServed : MeasureKind::kServedRepeat, [&]() -> Expected<Measurement> {
+        Expected<Measurement> m = measurer.Served(c, ServedLoad{.latency_budget_ms = options.latency_budget_ms,
+                                                                .start_concurrency = std::max(1, start_concurrency),
+                                                                .searches = std::max(1, searches),
+                                                                .again_above = again_above});
+        if (m.ok()) again = std::exchange(m->again, {});
+        return m;
+      }));
+  for (size_t i = 0; i < again.size(); ++i) {
+    ORTGPU_RETURN_IF_ERROR(eval.Add(key, repeat + 1 + static_cast<int>(i), std::move(again[i])));
+  }
+  return entry;
 }
 
 // Adds repeat `rep`'s goodput to `s`, setting an anomalous one aside.
@@ -223,10 +239,28 @@ void AddRepeat(ServedOutcome& s, const HistoryEntry& entry, const SearchOptions&
   s.goodputs.push_back(g);
 }
 
-// The time to keep back for the leaders' repeats not yet in the history.
-int64_t RepeatReserveNs(const SearchOptions& options, const Evaluator& eval) {
-  const int repeats = std::max(0, options.leaders) * std::max(0, options.repeats - 1);
-  return repeats * eval.ExpectedNs(MeasureKind::kServedRepeat);
+// The time to keep back for the repeats that will need a server restart:
+// those the current leaders (the best `leaders` served so far) lack. A
+// candidate served later takes its repeats on its own start when it leads
+// (SearchOptions::repeat_on_start_ratio), inside its served time; without
+// that, every leader's repeats are kept back.
+int64_t RepeatReserveNs(const SearchOptions& options, const Evaluator& eval, const std::vector<ServedOutcome>& served) {
+  const int wanted = std::max(0, options.repeats - 1);
+  if (options.repeat_on_start_ratio <= 0) {
+    return std::max(0, options.leaders) * wanted * eval.ExpectedNs(MeasureKind::kServedRepeat);
+  }
+  std::vector<const ServedOutcome*> usable;
+  for (const ServedOutcome& s : served) {
+    if (Usable(s) && !s.anomalous) usable.push_back(&s);
+  }
+  std::stable_sort(usable.begin(), usable.end(), [](const ServedOutcome* a, const ServedOutcome* b) {
+    return Mean(a->goodputs) > Mean(b->goodputs);
+  });
+  int missing = 0;
+  for (size_t i = 0; i < usable.size() && static_cast<int>(i) < options.leaders; ++i) {
+    missing += std::max(0, options.repeats - static_cast<int>(usable[i]->goodputs.size()));
+  }
+  return missing * eval.ExpectedNs(MeasureKind::kServedRepeat);
 }
 
 // Stage 4. Returns false when a limit stopped it.
@@ -260,13 +294,18 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
       leave(fmt::format("not served: the cap of {} served candidates was reached (--max-served)", options.max_served));
       break;
     }
-    if (!known && !eval.Fits(MeasureKind::kServed, 1, RepeatReserveNs(options, eval))) {
+    if (!known && !eval.Fits(MeasureKind::kServed, 1, RepeatReserveNs(options, eval, result.served))) {
       pending.insert(pending.begin(), p);
       leave("not served: the time left is kept for the leaders' repeats (--max-minutes); a rerun with the same history "
             "continues");
       break;
     }
-    ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry, ServeOnce(c, 0, 1, options, measurer, eval));
+    // Repeats on this start while the candidate may lead: the first one
+    // served always, a later one when its first goodput is near the best.
+    const int searches = options.repeat_on_start_ratio > 0 ? options.repeats : 1;
+    const double again_above = options.repeat_on_start_ratio * Best(result.served);
+    ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry,
+                            ServeOnce(c, 0, 1, options, measurer, eval, searches, again_above));
     if (!entry) {
       pending.insert(pending.begin(), p);
       leave("not served: a limit stopped the search; a rerun with the same history continues");
@@ -286,6 +325,13 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
     const double g = entry->measurement.items_per_s;
     outcome.last_p99_ms = entry->measurement.latency_ms;
     outcome.goodputs.push_back(g);
+    const bool anomalous_first = !IsAnomalous(g, outcome.bounds, options).empty();
+    // The repeats taken on the same start (or by an earlier run).
+    for (int rep = 1; rep < options.repeats && !anomalous_first; ++rep) {
+      const HistoryEntry* again = eval.Recall(key, rep);
+      if (again == nullptr) break;
+      AddRepeat(outcome, *again, options);
+    }
     if (std::string why = IsAnomalous(g, outcome.bounds, options); !why.empty()) {
       // Measured again before it can win or lose.
       outcome.anomalous = true;

@@ -46,6 +46,14 @@ struct ServedLoad {
   // The first connection count tried (repeats start near the first
   // measurement's best point instead of 1).
   int start_concurrency = 1;
+  // Budget searches run on this one server start, in all (the first
+  // included): a repeat measured on the same start costs the search, not a
+  // new load (40-54 s for a fused fp16 ResNet-50). The searches after the
+  // first run only while the first goodput is at least `again_above`
+  // items/s (a likely leader), each starting near the previous best point;
+  // their figures come back in Measurement::again.
+  int searches = 1;
+  double again_above = 0;
 };
 
 // What takes the measurements: bench in-process, serve + perf served
@@ -114,6 +122,11 @@ struct SearchOptions {
   double anomaly_min_batch_ms = 1.0;
   EstimateOptions estimate;
   double repeat_cost_ratio = 0.6;
+  // A candidate's repeats are measured on its first server start when its
+  // first goodput is at least this share of the best so far (ServedLoad::
+  // searches); 0 turns that off, and the leaders' repeats each restart the
+  // server as before.
+  double repeat_on_start_ratio = 0.9;
 
   // Measure the grid too (grid.h), for the record.
   bool exhaustive = false;

@@ -247,45 +247,69 @@ Expected<Measurement> ToolMeasurer::Served(const ServedCandidate& candidate, con
   p.threads = options_.perf_threads;
   p.inputs = options_.inputs;
   p.inputs.shapes = options_.served_shapes;
-  Measurement m;
-  m.load_s = load_s;
-  auto step = [&](int concurrency, bool full) -> Expected<GoodputStep> {
-    perf::PerfOptions one = p;
-    one.concurrency = {concurrency};
-    one.measure = full ? options_.full_step : options_.quick_step;
-    ORTGPU_ASSIGN_OR_RETURN(perf::PerfReport report, perf::RunPerf(one));
-    if (report.steps.empty()) return Internal(fmt::format("perf measured no step at {} connections", concurrency));
-    const perf::StepResult& s = report.steps.front();
-    GoodputStep g{.concurrency = concurrency, .items_per_s = s.items_per_s, .p99_ms = s.budget_latency_ms,
-                  .errors = s.error_count(), .failed = s.failed};
-    m.errors += g.errors;
-    if (s.gpu) m.gpu_memory_bytes = std::max(m.gpu_memory_bytes.value_or(0), s.gpu->memory_used_bytes);
-    return g;
-  };
-  GoodputSearchOptions so;
-  so.budget_ms = load.latency_budget_ms;
-  so.start = load.start_concurrency;
-  so.max = options_.max_concurrency;
-  so.precision = options_.load_precision;
-  auto searched = SearchGoodput(so, step);
-  const int exit_code = server.Stop(std::chrono::seconds(10));
-  if (!searched.ok()) return searched.status().WithContext("perf against " + candidate.Key());
-  // One step per load, in load order; a full step's figures over a short one's.
-  std::map<int, LoadStep> by_load;
-  for (const GoodputStep& s : searched->steps) {
-    if (s.full || by_load.count(s.concurrency) == 0) {
-      by_load[s.concurrency] = {static_cast<double>(s.concurrency), s.items_per_s, s.p99_ms};
+  Measurement first;
+  first.load_s = load_s;
+  // One budget search on this start; `m` takes its figures.
+  auto search = [&](Measurement& m, int start) -> Status {
+    auto step = [&](int concurrency, bool full) -> Expected<GoodputStep> {
+      perf::PerfOptions one = p;
+      one.concurrency = {concurrency};
+      one.measure = full ? options_.full_step : options_.quick_step;
+      ORTGPU_ASSIGN_OR_RETURN(perf::PerfReport report, perf::RunPerf(one));
+      if (report.steps.empty()) return Internal(fmt::format("perf measured no step at {} connections", concurrency));
+      const perf::StepResult& s = report.steps.front();
+      GoodputStep g{.concurrency = concurrency, .items_per_s = s.items_per_s, .p99_ms = s.budget_latency_ms,
+                    .errors = s.error_count(), .failed = s.failed};
+      m.errors += g.errors;
+      if (s.gpu) m.gpu_memory_bytes = std::max(m.gpu_memory_bytes.value_or(0), s.gpu->memory_used_bytes);
+      return g;
+    };
+    GoodputSearchOptions so;
+    so.budget_ms = load.latency_budget_ms;
+    so.start = start;
+    so.max = options_.max_concurrency;
+    so.precision = options_.load_precision;
+    auto searched = SearchGoodput(so, step);
+    if (!searched.ok()) return searched.status().WithContext("perf against " + candidate.Key());
+    // One step per load, in load order; a full step's figures over a short one's.
+    std::map<int, LoadStep> by_load;
+    for (const GoodputStep& s : searched->steps) {
+      if (s.full || by_load.count(s.concurrency) == 0) {
+        by_load[s.concurrency] = {static_cast<double>(s.concurrency), s.items_per_s, s.p99_ms};
+      }
     }
+    for (const auto& [load_connections, s] : by_load) m.steps.push_back(s);
+    m.note = searched->note;
+    if (searched->best) {
+      m.items_per_s = searched->best->items_per_s;
+      m.latency_ms = searched->best->p99_ms;
+      m.concurrency = searched->best->concurrency;
+    } else if (!searched->steps.empty()) {
+      m.latency_ms = searched->steps.front().p99_ms;  // even the fewest connections broke the budget
+    }
+    return {};
+  };
+  Status status = search(first, load.start_concurrency);
+  // The repeats on the same start, while the first is a likely leader; a
+  // failed repeat ends them and keeps what was measured.
+  int start = std::max(1, first.concurrency / 2);
+  for (int i = 1; status.ok() && i < load.searches && first.items_per_s > 0 && first.items_per_s >= load.again_above;
+       ++i) {
+    Measurement again;
+    again.load_s = load_s;
+    if (Status s = search(again, start); !s.ok()) {
+      if (options_.log) options_.log(fmt::format("a repeat on the same start failed: {}", s.message()));
+      break;
+    }
+    if (options_.log) {
+      options_.log(fmt::format("{} repeat {} on the same start: {:.1f} items/s", candidate.Key(), i, again.items_per_s));
+    }
+    start = std::max(1, again.concurrency / 2);
+    first.again.push_back(std::move(again));
   }
-  for (const auto& [load_connections, s] : by_load) m.steps.push_back(s);
-  m.note = searched->note;
-  if (searched->best) {
-    m.items_per_s = searched->best->items_per_s;
-    m.latency_ms = searched->best->p99_ms;
-    m.concurrency = searched->best->concurrency;
-  } else if (!searched->steps.empty()) {
-    m.latency_ms = searched->steps.front().p99_ms;  // even the fewest connections broke the budget
-  }
+  const int exit_code = server.Stop(std::chrono::seconds(10));
+  if (!status.ok()) return status;
+  Measurement m = std::move(first);
   if (exit_code != 0 && options_.log) options_.log(fmt::format("serve exited with {}", exit_code));
   return m;
 }

@@ -45,6 +45,10 @@ class FakeMeasurer final : public tune::Measurer {
   void QueueServed(const tune::ServedCandidate& c, std::vector<double> goodputs) {
     for (double g : goodputs) queued_[c.Key()].push_back(g);
   }
+  // Served honours ServedLoad::searches, as serve + perf do: the figures
+  // after the first (queued ones, then the served function's) come back in
+  // Measurement::again while the first is at least `again_above`.
+  void RepeatOnStart(bool on) { repeat_on_start_ = on; }
   // Each measurement advances `clock` by `ns` (one in-process session by
   // `ns` per batch it measures).
   void AdvanceClockPerMeasurement(FakeClock* clock, int64_t ns) {
@@ -74,13 +78,14 @@ class FakeMeasurer final : public tune::Measurer {
     served_calls.push_back(c);
     served_loads.push_back(load);
     Tick();
-    auto q = queued_.find(c.Key());
-    if (q != queued_.end() && !q->second.empty()) {
-      const double g = q->second.front();
-      q->second.pop_front();
-      return tune::Measurement{load.latency_budget_ms / 2, g};
+    Expected<tune::Measurement> first = Next(c, load);
+    if (!repeat_on_start_ || !first.ok()) return first;
+    for (int i = 1; i < load.searches && first->items_per_s > 0 && first->items_per_s >= load.again_above; ++i) {
+      Expected<tune::Measurement> again = Next(c, load);
+      if (!again.ok()) break;
+      first->again.push_back(*again);
     }
-    return served_(c, load.latency_budget_ms);
+    return first;
   }
 
   std::vector<tune::Precision> judged;
@@ -90,6 +95,16 @@ class FakeMeasurer final : public tune::Measurer {
   std::vector<tune::ServedLoad> served_loads;
 
  private:
+  Expected<tune::Measurement> Next(const tune::ServedCandidate& c, const tune::ServedLoad& load) {
+    auto q = queued_.find(c.Key());
+    if (q != queued_.end() && !q->second.empty()) {
+      const double g = q->second.front();
+      q->second.pop_front();
+      return tune::Measurement{load.latency_budget_ms / 2, g};
+    }
+    return served_(c, load.latency_budget_ms);
+  }
+
   void Tick() {
     if (clock_ != nullptr) clock_->Advance(advance_ns_);
   }
@@ -100,6 +115,7 @@ class FakeMeasurer final : public tune::Measurer {
   std::map<std::string, std::deque<double>> queued_;
   FakeClock* clock_ = nullptr;
   int64_t advance_ns_ = 0;
+  bool repeat_on_start_ = false;
 };
 
 }  // namespace ortgpu::testing

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -127,6 +129,56 @@ TEST(Search, ScreeningFindsTheH200sEngineOneKnobAtATime) {
   EXPECT_EQ(r->winner->instances, 1) << r->winner->Key();
 }
 
+// A candidate that may lead takes its repeats on its own server start (no
+// second load); one far below the best so far takes one search only, and
+// the leaders' repeats then need no restart.
+TEST(Search, RepeatsRunOnTheFirstStartOfALikelyLeader) {
+  FakeMeasurer m;
+  m.SetInProcess(ScriptedInProcess);
+  m.SetServed(ScriptedServed);
+  m.RepeatOnStart(true);
+  History h;
+  FakeClock clock;
+  auto r = RunSearch(Resnet(), SmallSpace(), {.latency_budget_ms = 20}, m, h, clock);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->winner.has_value());
+  // One start per candidate: no candidate was served twice.
+  std::set<std::string> keys;
+  for (const ServedCandidate& c : m.served_calls) EXPECT_TRUE(keys.insert(c.Key()).second) << c.Key();
+  // The first served asked for every repeat, with no threshold; later ones
+  // with 90% of the best so far.
+  ASSERT_FALSE(m.served_loads.empty());
+  EXPECT_EQ(m.served_loads.front().searches, 3);
+  EXPECT_EQ(m.served_loads.front().again_above, 0);
+  EXPECT_GT(m.served_loads.back().again_above, 0);
+  // The leaders have three figures each, kept in the history as repeats.
+  ASSERT_FALSE(r->leaders.empty());
+  for (const Contender& c : r->leaders) {
+    EXPECT_EQ(c.goodputs.size(), 3u);
+    const std::string key = ServedKey(c.candidate, 20);
+    EXPECT_NE(h.Find(key, 1), nullptr);
+    EXPECT_NE(h.Find(key, 2), nullptr);
+  }
+}
+
+// With the option off, every leader's repeat restarts the server.
+TEST(Search, RepeatsRestartTheServerWhenTheOptionIsOff) {
+  FakeMeasurer m;
+  m.SetInProcess(ScriptedInProcess);
+  m.SetServed(ScriptedServed);
+  m.RepeatOnStart(true);
+  SearchOptions options{.latency_budget_ms = 20};
+  options.repeat_on_start_ratio = 0;
+  auto r = Search(m, Resnet(), SmallSpace(), options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const ServedLoad& l : m.served_loads) EXPECT_EQ(l.searches, 1);
+  // Each leader served three times: one start per figure.
+  std::map<std::string, int> starts;
+  for (const ServedCandidate& c : m.served_calls) ++starts[c.Key()];
+  ASSERT_FALSE(r->leaders.empty());
+  for (const Contender& c : r->leaders) EXPECT_EQ(starts[c.candidate.Key()], 3) << c.candidate.Key();
+}
+
 // Where NHWC gains nothing, the fusion is tried on fp16 NCHW, fails with
 // cuDNN's message, and the search goes on without it.
 TEST(Search, AFlipThatFailsIsRejectedWithOrtsReason) {
@@ -175,7 +227,13 @@ TEST(Search, TheH200ScenarioFitsTenMinutesAndFindsWithin95PercentOfTheBest) {
     Expected<Measurement> Served(const ServedCandidate& c, const ServedLoad& load) override {
       const int64_t per_instance = c.engine.fuse_conv_bias ? 11'000'000'000 : 2'000'000'000;
       clock_.Advance(c.instances * per_instance + (load.start_concurrency > 1 ? 12'000'000'000 : 25'000'000'000));
-      return H200Served(c, load.latency_budget_ms);
+      Expected<Measurement> m = H200Served(c, load.latency_budget_ms);
+      // The repeats on the same start: 12 s of load search each, no load.
+      for (int i = 1; m.ok() && i < load.searches && m->items_per_s >= load.again_above; ++i) {
+        clock_.Advance(12'000'000'000);
+        m->again.push_back(*H200Served(c, load.latency_budget_ms));
+      }
+      return m;
     }
 
    private:
