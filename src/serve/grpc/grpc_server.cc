@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -583,7 +584,10 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, Run
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(s.options.max_message_bytes, INT_MAX)));
   builder.RegisterService(&s.service);
   builder.RegisterService(&s.health);
-  s.queues = std::make_unique<GrpcCallQueues>(builder, s.options.poller_threads, s.options.busy_poll);
+  const int pollers = s.options.poller_threads > 0
+                          ? s.options.poller_threads
+                          : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  s.queues = std::make_unique<GrpcCallQueues>(builder, pollers, s.options.busy_poll);
   s.server = builder.BuildAndStart();
   if (!s.server || selected_port == 0) {
     if (s.server) s.server->Shutdown();

@@ -697,6 +697,15 @@ void DispatchGuarded(State& state, EndpointRequest request, ReplyCallback reply)
   }
 }
 
+std::string_view AccessLogFormatName(AccessLogFormat format) {
+  switch (format) {
+    case AccessLogFormat::kNone: return "none";
+    case AccessLogFormat::kPlain: return "plain";
+    case AccessLogFormat::kJson: return "json";
+  }
+  return "none";
+}
+
 Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text) {
   if (text == "none") return AccessLogFormat::kNone;
   if (text == "plain") return AccessLogFormat::kPlain;
