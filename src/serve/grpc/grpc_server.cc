@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <condition_variable>
 #include <deque>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -27,6 +25,7 @@
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/server_metadata.h"
 #include "sys/clock.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -127,13 +126,13 @@ struct GrpcServer::State {
   State(ModelServer& c, RuntimeSettings& s, GrpcOptions o)
       : core(c), settings(s), options(std::move(o)), workers(static_cast<size_t>(std::max(1, options.threads))) {}
 
-  void Begin() {
-    std::lock_guard lock(mu);
+  void Begin() EXCLUDES(mu) {
+    MutexLock lock(&mu);
     ++in_flight;
   }
-  void End() {
-    std::lock_guard lock(mu);
-    if (--in_flight == 0) idle.notify_all();
+  void End() EXCLUDES(mu) {
+    MutexLock lock(&mu);
+    if (--in_flight == 0) idle.SignalAll();
   }
   // Decodes `request` (moving its raw contents out) and queues it on the
   // core; `complete` runs on a worker with the response, encoded into
@@ -205,9 +204,9 @@ struct GrpcServer::State {
   boost::asio::thread_pool blocking{1};
   std::atomic<bool> draining{false};
   std::atomic<bool> stopped{false};
-  std::mutex mu;
-  std::condition_variable idle;
-  int in_flight = 0;  // guarded by mu
+  Mutex mu;
+  CondVar idle;  // in_flight reached 0
+  int in_flight GUARDED_BY(mu) = 0;
   uint16_t port = 0;
   inference::GRPCInferenceService::AsyncService service;
   grpc::health::v1::Health::AsyncService health;
@@ -610,8 +609,13 @@ uint16_t GrpcServer::port() const { return state_->port; }
 void GrpcServer::BeginDrain() { state_->draining = true; }
 
 bool GrpcServer::WaitIdle(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(state_->mu);
-  return state_->idle.wait_for(lock, timeout, [&] { return state_->in_flight == 0; });
+  State& s = *state_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&s.mu);
+  while (s.in_flight != 0) {
+    if (!s.idle.WaitUntil(&s.mu, deadline)) return s.in_flight == 0;
+  }
+  return true;
 }
 
 void GrpcServer::Stop() {
@@ -623,8 +627,9 @@ void GrpcServer::Stop() {
   {
     // Shutdown has cancelled the ModelInfer calls; each is still answered
     // (Finish) once the core completes it, before the queues may close.
-    std::unique_lock lock(state_->mu);
-    state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
+    State& s = *state_;
+    MutexLock lock(&s.mu);
+    while (s.in_flight != 0) s.idle.Wait(&s.mu);
   }
   state_->queues->Stop();
   state_->workers.join();
@@ -632,7 +637,7 @@ void GrpcServer::Stop() {
 }
 
 int GrpcServer::in_flight() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->in_flight;
 }
 
