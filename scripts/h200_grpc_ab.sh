@@ -13,7 +13,7 @@
 # glibc's malloc as it is by default, src/sys/host_allocator.h).
 #
 # MLP passes: in process (bench), then one server with the low-latency flags
-# (--http-threads 1 --grpc-threads 1 --busy-poll-us 300), perf over HTTP and
+# (--http-threads 1 --grpc-poller-threads 1 --busy-poll-us 300), perf over HTTP and
 # gRPC at concurrency 1 (the new build also with perf --busy-poll). ResNet-50
 # passes: bench --io cuda-graph (batch 32), then the best served config with
 # 64 connections. Every pass's output is appended to OUTDIR/mlp.txt or
@@ -31,7 +31,7 @@ if [[ $base == env:* ]]; then
 else
   ln -sf "$(realpath "$base")" /tmp/ab-base/ortgpu
 fi
-low="--http-threads 1 --grpc-threads 1 --busy-poll-us 300"
+low="--http-threads 1 --grpc-poller-threads 1 --busy-poll-us 300"
 
 # run BUILD PART N: one pass of h200_serve.sh grpc
 run() {

@@ -77,8 +77,6 @@ Status Apply(Provider provider, const std::string& key, const std::string& value
 
 }  // namespace
 
-std::string VariantName(const Variant& v) { return v.name; }
-
 Expected<std::vector<Variant>> ExpandSweep(Provider provider, const std::vector<std::string>& selection, const Variant& base,
                                            const std::vector<std::string>& extra) {
   struct Chosen {

@@ -40,9 +40,6 @@ const std::vector<SweepAxis>& SweepAxes();
 Expected<std::vector<Variant>> ExpandSweep(Provider provider, const std::vector<std::string>& selection, const Variant& base,
                                            const std::vector<std::string>& extra = {});
 
-// The variant's label, "io=bound prefer_nhwc=1", or "default".
-std::string VariantName(const Variant& v);
-
 // Picks the best latency and throughput configurations among the results
 // that ran, passed their accuracy check, whose precision is Recommendable
 // (within the budget; fp16 and mixed only when judged), and were measured

@@ -7,18 +7,6 @@
 
 namespace ortgpu::gpu {
 
-std::string_view PreloadActionName(PreloadAction a) {
-  switch (a) {
-    case PreloadAction::kLoaderFinds: return "loader_finds";
-    case PreloadAction::kAlreadyLoaded: return "already_loaded";
-    case PreloadAction::kPreloaded: return "preloaded";
-    case PreloadAction::kFailed: return "failed";
-    case PreloadAction::kNotFound: return "not_found";
-    case PreloadAction::kSkipped: return "skipped";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // Picks the copy to preload: one in a folder already used (keeps cuBLAS next

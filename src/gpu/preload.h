@@ -29,7 +29,6 @@ enum class PreloadAction {
   kNotFound,       // no copy anywhere
   kSkipped,        // a cuDNN sub-library while libcudnn.so.9 itself was not preloaded
 };
-std::string_view PreloadActionName(PreloadAction a);  // "loader_finds", "preloaded", ...
 
 struct PreloadResult {
   std::string soname;

@@ -330,8 +330,6 @@ bench::InputSpec InputsOf(const ModelInfo& model, bench::InputSpec spec) {
 
 }  // namespace
 
-std::string_view ProtocolName(Protocol p) { return p == Protocol::kGrpc ? "grpc" : "http"; }
-
 Expected<Protocol> ParseProtocol(std::string_view name) {
   if (name == "http") return Protocol::kHttp;
   if (name == "grpc") return Protocol::kGrpc;

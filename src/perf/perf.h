@@ -31,7 +31,6 @@ namespace ortgpu::perf {
 
 // How infer requests travel (-i / --protocol, perf_analyzer's names).
 enum class Protocol { kHttp, kGrpc };
-std::string_view ProtocolName(Protocol p);  // "http", "grpc"
 Expected<Protocol> ParseProtocol(std::string_view name);
 
 struct PerfOptions {

@@ -50,7 +50,6 @@ struct InferRequest {
   // to device and returns it as a placeholder (Tensor::device set, no
   // bytes); otherwise the front end writes it from the host as usual.
   std::map<std::string, DeviceView> device_outputs;
-  int64_t received_ns = 0;  // when the server finished reading it
   // On the scheduler's Clock (ServerDeps::clock, steady_clock by default):
   // once it passes, the request is answered DeadlineExceeded without running
   // if it has not started. 0: no deadline.

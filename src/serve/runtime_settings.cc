@@ -38,12 +38,12 @@ LogSettings::LogSettings() {
 }
 
 LogSettings::Map LogSettings::Get() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return values_;
 }
 
 Status LogSettings::Update(const Map& changes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Map next = values_;
   for (const auto& [key, value] : changes) {
     auto it = next.find(key);
@@ -83,7 +83,7 @@ TraceSettings::TraceSettings() {
 }
 
 TraceSettings::Map TraceSettings::Get(const std::string& model) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Map out = global_;
   if (auto it = models_.find(model); !model.empty() && it != models_.end()) {
     for (const auto& [key, values] : it->second) out[key] = values;
@@ -92,7 +92,7 @@ TraceSettings::Map TraceSettings::Get(const std::string& model) const {
 }
 
 Status TraceSettings::Update(const std::string& model, const Map& changes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [key, values] : changes) {
     if (global_.find(key) == global_.end()) {
       return InvalidArgument(fmt::format("unknown trace setting '{}'; the settings are trace_file, trace_level, "

@@ -14,13 +14,13 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "serve/shared_memory.h"
 #include "status/status.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -40,8 +40,8 @@ class LogSettings {
   Status Update(const Map& changes);
 
  private:
-  mutable std::mutex mu_;
-  Map values_;  // guarded by mu_
+  mutable Mutex mu_;
+  Map values_ GUARDED_BY(mu_);
 };
 
 class TraceSettings {
@@ -57,9 +57,9 @@ class TraceSettings {
   Status Update(const std::string& model, const Map& changes);
 
  private:
-  mutable std::mutex mu_;
-  Map global_;                          // guarded by mu_
-  std::map<std::string, Map> models_;   // guarded by mu_
+  mutable Mutex mu_;
+  Map global_ GUARDED_BY(mu_);
+  std::map<std::string, Map> models_ GUARDED_BY(mu_);
 };
 
 // What clients change while the server runs, as the server owns it and

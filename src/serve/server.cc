@@ -126,9 +126,7 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
     go.max_message_bytes = options.http.max_body_bytes;
     go.request_timeout = options.http.request_timeout;
     go.threads = options.grpc_threads;
-    go.poller_threads = options.grpc_poller_threads > 0
-                           ? options.grpc_poller_threads
-                           : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+    go.poller_threads = options.grpc_poller_threads;
     go.busy_poll = options.http.busy_poll;
     go.auth_token = options.http.access.auth_token;
     auto grpc = GrpcServer::Start(*s->core_, *s->settings_, go);

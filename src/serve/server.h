@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "gpu/nvml.h"
+#include "serve/front_end_defaults.h"
+#include "serve/grpc/grpc_server.h"
 #include "serve/http/http_server.h"
 #include "serve/metrics/metrics.h"
 #include "serve/runtime_settings.h"
@@ -44,20 +46,26 @@ namespace ortgpu::serve {
 
 class MetricsServer;
 class GpuMetricsPoller;
-class GrpcServer;
 
+// Every setting of `ortgpu serve`, with its default. The defaults are
+// defined here and in the structs this one holds (HttpOptions, ServerOptions,
+// GrpcOptions, front_end_defaults.h), nowhere else: the CLI binds its flags
+// to these fields, so `ortgpu serve --help` shows them.
 struct ServeOptions {
   ServerOptions core;  // repository or model file, model control, loader (instance kind, require_gpu)
-  HttpOptions http;    // host, port (8000), body limit, timeouts, access log
+  // host (of every listener), port, body limit (also gRPC's message limit),
+  // request timeout (also gRPC's), busy poll, access checks and log.
+  HttpOptions http;
   // Port of GET /metrics on http.host; 0: any free port; < 0: no metrics listener.
-  int metrics_port = 8002;
+  int metrics_port = kDefaultMetricsPort;
   // Port of the gRPC endpoint on http.host; 0: any free port; < 0: no gRPC.
-  int grpc_port = 8001;
-  // Threads that encode large gRPC infer responses and complete the calls.
-  int grpc_threads = 2;
-  // Threads that poll for gRPC calls and handle them (GrpcOptions::poller_threads);
-  // 0: one per core, at most 4.
-  int grpc_poller_threads = 0;
+  int grpc_port = kDefaultGrpcPort;
+  // Threads that encode large gRPC infer responses and complete the calls
+  // (GrpcOptions::threads).
+  int grpc_threads = GrpcOptions{}.threads;
+  // Threads that poll for gRPC calls and handle them
+  // (GrpcOptions::poller_threads; 0: one per core, at most 4).
+  int grpc_poller_threads = GrpcOptions{}.poller_threads;
   // How long Shutdown() lets requests in flight finish before closing connections.
   std::chrono::milliseconds drain_timeout{30'000};
   std::chrono::milliseconds gpu_poll_interval{1000};

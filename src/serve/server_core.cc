@@ -82,7 +82,7 @@ ServerCore::ServerCore(ServerOptions options, ServerDeps deps, ModelRepository r
 }
 
 uint64_t ServerCore::ReadyModelsMemory(int gpu) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t total = 0;
   for (const auto& [name, rec] : models_) {
     for (const auto& [v, slot] : rec.versions) {
@@ -101,7 +101,7 @@ Expected<std::unique_ptr<ServerCore>> ServerCore::Create(ServerOptions options, 
   if (core->options_.model_control == ModelControlMode::kExplicit && core->options_.model_file.empty()) {
     const auto& wanted = core->options_.startup_models;
     const bool all = std::find(wanted.begin(), wanted.end(), "*") != wanted.end();
-    std::lock_guard<std::mutex> control(core->control_mu_);
+    MutexLock control(&core->control_mu_);
     for (const auto& name : names) {
       if (core->shutting_down_) break;
       if (all || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
@@ -128,63 +128,65 @@ void ServerCore::Shutdown() {
 void ServerCore::ShutdownOnce() {
   shutting_down_ = true;
   {
-    std::lock_guard<std::mutex> lock(poll_mu_);
+    MutexLock lock(&poll_mu_);
     poll_stop_ = true;
   }
-  poll_cv_.notify_all();
+  poll_cv_.SignalAll();
   if (poll_thread_.joinable()) poll_thread_.join();
-  std::lock_guard<std::mutex> control(control_mu_);
+  MutexLock control(&control_mu_);
   std::vector<std::string> names;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [name, rec] : models_) names.push_back(name);
   }
   for (const auto& name : names) UnloadAll(name, "the server is shutting down");
   // The private folders of file: parameters go with the versions they served.
   std::vector<std::shared_ptr<const LoadOverride>> retired;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [name, rec] : models_) retired.push_back(std::move(rec.load_override));
 }
 
 void ServerCore::PollLoop() {
-  std::unique_lock<std::mutex> lock(poll_mu_);
+  MutexLock lock(&poll_mu_);
   while (!poll_stop_) {
-    poll_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms), [&] { return poll_stop_; });
+    const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.poll_interval_ms);
+    while (!poll_stop_ && poll_cv_.WaitUntil(&poll_mu_, next)) {
+    }
     if (poll_stop_) return;
-    lock.unlock();
+    lock.Unlock();
     Status st = Rescan();
     if (!st.ok() && !shutting_down_) spdlog::warn("model repository poll: {}", st.message());
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void ServerCore::Warn(const std::string& message) {
   spdlog::warn("{}", message);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   warnings_.push_back(message);
 }
 
 std::vector<std::string> ServerCore::Warnings() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return warnings_;
 }
 
 Status ServerCore::Rescan() {
   if (shutting_down_) return Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> control(control_mu_);
+  MutexLock control(&control_mu_);
   // Shutdown may have unloaded everything while this call waited for the lock.
   if (shutting_down_) return Unavailable("the server is shutting down");
   ORTGPU_ASSIGN_OR_RETURN(auto names, repository_.ListModels());
   std::set<std::string> all(names.begin(), names.end());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [name, rec] : models_) all.insert(name);
   }
   for (const auto& name : all) {
     if (shutting_down_) return Unavailable("the server is shutting down");
     {
       // In explicit mode a rescan never loads what the user did not ask for.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = models_.find(name);
       if (options_.model_control == ModelControlMode::kExplicit && (it == models_.end() || !it->second.loaded)) {
         continue;
@@ -192,7 +194,7 @@ Status ServerCore::Rescan() {
     }
     std::shared_ptr<const LoadOverride> load_override;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (auto it = models_.find(name); it != models_.end()) load_override = it->second.load_override;
     }
     SyncModel(name, /*force=*/false, std::move(load_override)).IgnoreError();
@@ -246,7 +248,7 @@ void ServerCore::ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leav
 void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
   std::vector<std::shared_ptr<LoadedModel>> leaving;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = models_.find(name);
     if (it == models_.end()) return;
     for (auto& [v, slot] : it->second.versions) {
@@ -260,7 +262,7 @@ void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
     if (deps_.observer) deps_.observer->OnVersionUnloaded(name, std::to_string(m->version));
   }
   ReleaseUnloaded(leaving);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return;
   it->second.versions.clear();
@@ -275,7 +277,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
     // parameters (it is in no repository): what serves keeps serving.
     if (load_override) return source.status();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = models_.find(name);
       if (it != models_.end() && it->second.load_override && it->second.load_override->has_files()) {
         return Status(source.status().code(), source.status().message() +
@@ -284,7 +286,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       }
     }
     UnloadAll(name, "removed from the repository");
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     models_.erase(name);
     return source.status();
   }
@@ -296,7 +298,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
       config = std::move(parsed->config);
       bool seen = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         auto it = models_.find(name);
         seen = it != models_.end() && it->second.config_text == source->config_text && !it->second.versions.empty();
       }
@@ -317,7 +319,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
   bool config_changed = false;
   std::set<int64_t> settled;  // READY with nothing to retry: reloaded only on force or a config edit
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto& rec = models_[name];
     config_changed = rec.config_text != source->config_text || rec.has_config != source->has_config;
     rec.loaded = true;
@@ -351,7 +353,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
   for (int64_t v : to_load) {
     bool retry = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto& slot = models_[name].versions[v];
       retry = !slot.failed_load.empty();
       // A version being replaced keeps serving (state READY) while its successor loads.
@@ -370,7 +372,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
     bool kept = false;      // a failed reload left the previous load serving
     bool repeated = false;  // failed as the last attempt did: logged already
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto& rec = models_[name];
       auto& slot = rec.versions[v];
       if (loaded.ok()) {
@@ -441,7 +443,7 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
   // failed must not take the model down.
   std::vector<std::shared_ptr<LoadedModel>> leaving;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto& rec = models_[name];
     bool wanted_ready = false;
     for (int64_t v : wanted) {
@@ -533,7 +535,7 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
 }
 
 std::shared_ptr<const LoadedModel> ServerCore::FindLoaded(const std::string& model, const std::string& version) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto r = Resolve(model, version);
   return r.ok() ? *r : nullptr;
 }
@@ -542,7 +544,7 @@ bool ServerCore::IsLive() const { return !shutting_down_; }
 
 bool ServerCore::IsReady() const {
   if (shutting_down_) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [name, rec] : models_) {
     if (!rec.loaded) continue;
     if (!rec.error.empty()) return false;
@@ -555,7 +557,7 @@ bool ServerCore::IsReady() const {
 
 Expected<ModelMetadata> ServerCore::Metadata(const std::string& model, const std::string& version) const {
   if (shutting_down_) return Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
   ModelMetadata md;
   md.name = model;
@@ -570,7 +572,7 @@ Expected<ModelMetadata> ServerCore::Metadata(const std::string& model, const std
 
 Expected<bool> ServerCore::IsModelReady(const std::string& model, const std::string& version) const {
   if (shutting_down_) return Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto r = Resolve(model, version);
   if (r.ok()) return true;
   if (r.status().code() == Code::kUnavailable) return false;
@@ -579,14 +581,14 @@ Expected<bool> ServerCore::IsModelReady(const std::string& model, const std::str
 
 Expected<inference::ModelConfig> ServerCore::ModelConfig(const std::string& model, const std::string& version) const {
   if (shutting_down_) return Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
   return m->config;
 }
 
 Expected<std::vector<StatsSnapshot>> ServerCore::Statistics(const std::string& model, const std::string& version) const {
   if (shutting_down_) return Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<StatsSnapshot> stats;
   if (!model.empty()) {
     ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
@@ -610,7 +612,7 @@ Expected<std::vector<std::string>> ServerCore::OutputLabels(const std::string& m
   std::string label_file;
   std::shared_ptr<const LoadOverride> load_override;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
     for (const auto& o : m->config.output()) {
       if (o.name() == output) label_file = o.label_filename();
@@ -641,7 +643,7 @@ Expected<std::vector<std::string>> ServerCore::OutputLabels(const std::string& m
 std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) const {
   std::vector<ModelVersionStatus> out;
   auto names = repository_.ListModels();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::set<std::string> all;
   if (names.ok()) all.insert(names->begin(), names->end());
   for (const auto& [name, rec] : models_) all.insert(name);
@@ -676,7 +678,7 @@ Status ServerCore::LoadModel(const std::string& model, const ModelLoadParameters
     if (!prepared.ok()) return prepared.status().WithContext("failed to load model '" + model + "'");
     load_override = std::move(prepared).value();
   }
-  std::lock_guard<std::mutex> control(control_mu_);
+  MutexLock control(&control_mu_);
   if (shutting_down_) return Unavailable("the server is shutting down");
   Status st = SyncModel(model, /*force=*/true, std::move(load_override));
   if (!st.ok()) return st.WithContext("failed to load model '" + model + "'");
@@ -689,15 +691,15 @@ Status ServerCore::UnloadModel(const std::string& model) {
                               std::string(ModelControlModeName(options_.model_control)) + "')");
   }
   if (shutting_down_) return Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> control(control_mu_);
+  MutexLock control(&control_mu_);
   if (shutting_down_) return Unavailable("the server is shutting down");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (models_.find(model) == models_.end()) return NotFound("model '" + model + "' is not loaded");
   }
   UnloadAll(model, "unloaded");
   std::shared_ptr<const LoadOverride> retired;  // its folder is removed outside the lock
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto& rec = models_[model];
   rec.loaded = false;
   retired = std::move(rec.load_override);
@@ -714,7 +716,7 @@ void ServerCore::Infer(InferRequest request, InferCallback done) {
     if (shutting_down_) return done(Unavailable("the server is shutting down; retry on another replica"));
     std::shared_ptr<LoadedModel> model;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto r = Resolve(request.model_name, request.model_version);
       if (!r.ok()) return done(r.status());
       model = std::move(r).value();

@@ -29,10 +29,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -43,6 +41,7 @@
 #include "serve/repository/load_override.h"
 #include "serve/repository/model_loader.h"
 #include "serve/repository/model_repository.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -163,22 +162,24 @@ class ServerCore : public ModelServer {
   // always (re)tried. `load_override` (null: none) replaces the
   // repository's config or folder; it becomes the record's once a version
   // loaded from it serves. REQUIRES: control_mu_ held, mu_ not held.
-  Status SyncModel(const std::string& name, bool force, std::shared_ptr<const LoadOverride> load_override = nullptr);
+  Status SyncModel(const std::string& name, bool force, std::shared_ptr<const LoadOverride> load_override = nullptr)
+      REQUIRES(control_mu_) EXCLUDES(mu_);
   // Loads one version; a thrown std::exception becomes the returned error.
   Expected<std::shared_ptr<LoadedModel>> LoadVersion(const ModelSource& source, const inference::ModelConfig& config,
-                                                     int64_t version) const;
+                                                     int64_t version) const REQUIRES(control_mu_);
   void ShutdownOnce();
-  void UnloadAll(const std::string& name, const std::string& reason);
+  void UnloadAll(const std::string& name, const std::string& reason) REQUIRES(control_mu_) EXCLUDES(mu_);
   // Drops `leaving` (stopped versions) and, for those that held GPU memory,
   // logs and reports (SchedulerObserver::OnUnloadMemory) what their GPUs
   // hold after and how much the unload gave back. REQUIRES: control_mu_.
-  void ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving);
+  void ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leaving) REQUIRES(control_mu_);
   // What the READY versions hold on GPU `gpu` (the plan's "already loaded").
   uint64_t ReadyModelsMemory(int gpu) const;
   void PollLoop();
   // The routed version: `version` or, for "", the highest READY one.
   // REQUIRES: mu_ held.
-  Expected<std::shared_ptr<LoadedModel>> Resolve(const std::string& model, const std::string& version) const;
+  Expected<std::shared_ptr<LoadedModel>> Resolve(const std::string& model, const std::string& version) const
+      REQUIRES(mu_);
   void Warn(const std::string& message);
 
   const ServerOptions options_;
@@ -186,19 +187,19 @@ class ServerCore : public ModelServer {
   const ModelRepository repository_;
   std::unique_ptr<PlacementChecker> owned_placement_;
   // Used only under control_mu_ (loads, unloads); null when NVML did not load.
-  std::unique_ptr<gpu::Nvml> nvml_;
+  std::unique_ptr<gpu::Nvml> nvml_ GUARDED_BY(control_mu_);
   std::unique_ptr<MemoryPlanner> planner_;
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
 
-  std::mutex control_mu_;
-  mutable std::mutex mu_;
-  std::map<std::string, ModelRecord> models_;  // guarded by mu_
-  std::vector<std::string> warnings_;          // guarded by mu_
+  Mutex control_mu_ ACQUIRED_BEFORE(mu_);
+  mutable Mutex mu_;
+  std::map<std::string, ModelRecord> models_ GUARDED_BY(mu_);
+  std::vector<std::string> warnings_ GUARDED_BY(mu_);
 
-  std::mutex poll_mu_;
-  std::condition_variable poll_cv_;
-  bool poll_stop_ = false;  // guarded by poll_mu_
+  Mutex poll_mu_;
+  CondVar poll_cv_;  // poll_stop_ set
+  bool poll_stop_ GUARDED_BY(poll_mu_) = false;
   std::thread poll_thread_;
 };
 

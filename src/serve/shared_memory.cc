@@ -42,7 +42,7 @@ Status SharedMemoryRegistry::RegisterCuda(const std::string& name, const std::st
   if (device_id < 0) return InvalidArgument(fmt::format("CUDA shared memory region '{}': device_id {} is not a GPU", name, device_id));
   std::shared_ptr<gpu::CudaIpc> cuda;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (regions_.count(name) > 0) {
       return Status(Code::kAlreadyExists,
                     fmt::format("shared memory region '{}' is already registered; unregister it first", name));
@@ -59,7 +59,7 @@ Status SharedMemoryRegistry::RegisterCuda(const std::string& name, const std::st
   region->info = {name, "", 0, byte_size, device_id};
   region->device_address = *address;
   region->cuda = std::move(cuda);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!regions_.emplace(name, std::move(region)).second) {
     return Status(Code::kAlreadyExists, fmt::format("shared memory region '{}' is already registered", name));
   }
@@ -70,7 +70,7 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
                                       uint64_t byte_size) {
   if (name.empty()) return InvalidArgument("a shared memory region needs a name");
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (regions_.count(name) > 0) {
       return Status(Code::kAlreadyExists,
                     fmt::format("shared memory region '{}' is already registered; unregister it first", name));
@@ -101,7 +101,7 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
   }
   region->base = base;
   region->info = {name, key, offset, byte_size};
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!regions_.emplace(name, std::move(region)).second) {
     return Status(Code::kAlreadyExists, fmt::format("shared memory region '{}' is already registered", name));
   }
@@ -117,7 +117,7 @@ const char* KindName(SharedMemoryKind kind) { return kind == SharedMemoryKind::k
 
 void SharedMemoryRegistry::Unregister(const std::string& name, SharedMemoryKind kind) {
   std::vector<std::shared_ptr<Region>> dropped;  // closed after the lock is released
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = regions_.begin(); it != regions_.end();) {
     if ((name.empty() || it->first == name) && OfKind(it->second->info, kind)) {
       dropped.push_back(std::move(it->second));
@@ -130,7 +130,7 @@ void SharedMemoryRegistry::Unregister(const std::string& name, SharedMemoryKind 
 
 Expected<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Regions(const std::string& name,
                                                                             SharedMemoryKind kind) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<SharedMemoryRegionInfo> out;
   for (const auto& [n, r] : regions_) {
     if ((name.empty() || n == name) && OfKind(r->info, kind)) out.push_back(r->info);
@@ -146,7 +146,7 @@ Expected<std::shared_ptr<SharedMemoryRegistry::Region>> SharedMemoryRegistry::Lo
                                                                                      uint64_t size) const {
   std::shared_ptr<Region> r;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = regions_.find(name);
     if (it == regions_.end()) {
       return NotFound(fmt::format("Unable to find shared memory region: '{}'; register it first", name));

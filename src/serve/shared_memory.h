@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +36,7 @@
 #include "gpu/cuda_ipc.h"
 #include "serve/inference.h"
 #include "status/expected.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -59,7 +59,7 @@ class SharedMemoryRegistry {
   // The IPC that CUDA regions registered from now on are opened with (a
   // fake in tests).
   void SetCudaIpc(std::shared_ptr<gpu::CudaIpc> cuda) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     cuda_ = std::move(cuda);
   }
 
@@ -102,9 +102,9 @@ class SharedMemoryRegistry {
  private:
   struct Region;
   Expected<std::shared_ptr<Region>> Lookup(const std::string& name, uint64_t offset, uint64_t size) const;
-  mutable std::mutex mu_;
-  std::shared_ptr<gpu::CudaIpc> cuda_;                      // guarded by mu_ (made on first use)
-  std::map<std::string, std::shared_ptr<Region>> regions_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<gpu::CudaIpc> cuda_ GUARDED_BY(mu_);  // made on first use
+  std::map<std::string, std::shared_ptr<Region>> regions_ GUARDED_BY(mu_);
 };
 
 // Where a tensor lives when its parameters name a region

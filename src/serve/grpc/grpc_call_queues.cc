@@ -1,7 +1,6 @@
 #include "serve/grpc/grpc_call_queues.h"
 
 #include <algorithm>
-#include <mutex>
 
 namespace ortgpu::serve {
 
@@ -48,7 +47,7 @@ void GrpcCallQueues::Poll(::grpc::ServerCompletionQueue& cq) {
 
 void GrpcCallQueues::Stop() {
   {
-    std::unique_lock lock(closing_);
+    WriterMutexLock lock(&closing_);
     if (closed_) return;
     closed_ = true;
   }

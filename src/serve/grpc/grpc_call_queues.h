@@ -29,12 +29,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -89,7 +90,7 @@ class GrpcCallQueues {
   // false without running it, and no event will come for it.
   template <class F>
   bool IfOpen(F&& start) {
-    std::shared_lock lock(closing_);
+    ReaderMutexLock lock(&closing_);
     if (closed_) return false;
     start();
     return true;
@@ -106,8 +107,8 @@ class GrpcCallQueues {
   // Held shared by whoever starts an operation on a queue (IfOpen),
   // exclusively by Stop while it marks them closed: no operation may start
   // on a queue that is shut down.
-  std::shared_mutex closing_;
-  bool closed_ = false;  // guarded by closing_
+  SharedMutex closing_;
+  bool closed_ GUARDED_BY(closing_) = false;
   std::vector<std::thread> pollers_;
   bool started_ = false;
 };

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <climits>
-#include <condition_variable>
 #include <deque>
 #include <limits>
-#include <mutex>
 #include <optional>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -26,6 +25,7 @@
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/server_metadata.h"
 #include "sys/clock.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -126,13 +126,13 @@ struct GrpcServer::State {
   State(ModelServer& c, RuntimeSettings& s, GrpcOptions o)
       : core(c), settings(s), options(std::move(o)), workers(static_cast<size_t>(std::max(1, options.threads))) {}
 
-  void Begin() {
-    std::lock_guard lock(mu);
+  void Begin() EXCLUDES(mu) {
+    MutexLock lock(&mu);
     ++in_flight;
   }
-  void End() {
-    std::lock_guard lock(mu);
-    if (--in_flight == 0) idle.notify_all();
+  void End() EXCLUDES(mu) {
+    MutexLock lock(&mu);
+    if (--in_flight == 0) idle.SignalAll();
   }
   // Decodes `request` (moving its raw contents out) and queues it on the
   // core; `complete` runs on a worker with the response, encoded into
@@ -204,9 +204,9 @@ struct GrpcServer::State {
   boost::asio::thread_pool blocking{1};
   std::atomic<bool> draining{false};
   std::atomic<bool> stopped{false};
-  std::mutex mu;
-  std::condition_variable idle;
-  int in_flight = 0;  // guarded by mu
+  Mutex mu;
+  CondVar idle;  // in_flight reached 0
+  int in_flight GUARDED_BY(mu) = 0;
   uint16_t port = 0;
   inference::GRPCInferenceService::AsyncService service;
   grpc::health::v1::Health::AsyncService health;
@@ -583,7 +583,10 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, Run
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(s.options.max_message_bytes, INT_MAX)));
   builder.RegisterService(&s.service);
   builder.RegisterService(&s.health);
-  s.queues = std::make_unique<GrpcCallQueues>(builder, s.options.poller_threads, s.options.busy_poll);
+  const int pollers = s.options.poller_threads > 0
+                          ? s.options.poller_threads
+                          : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  s.queues = std::make_unique<GrpcCallQueues>(builder, pollers, s.options.busy_poll);
   s.server = builder.BuildAndStart();
   if (!s.server || selected_port == 0) {
     if (s.server) s.server->Shutdown();
@@ -606,8 +609,13 @@ uint16_t GrpcServer::port() const { return state_->port; }
 void GrpcServer::BeginDrain() { state_->draining = true; }
 
 bool GrpcServer::WaitIdle(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(state_->mu);
-  return state_->idle.wait_for(lock, timeout, [&] { return state_->in_flight == 0; });
+  State& s = *state_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&s.mu);
+  while (s.in_flight != 0) {
+    if (!s.idle.WaitUntil(&s.mu, deadline)) return s.in_flight == 0;
+  }
+  return true;
 }
 
 void GrpcServer::Stop() {
@@ -619,8 +627,9 @@ void GrpcServer::Stop() {
   {
     // Shutdown has cancelled the ModelInfer calls; each is still answered
     // (Finish) once the core completes it, before the queues may close.
-    std::unique_lock lock(state_->mu);
-    state_->idle.wait(lock, [&] { return state_->in_flight == 0; });
+    State& s = *state_;
+    MutexLock lock(&s.mu);
+    while (s.in_flight != 0) s.idle.Wait(&s.mu);
   }
   state_->queues->Stop();
   state_->workers.join();
@@ -628,7 +637,7 @@ void GrpcServer::Stop() {
 }
 
 int GrpcServer::in_flight() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->in_flight;
 }
 

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 
+#include "serve/front_end_defaults.h"
 #include "serve/model_server.h"
 #include "serve/runtime_settings.h"
 #include "status/expected.h"
@@ -36,22 +37,22 @@
 namespace ortgpu::serve {
 
 struct GrpcOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 8001;  // 0: any free port (GrpcServer::port() reports it)
+  std::string host = kDefaultHost;
+  uint16_t port = kDefaultGrpcPort;  // 0: any free port (GrpcServer::port() reports it)
   // Largest request message accepted (RESOURCE_EXHAUSTED beyond it): the
   // HTTP body limit, --max-body-bytes.
-  size_t max_message_bytes = 64u << 20;
+  size_t max_message_bytes = kDefaultMaxBodyBytes;
   // An infer is dropped unrun (DEADLINE_EXCEEDED) once the earlier of the
   // client's deadline and this passes; 0: only the client's deadline.
-  std::chrono::milliseconds request_timeout{60'000};
+  std::chrono::milliseconds request_timeout = kDefaultRequestTimeout;
   // Threads that encode large infer responses and complete the calls
   // (small ones are completed by the thread that ran the inference).
   int threads = 2;
   // Threads that poll the completion queues, each reading, decoding and
   // handling the calls that arrive on its queue (GrpcCallQueues), and how
   // long each keeps polling after an event before it blocks (0: block at
-  // once; serve --busy-poll-us).
-  int poller_threads = 2;
+  // once; serve --busy-poll-us). 0: one per core, at most 4.
+  int poller_threads = 0;
   std::chrono::microseconds busy_poll{0};
   // With a token (--auth-token-file) the repository, logging, trace and
   // shared-memory register/unregister RPCs need the metadata

@@ -2,9 +2,11 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
+#include <utility>
 
 #include <grpcpp/alarm.h>
+
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -49,28 +51,34 @@ class StreamInferMethod::Call {
       return;
     }
     method_.RequestOn(cq_);  // the next stream
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     StartRead();
-    MaybeEnd(lock);
+    if (!Ended()) return;
+    lock.Unlock();
+    delete this;
   }
 
   void OnRead(bool ok) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     --ops_;
     if (!ok) {  // the client closed its side, or went away
       reads_done_ = true;
-      MaybeEnd(lock);
+      if (!Ended()) return;
+      lock.Unlock();
+      delete this;
       return;
     }
     ++pending_;
-    lock.unlock();
+    lock.Unlock();
     auto response = std::make_shared<ModelStreamInferResponse>();
     method_.handler_(ctx_, request_, response->mutable_infer_response(),
                      [this, response](const ::grpc::Status& st) { Complete(response, st); });
     request_.Clear();
-    lock.lock();
+    lock.Lock();
     StartRead();
-    MaybeEnd(lock);
+    if (!Ended()) return;
+    lock.Unlock();
+    delete this;
   }
 
   void Complete(std::shared_ptr<ModelStreamInferResponse> response, const ::grpc::Status& st) {
@@ -78,65 +86,69 @@ class StreamInferMethod::Call {
       response->Clear();
       response->set_error_message(st.error_message());
     }
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     --pending_;
     if (!broken_) {
       queue_.push_back(std::move(response));
       if (!writing_) StartWrite();
     }
-    MaybeEnd(lock);
+    if (!Ended()) return;
+    lock.Unlock();
+    delete this;
   }
 
   void OnWrite(bool ok) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     --ops_;
     queue_.pop_front();
     if (!ok) Break();  // the client went away: drop what is left
     writing_ = false;
     if (!queue_.empty()) StartWrite();
-    MaybeEnd(lock);
+    if (!Ended()) return;
+    lock.Unlock();
+    delete this;
   }
 
   void OnFinished(bool) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     --ops_;
-    MaybeEnd(lock);
+    if (!Ended()) return;
+    lock.Unlock();
+    delete this;
   }
 
-  // REQUIRES: mu_ held (for all four below).
-  void StartRead() {
+  void StartRead() REQUIRES(mu_) {
     ++ops_;
     if (!method_.queues_.IfOpen([&] { stream_.Read(&request_, &read_); })) {
       --ops_;
       reads_done_ = true;
     }
   }
-  void StartWrite() {
+  void StartWrite() REQUIRES(mu_) {
     writing_ = true;
     ++ops_;
-    if (!method_.queues_.IfOpen([&] { stream_.Write(*queue_.front(), &written_); })) {
+    const ModelStreamInferResponse& front = *queue_.front();
+    if (!method_.queues_.IfOpen([&] { stream_.Write(front, &written_); })) {
       --ops_;
       writing_ = false;
       Break();
     }
   }
-  void Break() {
+  void Break() REQUIRES(mu_) {
     broken_ = true;
     queue_.clear();
   }
-  // Finishes the call once every read, inference and write is done, and
-  // deletes it once its last event came. Releases `lock`; `this` may be
-  // gone after.
-  void MaybeEnd(std::unique_lock<std::mutex>& lock) {
-    if (!reads_done_ || pending_ > 0 || writing_) return;
+  // Starts the Finish once every read, inference and write is done, and
+  // says whether the call is over: finished and its last event came. The
+  // caller then releases mu_ and deletes the call.
+  bool Ended() REQUIRES(mu_) {
+    if (!reads_done_ || pending_ > 0 || writing_) return false;
     if (!finish_started_) {
       finish_started_ = true;
       ++ops_;
       if (!method_.queues_.IfOpen([&] { stream_.Finish(::grpc::Status::OK, &finished_); })) --ops_;
     }
-    if (ops_ > 0) return;
-    lock.unlock();
-    delete this;
+    return ops_ == 0;
   }
 
   StreamInferMethod& method_;
@@ -149,14 +161,14 @@ class StreamInferMethod::Call {
   MemberTag<Call, &Call::OnWrite> written_{this};
   MemberTag<Call, &Call::OnFinished> finished_{this};
 
-  std::mutex mu_;
-  std::deque<std::shared_ptr<ModelStreamInferResponse>> queue_;  // guarded by mu_; front is being written
-  int ops_ = 0;                                                  // guarded by mu_
-  int pending_ = 0;                                              // guarded by mu_: inferences not completed
-  bool reads_done_ = false;                                      // guarded by mu_
-  bool writing_ = false;                                         // guarded by mu_
-  bool broken_ = false;                                          // guarded by mu_
-  bool finish_started_ = false;                                  // guarded by mu_
+  Mutex mu_;
+  std::deque<std::shared_ptr<ModelStreamInferResponse>> queue_ GUARDED_BY(mu_);  // front is being written
+  int ops_ GUARDED_BY(mu_) = 0;
+  int pending_ GUARDED_BY(mu_) = 0;  // inferences not completed
+  bool reads_done_ GUARDED_BY(mu_) = false;
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool broken_ GUARDED_BY(mu_) = false;
+  bool finish_started_ GUARDED_BY(mu_) = false;
 };
 
 void StreamInferMethod::RequestOn(::grpc::ServerCompletionQueue& cq) { (new Call(*this, cq))->Request(); }

@@ -17,6 +17,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
+#include "serve/front_end_defaults.h"
 #include "serve/model_server.h"
 #include "serve/protocol/route.h"
 #include "serve/runtime_settings.h"
@@ -82,7 +83,7 @@ struct EndpointRequest {
   std::string content_encoding;                        // header value, "" if none
   std::string accept_encoding;                         // header value, "" if none
   // Infer only: the limit on the body once decompressed (--max-body-bytes).
-  size_t max_body_bytes = 64u << 20;
+  size_t max_body_bytes = kDefaultMaxBodyBytes;
   bool draining = false;                               // health/ready reports not ready
   // Infer only: when the HTTP layer stops waiting (steady clock, ns; 0: no
   // limit). The scheduler drops the request unrun once it has passed.

@@ -2,14 +2,13 @@
 
 #include "serve/http/listener.h"
 #include "sys/clock.h"
+#include "sys/mutex.h"
 
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <thread>
@@ -77,19 +76,19 @@ struct HttpServer::State {
   std::atomic<int64_t> last_activity_ns{0};
   std::atomic<bool> stopping{false};
 
-  std::mutex mu;
-  std::condition_variable idle_cv;
-  bool stopped = false;  // GUARDED_BY(mu): no completion may be posted once set
-  int in_flight = 0;     // GUARDED_BY(mu)
-  std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions;  // GUARDED_BY(mu)
+  Mutex mu;
+  CondVar idle_cv;                     // in_flight reached 0
+  bool stopped GUARDED_BY(mu) = false;  // no completion may be posted once set
+  int in_flight GUARDED_BY(mu) = 0;
+  std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions GUARDED_BY(mu);
 
-  void RequestStarted() {
-    std::lock_guard lock(mu);
+  void RequestStarted() EXCLUDES(mu) {
+    MutexLock lock(&mu);
     ++in_flight;
   }
-  void RequestFinished() {
-    std::lock_guard lock(mu);
-    if (--in_flight == 0) idle_cv.notify_all();
+  void RequestFinished() EXCLUDES(mu) {
+    MutexLock lock(&mu);
+    if (--in_flight == 0) idle_cv.SignalAll();
   }
 };
 
@@ -115,7 +114,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   ~HttpSession() {
     EndRequest();
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->sessions.erase(this) > 0 && state_->options.connection_events.open) {
       state_->options.connection_events.open(state_->sessions.size());
     }
@@ -123,7 +122,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void Start() {
     {
-      std::lock_guard lock(state_->mu);
+      MutexLock lock(&state_->mu);
       if (state_->stopped) return;
       state_->sessions.emplace(this, weak_from_this());
       if (state_->options.connection_events.open) state_->options.connection_events.open(state_->sessions.size());
@@ -386,7 +385,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   // Any thread: hands the reply to the strand unless the server stopped.
   void Deliver(HttpReply reply, uint64_t seq) {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->stopped) return;
     asio::post(stream_.get_executor(), [self = shared_from_this(), reply = std::move(reply), seq]() mutable {
       if (!self->ClaimReply(seq)) return;  // answered already (504): a late reply is dropped
@@ -581,7 +580,7 @@ void Refused(State& state, std::string_view reason) {
 }
 
 size_t OpenConnections(State& state) {
-  std::lock_guard lock(state.mu);
+  MutexLock lock(&state.mu);
   return state.sessions.size();
 }
 
@@ -667,7 +666,7 @@ void RunNetworkThread(State& s) {
 // The sessions alive now.
 std::vector<std::shared_ptr<HttpSession>> Sessions(State& state) {
   std::vector<std::shared_ptr<HttpSession>> out;
-  std::lock_guard lock(state.mu);
+  MutexLock lock(&state.mu);
   for (auto& [ptr, weak] : state.sessions) {
     if (auto s = weak.lock()) out.push_back(std::move(s));
   }
@@ -695,6 +694,15 @@ void DispatchGuarded(State& state, EndpointRequest request, ReplyCallback reply)
   } catch (const std::exception& e) {
     once(ErrorReply(Internal(fmt::format("unexpected error handling the request: {}", e.what()))));
   }
+}
+
+std::string_view AccessLogFormatName(AccessLogFormat format) {
+  switch (format) {
+    case AccessLogFormat::kNone: return "none";
+    case AccessLogFormat::kPlain: return "plain";
+    case AccessLogFormat::kJson: return "json";
+  }
+  return "none";
 }
 
 Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text) {
@@ -729,7 +737,7 @@ HttpServer::~HttpServer() { Stop(); }
 uint16_t HttpServer::port() const { return state_->port; }
 
 int HttpServer::in_flight() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->in_flight;
 }
 
@@ -748,14 +756,19 @@ void HttpServer::AnswerPending(const Status& status) {
 }
 
 bool HttpServer::WaitIdle(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(state_->mu);
-  return state_->idle_cv.wait_for(lock, timeout, [&] { return state_->in_flight == 0; });
+  State& s = *state_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&s.mu);
+  while (s.in_flight != 0) {
+    if (!s.idle_cv.WaitUntil(&s.mu, deadline)) return s.in_flight == 0;
+  }
+  return true;
 }
 
 void HttpServer::Stop() {
   std::vector<std::weak_ptr<HttpSession>> sessions;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->stopped) return;
     state_->stopped = true;
     state_->stopping = true;

@@ -26,6 +26,7 @@
 
 #include <spdlog/logger.h>
 
+#include "serve/front_end_defaults.h"
 #include "serve/http/connection_limits.h"
 #include "serve/http/request_access.h"
 #include "serve/model_server.h"
@@ -37,14 +38,15 @@ namespace ortgpu::serve {
 enum class AccessLogFormat { kNone, kPlain, kJson };
 // "none" | "plain" | "json"; InvalidArgument naming the accepted values.
 Expected<AccessLogFormat> ParseAccessLogFormat(std::string_view text);
+std::string_view AccessLogFormatName(AccessLogFormat format);  // "none", "plain", "json"
 
 struct HttpOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 8000;  // 0: any free port (HttpServer::port() reports it)
+  std::string host = kDefaultHost;
+  uint16_t port = kDefaultHttpPort;  // 0: any free port (HttpServer::port() reports it)
   int threads = 0;       // network threads; 0: hardware threads, at most 8
-  size_t max_body_bytes = 64u << 20;  // larger bodies get 413
+  size_t max_body_bytes = kDefaultMaxBodyBytes;  // larger bodies get 413
   // An infer request not answered within this gets 504; 0 disables.
-  std::chrono::milliseconds request_timeout{60'000};
+  std::chrono::milliseconds request_timeout = kDefaultRequestTimeout;
   // How long a connection may wait for (and send) the header of its next
   // request; then it is closed. Bounds idle keep-alive and slow headers.
   std::chrono::milliseconds idle_timeout{30'000};

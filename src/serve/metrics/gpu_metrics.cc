@@ -41,25 +41,29 @@ void GpuMetricsPoller::Stop() {
   std::call_once(stop_once_, [this] {
     running_.store(false, std::memory_order_release);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     if (thread_.joinable()) thread_.join();
   });
 }
 
 void GpuMetricsPoller::Loop() {
   bool warned = false;
-  std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, options_.interval, [this] { return stop_; })) {
-    lock.unlock();
+  MutexLock lock(&mu_);
+  while (true) {
+    const auto next = std::chrono::steady_clock::now() + options_.interval;
+    while (!stop_ && cv_.WaitUntil(&mu_, next)) {
+    }
+    if (stop_) return;
+    lock.Unlock();
     Status st = SampleGpuMetrics(*nvml_, metrics_);
     if (!st.ok() && !warned) {  // once: a failing device would flood the log every second
       spdlog::warn("GPU metrics: {}", st.message());
       warned = true;
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -23,6 +22,7 @@
 #include "gpu/nvml.h"
 #include "serve/metrics/metrics.h"
 #include "status/status.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -57,9 +57,9 @@ class GpuMetricsPoller {
   Metrics& metrics_;
   const GpuPollerOptions options_;
   Status load_status_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;  // stop_ set
+  bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<bool> running_{false};
   std::once_flag stop_once_;  // the one Stop() that joins thread_
   std::thread thread_;        // written by the constructor only

@@ -20,7 +20,7 @@ void MemoryMetrics::RemoveLocked(std::vector<prometheus::Gauge*>& gauges) {
 }
 
 void MemoryMetrics::Record(const std::string& model, const std::string& version, const MemoryFigures& f) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto& gauges = series_[{model, version}];
   RemoveLocked(gauges);
   auto add = [&](const char* kind, uint64_t bytes) {
@@ -36,7 +36,7 @@ void MemoryMetrics::Record(const std::string& model, const std::string& version,
 }
 
 void MemoryMetrics::Remove(const std::string& model, const std::string& version) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = series_.find({model, version});
   if (it == series_.end()) return;
   RemoveLocked(it->second);

@@ -11,13 +11,13 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "serve/metrics/metrics.h"
 #include "serve/scheduler/scheduler_observer.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -36,8 +36,8 @@ class MemoryMetrics {
 
   prometheus::Family<prometheus::Gauge>& loaded_;
   prometheus::Family<prometheus::Gauge>& unloaded_;
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::vector<prometheus::Gauge*>> series_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::pair<std::string, std::string>, std::vector<prometheus::Gauge*>> series_ GUARDED_BY(mu_);
 };
 
 }  // namespace ortgpu::serve

@@ -79,7 +79,6 @@ Metrics::Metrics()
                     .Register(*registry_)) {}
 
 Metrics::ModelSeries& Metrics::Series(const std::string& model, const std::string& version) {
-  // Callers hold mu_.
   auto key = std::make_pair(model, version);
   auto it = series_.find(key);
   if (it != series_.end()) return it->second;
@@ -100,7 +99,7 @@ Metrics::ModelSeries& Metrics::Series(const std::string& model, const std::strin
 
 void Metrics::RecordSuccess(const std::string& model, const std::string& version, int64_t batch_size,
                             const InferDurations& d) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ModelSeries& s = Series(model, version);
   s.success->Increment();
   s.count->Increment(static_cast<double>(batch_size > 0 ? batch_size : 1));
@@ -114,24 +113,24 @@ void Metrics::RecordSuccess(const std::string& model, const std::string& version
 }
 
 void Metrics::RecordFailure(const std::string& model, const std::string& version, std::string_view reason) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Series(model, version);  // so the success series exist (at 0) beside the failure
   failure_.Add({{"model", model}, {"version", version}, {"reason", std::string(reason)}}).Increment();
 }
 
 void Metrics::RecordExecution(const std::string& model, const std::string& version) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Series(model, version).exec_count->Increment();
 }
 
 void Metrics::SetPending(const std::string& model, const std::string& version, int64_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Series(model, version).pending->Set(static_cast<double>(n));
 }
 
 void Metrics::SetGpu(const std::string& uuid, double utilization, int64_t memory_total_bytes,
                      int64_t memory_used_bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   prometheus::Labels labels = {{"gpu_uuid", uuid}};
   gpu_util_.Add(labels).Set(utilization);
   gpu_total_.Add(labels).Set(static_cast<double>(memory_total_bytes));

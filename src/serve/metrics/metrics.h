@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +36,8 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -90,7 +91,7 @@ class Metrics {
     prometheus::Histogram* request_latency;
     prometheus::Histogram* queue_latency;
   };
-  ModelSeries& Series(const std::string& model, const std::string& version);
+  ModelSeries& Series(const std::string& model, const std::string& version) REQUIRES(mu_);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& success_;
@@ -109,8 +110,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& gpu_total_;
   prometheus::Family<prometheus::Gauge>& gpu_used_;
 
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, ModelSeries> series_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::pair<std::string, std::string>, ModelSeries> series_ GUARDED_BY(mu_);
 };
 
 }  // namespace ortgpu::serve

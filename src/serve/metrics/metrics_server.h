@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "serve/front_end_defaults.h"
 #include "serve/http/request_access.h"
 #include "serve/metrics/metrics.h"
 #include "status/expected.h"
@@ -19,8 +20,8 @@
 namespace ortgpu::serve {
 
 struct MetricsServerOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 8002;  // 0: any free port
+  std::string host = kDefaultHost;
+  uint16_t port = kDefaultMetricsPort;  // 0: any free port
   std::chrono::milliseconds read_timeout{10'000};  // a scrape request must arrive within this
   // The Host and Origin checks of the HTTP endpoint (request_access.h), so a
   // web page cannot read the metrics either; the token does not apply.

@@ -31,7 +31,7 @@ void PrecisionMetrics::RemoveLocked(VersionSeries& s) {
 }
 
 void PrecisionMetrics::Record(const std::string& model, const std::string& version, const PrecisionFigures& f) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = series_.find({model, version});
   if (it != series_.end()) {
     RemoveLocked(it->second);
@@ -56,7 +56,7 @@ void PrecisionMetrics::Record(const std::string& model, const std::string& versi
 }
 
 void PrecisionMetrics::Remove(const std::string& model, const std::string& version) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = series_.find({model, version});
   if (it == series_.end()) return;
   RemoveLocked(it->second);

@@ -16,12 +16,12 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "serve/metrics/metrics.h"
 #include "serve/scheduler/scheduler_observer.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -49,8 +49,8 @@ class PrecisionMetrics {
   prometheus::Family<prometheus::Gauge>& max_rel_error_;
   prometheus::Family<prometheus::Gauge>& top1_;
   prometheus::Family<prometheus::Gauge>& within_budget_;
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, VersionSeries> series_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::pair<std::string, std::string>, VersionSeries> series_ GUARDED_BY(mu_);
 };
 
 }  // namespace ortgpu::serve

@@ -8,7 +8,7 @@ int64_t Micros(int64_t ns) { return ns > 0 ? ns / 1000 : 0; }
 }  // namespace
 
 void SchedulerMetrics::AddPending(const std::string& model, const std::string& version, int64_t delta) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   // No clamp at 0: the scheduler reports a request's OnQueued before its
   // OnSuccess/OnFailure, so the count never goes below 0; clamping would hide
   // an ordering bug as a gauge stuck too high.
@@ -19,7 +19,7 @@ void SchedulerMetrics::AddPending(const std::string& model, const std::string& v
 }
 
 int64_t SchedulerMetrics::pending(const std::string& model, const std::string& version) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = pending_.find({model, version});
   return it == pending_.end() ? 0 : it->second;
 }

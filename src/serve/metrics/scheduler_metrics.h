@@ -24,7 +24,6 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -32,6 +31,7 @@
 #include "serve/metrics/metrics.h"
 #include "serve/metrics/precision_metrics.h"
 #include "serve/scheduler/scheduler_observer.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -61,8 +61,8 @@ class SchedulerMetrics : public SchedulerObserver {
   Metrics& metrics_;
   PrecisionMetrics precision_;
   MemoryMetrics memory_;
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, int64_t> pending_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::pair<std::string, std::string>, int64_t> pending_ GUARDED_BY(mu_);
 };
 
 }  // namespace ortgpu::serve

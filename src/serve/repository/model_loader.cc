@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <random>
 #include <set>
 
@@ -26,6 +24,7 @@
 #include "serve/scheduler/gpu_turn.h"
 
 #include "sys/file_system.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -100,10 +99,10 @@ Expected<SessionOptions> BaseSessionOptions(const inference::ModelConfig& config
 // them are warm, so no timed run shares the GPU with another worker's
 // warm-up or timing (or waits for its turn behind one).
 struct MeasureOneAtATime {
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;          // warmed grew
   size_t workers = 0;  // set while the loader builds the runners, before any worker starts
-  size_t warmed = 0;   // guarded by mu
+  size_t warmed GUARDED_BY(mu) = 0;
 };
 
 // ModelInput and ModelOutput share the fields read here.
@@ -839,10 +838,11 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                 what = instances[i].Describe(i), clock = deps.clock, self, measuring](InstanceRunner& r) -> Status {
           Status warmed = WarmBatchSizes(r, sample, sizes, what, *clock);
           if (measured.empty()) return warmed;
-          std::unique_lock<std::mutex> lock(measuring->mu);
-          ++measuring->warmed;  // a failed worker counts too: the others must not wait for it
-          measuring->cv.notify_all();
-          measuring->cv.wait(lock, [&] { return measuring->warmed == measuring->workers; });
+          MeasureOneAtATime& m = *measuring;
+          MutexLock lock(&m.mu);
+          ++m.warmed;  // a failed worker counts too: the others must not wait for it
+          m.cv.SignalAll();
+          while (m.warmed != m.workers) m.cv.Wait(&m.mu);
           return warmed.ok() ? MeasureInto(r, *self, sample, measured, what, *clock) : warmed;
         };
       };

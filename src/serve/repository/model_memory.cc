@@ -106,7 +106,7 @@ void MemoryRecorder::SessionCreated(const Session& session) {
 void MemoryRecorder::Warmed(const Session& session, int64_t rows) {
   auto stats = ReadArenaStats(session);
   if (!stats.ok()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   warmed_.push_back({rows, static_cast<double>(stats->reserved)});
 }
 
@@ -186,7 +186,7 @@ ModelMemory MemoryRecorder::Finish() {
   }
   for (auto& [key, d] : devices) out.devices.push_back(d);
   if (first_device) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     // One session that ran several sizes: its arena after each is a point too.
     points.insert(points.end(), warmed_.begin(), warmed_.end());
     out.by_batch = points;

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,6 +27,7 @@
 #include "serve/scheduler/instance_runner.h"
 #include "serve/scheduler/model_stats.h"
 #include "sys/environment.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -133,8 +133,8 @@ class MemoryRecorder {
   std::set<const InstanceSessions*> seen_;
   std::map<std::pair<bool, int>, int> instances_;
   std::map<std::pair<bool, int>, uint64_t> shared_;
-  std::mutex mu_;
-  std::vector<MemoryPoint> warmed_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<MemoryPoint> warmed_ GUARDED_BY(mu_);
 };
 
 }  // namespace ortgpu::serve

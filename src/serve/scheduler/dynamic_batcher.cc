@@ -83,8 +83,8 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_p
   for (auto& r : runners_) {
     if (GpuTurn* turn = r->gpu_turn()) {
       turn->SetReleaseListener([this] {
-        { std::lock_guard<std::mutex> lock(mu_); }
-        cv_.notify_all();
+        { MutexLock lock(&mu_); }
+        cv_.SignalAll();
       });
     }
   }
@@ -94,12 +94,12 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_p
 DynamicBatcher::~DynamicBatcher() { Stop(); }
 
 void DynamicBatcher::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  MutexLock stop_lock(&stop_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
@@ -109,7 +109,7 @@ void DynamicBatcher::Stop() {
 }
 
 size_t DynamicBatcher::queue_size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return queue_.size();
 }
 
@@ -124,7 +124,7 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
   p.enqueue_ns = clock_.NowNanos();
   Status refused;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) {
       refused = Unavailable("model '" + options_.model_name + "' version " + options_.model_version +
                             " is unloading; retry, or ask for another version");
@@ -154,7 +154,7 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
     if (observer_) observer_->OnRejected(options_.model_name, options_.model_version, refused.code());
     return refused;
   }
-  cv_.notify_one();
+  cv_.Signal();
   return Status::Ok();
 }
 
@@ -224,38 +224,38 @@ void DynamicBatcher::AnswerExpired(std::vector<Pending> expired) {
 }
 
 Status DynamicBatcher::WaitUntilPrepared() {
-  std::unique_lock<std::mutex> lock(mu_);
-  prepared_cv_.wait(lock, [&] { return prepared_ == runners_.size(); });
+  MutexLock lock(&mu_);
+  while (prepared_ != runners_.size()) prepared_cv_.Wait(&mu_);
   return prepare_error_;
 }
 
 void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
   Status prepared = runner->PrepareOnWorker();
   {
-    std::lock_guard<std::mutex> guard(mu_);
+    MutexLock guard(&mu_);
     if (!prepared.ok() && prepare_error_.ok()) prepare_error_ = prepared;
     ++prepared_;
   }
-  prepared_cv_.notify_all();
-  std::unique_lock<std::mutex> lock(mu_);
+  prepared_cv_.SignalAll();
+  MutexLock lock(&mu_);
   std::vector<size_t> joinable;
   while (true) {
     if (queue_.empty() && !stopping_ && options_.busy_poll_ns > 0) {
       // Busy-poll for a request before sleeping (BatcherOptions::busy_poll_ns).
       const uint64_t seen = enqueued_count_.load(std::memory_order_acquire);
-      lock.unlock();
+      lock.Unlock();
       const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.busy_poll_ns);
       while (enqueued_count_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) {
         CpuRelax();
       }
-      lock.lock();
+      lock.Lock();
     }
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
     if (queue_.empty()) return;  // stopping and drained
     if (auto expired = TakeExpired(); !expired.empty()) {
-      lock.unlock();
+      lock.Unlock();
       AnswerExpired(std::move(expired));
-      lock.lock();
+      lock.Lock();
       continue;
     }
     // Planned afresh every time round: while this worker waited another may
@@ -269,7 +269,7 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
       int64_t wake = plan.wait_until_ns;
       const int64_t deadline = EarliestDeadline();
       if (deadline > 0) wake = std::min(wake, deadline);
-      clock_.WaitUntil(cv_, lock, wake);
+      cv_.WaitUntil(&mu_, clock_, wake);
       continue;
     }
     // Take the planned requests, in queue order.
@@ -282,11 +282,11 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
     }
     std::reverse(batch.begin(), batch.end());
     // Requests wait behind this batch: another worker may take them.
-    if (!queue_.empty()) cv_.notify_one();
+    if (!queue_.empty()) cv_.Signal();
     ++executing_;
-    lock.unlock();
+    lock.Unlock();
     ExecuteGuarded(*runner, batch);
-    lock.lock();
+    lock.Lock();
     --executing_;
   }
 }

@@ -41,11 +41,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +54,7 @@
 #include "serve/scheduler/model_stats.h"
 #include "serve/scheduler/scheduler_observer.h"
 #include "sys/clock.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -126,15 +125,15 @@ class DynamicBatcher {
   // The plan for the front request and those that can join it, with their
   // queue positions in `joinable`; kGpuBusy while `turn` (the planning
   // runner's, nullable) is held. REQUIRES: mu_ held, queue_ non-empty.
-  BatchPlan Plan(std::vector<size_t>& joinable, const GpuTurn* turn) const;
+  BatchPlan Plan(std::vector<size_t>& joinable, const GpuTurn* turn) const REQUIRES(mu_);
   // The earliest deadline_ns of a queued request, 0 when none has one.
   // REQUIRES: mu_ held.
-  int64_t EarliestDeadline() const;
+  int64_t EarliestDeadline() const REQUIRES(mu_);
   size_t QueueLimit() const;
   // Removes the queued requests whose deadline has passed. REQUIRES: mu_ held.
-  std::vector<Pending> TakeExpired();
+  std::vector<Pending> TakeExpired() REQUIRES(mu_);
   // Answers each of `expired` DeadlineExceeded. REQUIRES: mu_ not held.
-  void AnswerExpired(std::vector<Pending> expired);
+  void AnswerExpired(std::vector<Pending> expired) EXCLUDES(mu_);
   // Runs `batch` and answers every request of it, exceptions included.
   void ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch);
   // Runs `batch`; answers each request (and clears its `done`) as it goes.
@@ -155,15 +154,15 @@ class DynamicBatcher {
   std::vector<std::unique_ptr<InstanceRunner>> runners_;  // runners_[i] used by workers_[i] only
   std::vector<std::thread> workers_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  size_t prepared_ = 0;     // workers done with PrepareOnWorker (guarded by mu_)
-  Status prepare_error_;    // the first failure (guarded by mu_)
-  std::condition_variable prepared_cv_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
-  size_t executing_ = 0;       // batches taken and not yet answered (guarded by mu_)
-  std::mutex stop_mu_;         // serialises Stop
+  mutable Mutex mu_;
+  CondVar cv_;  // a request queued, Stop, or the GPU released
+  size_t prepared_ GUARDED_BY(mu_) = 0;  // workers done with PrepareOnWorker
+  Status prepare_error_ GUARDED_BY(mu_);  // the first failure
+  CondVar prepared_cv_;                   // prepared_ grew
+  std::deque<Pending> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  size_t executing_ GUARDED_BY(mu_) = 0;  // batches taken and not yet answered
+  Mutex stop_mu_;                         // serialises Stop
 };
 
 }  // namespace ortgpu::serve

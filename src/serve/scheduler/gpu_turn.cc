@@ -5,40 +5,40 @@
 namespace ortgpu::serve {
 
 GpuTurn::Held GpuTurn::Take() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   const uint64_t ticket = next_ticket_++;
-  cv_.wait(lock, [&] { return serving_ == ticket; });
+  while (serving_ != ticket) cv_.Wait(&mu_);
   return Held(this);
 }
 
 void GpuTurn::Release() {
   std::function<void()> listener;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ++serving_;
     listener = listener_;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (listener) listener();
 }
 
 bool GpuTurn::busy() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return next_ticket_ > serving_;
 }
 
 void GpuTurn::SetReleaseListener(std::function<void()> listener) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   listener_ = std::move(listener);
 }
 
 uint64_t GpuTurn::granted() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return serving_;
 }
 
 uint64_t GpuTurn::asked() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return next_ticket_;
 }
 

@@ -13,13 +13,12 @@
 // waits behind a faster one twice. Thread-safe; Take blocks.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string_view>
 
 #include "status/expected.h"
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -56,11 +55,11 @@ class GpuTurn {
 
  private:
   void Release();
-  mutable std::mutex mu_;
-  std::function<void()> listener_;  // guarded by mu_
-  std::condition_variable cv_;
-  uint64_t next_ticket_ = 0;
-  uint64_t serving_ = 0;
+  mutable Mutex mu_;
+  std::function<void()> listener_ GUARDED_BY(mu_);
+  CondVar cv_;                          // serving_ moved on
+  uint64_t next_ticket_ GUARDED_BY(mu_) = 0;
+  uint64_t serving_ GUARDED_BY(mu_) = 0;
 };
 
 // config.pbtxt's `parameters { key: "gpu_turns" ... }`: whether the runners

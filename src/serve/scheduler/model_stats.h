@@ -9,9 +9,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "sys/mutex.h"
 
 namespace ortgpu::serve {
 
@@ -75,8 +76,8 @@ class ModelStats {
   uint64_t execution_count() const;
 
  private:
-  mutable std::mutex mu_;
-  StatsSnapshot s_;  // guarded by mu_ (name and version unset)
+  mutable Mutex mu_;
+  StatsSnapshot s_ GUARDED_BY(mu_);  // name and version unset
 };
 
 }  // namespace ortgpu::serve
