@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
 #include "cli/serve_flags.h"
+#include "gpu/cuda_driver.h"
 #include "ort/tensor.h"
 #include "precision/model_cache.h"
 #include "serve/server.h"
@@ -79,6 +80,17 @@ int RunServeCommand(const ServeFlags& flags) {
   // `ortgpu serve` works out of the box on a CPU-only machine.
   const GpuProbe gpus = flags.cpu ? GpuProbe{} : ProbeGpus();
   std::string kind_line;
+  if (!flags.cpu) {
+    // Instances are placed over the GPUs the driver shows (CUDA ordinals,
+    // after CUDA_VISIBLE_DEVICES; instance_placement.h).
+    auto driver = gpu::NewCudaDriver();
+    auto visible = serve::ProbeVisibleGpus(*driver, RealEnvironment());
+    if (!visible.ok()) {
+      std::fprintf(stderr, "ortgpu serve: %s\n", visible.status().message().c_str());
+      return 1;
+    }
+    options.core.loader.visible_gpus = std::move(visible).value();
+  }
   if (flags.cpu) {
     core.loader.default_instance_kind = serve::InstanceKind::kCpu;
     kind_line = "Default instance kind: CPU (--cpu)";

@@ -102,6 +102,8 @@ class CudaRuntimeMemory final : public DeviceMemory {
                  [&](void* s) { return c_.memset_async(reinterpret_cast<void*>(dst), 0, bytes, s); });
   }
 
+  Status SetCurrentDevice(int device) override { return Ready(device); }
+
   Status Wait(int device) override {
     ORTGPU_RETURN_IF_ERROR(Ready(device));
     void* stream = Stream(device);

@@ -43,6 +43,12 @@ class DeviceMemory {
   virtual Status Zero(uint64_t dst, size_t bytes, int device) = 0;
   // Waits for this thread's copies on `device`.
   virtual Status Wait(int device) = 0;
+  // Makes GPU `device` the calling thread's current device (cudaSetDevice),
+  // so what the thread does next through the CUDA runtime lands there and
+  // no context is made on GPU 0 by default. Every thread that drives a GPU
+  // instance calls it first (SessionRunner::BindDevice). InvalidArgument
+  // when the GPU is not visible; Unavailable without the CUDA runtime.
+  virtual Status SetCurrentDevice(int device) = 0;
 };
 
 // The CUDA runtime's (libcudart as the CUDA EP loaded it); one per process.

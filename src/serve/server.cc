@@ -33,7 +33,7 @@ struct Server::SignalWatch {
 
 namespace {
 
-ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* loaded, InstanceKind default_kind) {
+ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* loaded) {
   ModelSummary s;
   s.name = status.name;
   s.version = status.version;
@@ -55,39 +55,28 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
     s.warnings.push_back("served outside the accuracy budget (precision_check warn): " +
                          loaded->precision.violations.front());
   }
-  // The same expansion as the loader: KIND_AUTO/KIND_MODEL take the default kind.
-  for (const auto& g : config.instance_group()) {
-    bool gpu = default_kind == InstanceKind::kGpu;
-    if (g.kind() == inference::ModelInstanceGroup::KIND_GPU) gpu = true;
-    if (g.kind() == inference::ModelInstanceGroup::KIND_CPU) gpu = false;
-    const int count = g.count() > 0 ? g.count() : 1;
-    if (gpu) {
-      s.on_gpu = true;
-      std::vector<int> gpus(g.gpus().begin(), g.gpus().end());
-      if (gpus.empty()) gpus = {0};
-      for (int d : gpus) {
-        if (std::find(s.gpus.begin(), s.gpus.end(), d) == s.gpus.end()) s.gpus.push_back(d);
-      }
-      s.instances += count * static_cast<int>(gpus.size());
-    } else {
-      s.instances += count;
-    }
+  // Where the loader placed the instances that serve (a GPU that failed
+  // is not among them, and says why as a warning).
+  for (const auto& [gpu, n] : InstancesPerGpu(loaded->instances)) {
+    s.gpus.push_back(gpu);
+    s.instances_per_gpu.push_back(n);
   }
-  if (s.instances == 0) {
-    s.instances = 1;
-    s.on_gpu = default_kind == InstanceKind::kGpu;
-    if (s.on_gpu) s.gpus = {0};
-  }
+  s.on_gpu = !s.gpus.empty();
+  s.instances = static_cast<int>(loaded->instances.size());
+  if (!loaded->failed_gpus.empty()) s.warnings.push_back(DescribeGpuFailures(loaded->failed_gpus));
   return s;
 }
 
 std::string DeviceText(const ModelSummary& m, const std::vector<std::string>& gpu_names) {
   if (!m.on_gpu) return "CPU";
   std::string out;
-  for (int d : m.gpus) {
+  for (size_t i = 0; i < m.gpus.size(); ++i) {
+    const int d = m.gpus[i];
     if (!out.empty()) out += ", ";
     out += "GPU " + std::to_string(d);
     if (d >= 0 && static_cast<size_t>(d) < gpu_names.size()) out += " (" + gpu_names[d] + ")";
+    // Instances per GPU when the model spans several.
+    if (m.gpus.size() > 1 && i < m.instances_per_gpu.size()) out += " x" + std::to_string(m.instances_per_gpu[i]);
   }
   return out;
 }
@@ -99,7 +88,9 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
   s->options_ = options;
   s->signals_ = std::make_unique<SignalWatch>(options.handle_signals);
   s->metrics_ = std::make_unique<Metrics>();
-  s->observer_ = std::make_unique<SchedulerMetrics>(*s->metrics_);
+  auto observer = std::make_unique<SchedulerMetrics>(*s->metrics_);
+  if (options.core.loader.visible_gpus) observer->SetGpuUuids(options.core.loader.visible_gpus->uuids);
+  s->observer_ = std::move(observer);
   deps.core.observer = s->observer_.get();
   if (!deps.core.nvml_factory) deps.core.nvml_factory = deps.nvml_factory;
 
@@ -184,7 +175,7 @@ std::vector<ModelSummary> Server::Models() const {
   std::vector<ModelSummary> out;
   for (const auto& status : core_->RepositoryIndex(/*ready_only=*/false)) {
     auto loaded = core_->FindLoaded(status.name, status.version);
-    out.push_back(Summarize(status, loaded.get(), options_.core.loader.default_instance_kind));
+    out.push_back(Summarize(status, loaded.get()));
   }
   return out;
 }

@@ -87,7 +87,8 @@ struct ModelSummary {
   ModelState state = ModelState::kLoading;
   std::string reason;       // why UNAVAILABLE
   bool on_gpu = false;      // instances are KIND_GPU
-  std::vector<int> gpus;    // device ordinals of the GPU instances
+  std::vector<int> gpus;    // device ordinals of the GPU instances, ascending
+  std::vector<int> instances_per_gpu;  // instances on gpus[i]; DEVICE shows "GPU 1 x2" when several GPUs
   int instances = 0;
   int max_batch_size = 0;
   bool dynamic_batching = false;

@@ -483,6 +483,7 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource
   deps.precision_engines = deps_.precision_engines;
   deps.nvml = nvml_.get();
   deps.planner = planner_.get();
+  deps.device_memory = deps_.device_memory;
   const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
   // This runs on the start-up or poll thread: an exception escaping it would
   // abort the whole server for one model whose config asks for absurd sizes.

@@ -89,6 +89,9 @@ struct ServerDeps {
   // (the core's own instance, used by its loading thread only); null:
   // gpu::NewNvml(). One that does not load means no plan and no NVML figures.
   std::function<std::unique_ptr<gpu::Nvml>()> nvml_factory;
+  // Device memory of GPU instances (LoaderDeps::device_memory); null: the
+  // CUDA runtime's.
+  std::shared_ptr<DeviceMemory> device_memory;
 };
 
 class ServerCore : public ModelServer {

@@ -9,6 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "ort/device_memory.h"
@@ -89,6 +92,26 @@ class FakeDeviceMemory final : public DeviceMemory {
     return Status::Ok();
   }
   Status Wait(int) override { return Status::Ok(); }
+  // Records the calling thread's current device (see bindings()); fails
+  // as cudaSetDevice does for an ordinal past visible_gpus (when set).
+  Status SetCurrentDevice(int device) override {
+    std::lock_guard lock(mu_);
+    if (visible_gpus_ >= 0 && (device < 0 || device >= visible_gpus_)) {
+      return InvalidArgument("GPU " + std::to_string(device) + " is not visible to the server");
+    }
+    bindings_.push_back({std::this_thread::get_id(), device});
+    return Status::Ok();
+  }
+  // Only GPUs 0..n-1 exist for SetCurrentDevice.
+  void SetVisibleGpus(int n) {
+    std::lock_guard lock(mu_);
+    visible_gpus_ = n;
+  }
+  // Every SetCurrentDevice that succeeded, in order: the thread and the GPU.
+  std::vector<std::pair<std::thread::id, int>> bindings() const {
+    std::lock_guard lock(mu_);
+    return bindings_;
+  }
 
  private:
   template <typename F>
@@ -99,6 +122,8 @@ class FakeDeviceMemory final : public DeviceMemory {
   mutable std::mutex mu_;
   Counts counts_;
   bool refuse_peer_ = false;
+  int visible_gpus_ = -1;  // -1: any device
+  std::vector<std::pair<std::thread::id, int>> bindings_;
   std::map<uint64_t, std::unique_ptr<std::vector<uint8_t>>> buffers_;
 };
 

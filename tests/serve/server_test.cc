@@ -166,7 +166,7 @@ TEST(SchedulerMetricsTest, CountsRequestsBatchesAndPending) {
   observer.OnQueued("m", "1", 2);
   EXPECT_EQ(observer.pending("m", "1"), 2);
   ExecutionTimes t{1000, 5000, 2000};
-  observer.OnBatch("m", "1", 3, t);
+  observer.OnBatch("m", "1", 3, t, -1);
   observer.OnSuccess("m", "1", 2, 9000, 1000, t);
   observer.OnFailure("m", "1", Code::kResourceExhausted);
   EXPECT_EQ(observer.pending("m", "1"), 0);

@@ -33,9 +33,10 @@ void SchedulerMetrics::OnRejected(const std::string& model, const std::string& v
   metrics_.RecordFailure(model, version, CodeName(code));
 }
 
-void SchedulerMetrics::OnBatch(const std::string& model, const std::string& version, int64_t,
-                               const ExecutionTimes&) {
+void SchedulerMetrics::OnBatch(const std::string& model, const std::string& version, int64_t batch_size,
+                               const ExecutionTimes& times, int device) {
   metrics_.RecordExecution(model, version);
+  gpu_instances_.RecordExecution(model, version, device, batch_size, times);
 }
 
 void SchedulerMetrics::OnSuccess(const std::string& model, const std::string& version, int64_t rows,
@@ -71,6 +72,7 @@ void SchedulerMetrics::OnUnloadMemory(const std::string& model, const std::strin
 void SchedulerMetrics::OnVersionUnloaded(const std::string& model, const std::string& version) {
   precision_.Remove(model, version);
   memory_.Remove(model, version);
+  gpu_instances_.Remove(model, version);
 }
 
 }  // namespace ortgpu::serve

@@ -16,6 +16,7 @@
 #include "ort/ort_status.h"
 #include "serve/repository/memory_plan.h"
 #include "serve/repository/contained_path.h"
+#include "serve/repository/instance_placement.h"
 #include "serve/repository/rejection_runner.h"
 #include "serve/repository/shared_weights.h"
 #include "serve/repository/warmup_inputs.h"
@@ -28,31 +29,6 @@
 
 namespace ortgpu::serve {
 namespace {
-
-struct InstanceSpec {
-  InstanceKind kind = InstanceKind::kGpu;
-  int gpu = 0;
-  std::string Describe(size_t index) const {
-    return "instance " + std::to_string(index) + (kind == InstanceKind::kGpu ? " (GPU " + std::to_string(gpu) + ")" : " (CPU)");
-  }
-};
-
-std::vector<InstanceSpec> ExpandInstances(const inference::ModelConfig& config, InstanceKind default_kind) {
-  std::vector<InstanceSpec> out;
-  for (const auto& g : config.instance_group()) {
-    InstanceKind kind = default_kind;
-    if (g.kind() == inference::ModelInstanceGroup::KIND_GPU) kind = InstanceKind::kGpu;
-    if (g.kind() == inference::ModelInstanceGroup::KIND_CPU) kind = InstanceKind::kCpu;
-    const int count = g.count() > 0 ? g.count() : 1;
-    std::vector<int> gpus(g.gpus().begin(), g.gpus().end());
-    if (kind == InstanceKind::kCpu || gpus.empty()) gpus = {0};
-    for (int gpu : gpus) {
-      for (int i = 0; i < count; ++i) out.push_back({kind, gpu});
-    }
-  }
-  if (out.empty()) out.push_back({default_kind, 0});
-  return out;
-}
 
 // An instance's session options: its provider and device on top of `base`.
 SessionOptions InstanceOptions(const SessionOptions& base, const InstanceSpec& spec) {
@@ -434,10 +410,18 @@ Expected<std::vector<std::vector<Tensor>>> PrecisionCheckInputs(const std::strin
 
 }  // namespace
 
-Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
-                                                        int64_t version, const LoaderOptions& options,
-                                                        const LoaderDeps& deps) {
+namespace {
+
+// Loads `version` on `instances` (placed already). `failing_instance` is
+// set to the index of the instance being loaded or warmed while that goes
+// on, and to -1 outside the instances' loop, so the caller can tell a
+// failure of one instance (its GPU) from one of the model.
+Expected<std::shared_ptr<LoadedModel>> LoadPlaced(const ModelSource& source, const inference::ModelConfig& config,
+                                                  int64_t version, const LoaderOptions& options, const LoaderDeps& deps,
+                                                  const std::vector<InstanceSpec>& instances, int& failing_instance) {
+  failing_instance = -1;
   auto model = std::make_shared<LoadedModel>();
+  model->instances = instances;
   model->name = source.name;
   model->version = version;
   model->config = config;
@@ -460,7 +444,6 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   if (mem_limit_from_plan) base.cuda_options.erase("gpu_mem_limit");
   const std::string graph_request = CudaGraphRequest(config);
   const bool require_gpu = options.require_gpu || ParameterIsTrue(ConfigParameters(config)["require_gpu"]);
-  const auto instances = ExpandInstances(config, options.default_instance_kind);
   if (require_gpu) {
     for (size_t i = 0; i < instances.size(); ++i) {
       if (instances[i].kind == InstanceKind::kCpu) {
@@ -470,8 +453,11 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
     }
   }
   std::vector<std::unique_ptr<InstanceRunner>> runners;
-  const SessionRunner* first_runner = nullptr;  // the placement check profiles its session
-  std::unique_ptr<doctor::SavedGraph> placement_graph;  // its optimised graph, removed when loading ends
+  const SessionRunner* first_runner = nullptr;  // instance 0's
+  std::map<int, const SessionRunner*> first_on_gpu;  // by GPU: the placement check profiles its session
+  // By GPU: the optimised graph its first session saved for the placement
+  // check, removed when loading ends.
+  std::map<int, std::unique_ptr<doctor::SavedGraph>> placement_graphs;
   std::vector<SessionOptions> instance_options;
   std::vector<std::vector<Tensor>> samples;      // the config's model_warmup, or the generated input that ran
   std::vector<WarmupCandidate> candidates;       // generated, when the config has no model_warmup
@@ -602,23 +588,27 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                               : 1;
   memory.Begin(layout.gpus());
   for (size_t i = 0; i < instances.size(); ++i) {
+    failing_instance = static_cast<int>(i);
     SessionOptions so = InstanceOptions(base, instances[i]);
-    // Under require_gpu the first GPU session saves the graph ORT optimised,
-    // so the placement check can tell shape computation from compute by
-    // what each CPU node reads (doctor/placement.h); only that session.
+    // Under require_gpu the first session on each GPU saves the graph ORT
+    // optimised, so the placement check can tell shape computation from
+    // compute by what each CPU node reads (doctor/placement.h); only those.
     SessionOptions first_options = so;
-    if (i == 0 && require_gpu && deps.placement != nullptr && so.provider == Provider::kCuda) {
-      placement_graph = std::make_unique<doctor::SavedGraph>(PlacementDir());
-      placement_graph->Request(first_options);
+    const bool saves_graph = require_gpu && deps.placement != nullptr && so.provider == Provider::kCuda &&
+                             placement_graphs.count(instances[i].gpu) == 0;
+    if (saves_graph) {
+      auto& graph = placement_graphs[instances[i].gpu];
+      graph = std::make_unique<doctor::SavedGraph>(PlacementDir());
+      graph->Request(first_options);
     }
-    auto session = make_session(i == 0 ? first_options : so, planned_main_rows);
-    if (!session.ok() && i == 0 && placement_graph != nullptr) {
+    auto session = make_session(saves_graph ? first_options : so, planned_main_rows);
+    if (!session.ok() && saves_graph) {
       // Saving the graph serves the check only: a session that cannot save
       // it loads without, and element types decide.
-      spdlog::warn("model '{}': the first GPU session could not save its optimised graph for the placement check "
-                   "({}); loading it without",
-                   source.name, session.status().message());
-      placement_graph.reset();
+      spdlog::warn("model '{}': the first session on GPU {} could not save its optimised graph for the placement "
+                   "check ({}); loading it without",
+                   source.name, instances[i].gpu, session.status().message());
+      placement_graphs[instances[i].gpu].reset();
       session = make_session(so, planned_main_rows);
     }
     if (!session.ok()) return session.status().WithContext("loading " + instances[i].Describe(i) + " of model '" + source.name + "' version " + std::to_string(version));
@@ -712,16 +702,23 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       if (!sessions.by_batch_rows.empty() && !graphs) model->session_per_batch_size.push_back(shapes.sizes.back());
       model->cuda_graphs = graphs;
     }
+    const bool on_gpu = instances[i].kind == InstanceKind::kGpu;
+    // Each runner of a GPU instance drives its GPU (DeviceMemory): the
+    // session's device_id by default, deps.device_memory when given.
+    auto place = [&](SessionRunner& r) {
+      if (on_gpu && deps.device_memory != nullptr) r.SetDeviceMemory(deps.device_memory, instances[i].gpu);
+    };
     auto session_runner = std::make_unique<SessionRunner>(std::move(sessions), RulesFor(model->config));
+    place(*session_runner);
     SessionRunner* session_runner_ptr = session_runner.get();
     // The most rows the main session runs: the largest size when it runs
     // every size or the largest; with CUDA graphs only unpadded runs (the
     // generated warm-up candidates).
-    const bool on_gpu = instances[i].kind == InstanceKind::kGpu;
     const int64_t main_rows = graphs || shapes.sizes.empty() ? 1 : shapes.sizes.back();
     memory.AddInstance(on_gpu, instances[i].gpu);
     memory.AddSessions(on_gpu, instances[i].gpu, session_runner->sessions(), main_rows, i == 0);
     if (i == 0) first_runner = session_runner.get();
+    if (on_gpu) first_on_gpu.try_emplace(instances[i].gpu, session_runner.get());
     // More workers on the same sessions: while one worker's batch runs on
     // the GPU, another joins the next one (SessionRunner). Default 2 on GPU
     // instances that batch dynamically, 1 otherwise. With CUDA graphs, or
@@ -744,6 +741,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       } else {
         sharing.push_back(std::make_unique<SessionRunner>(session_runner->sessions(), RulesFor(model->config)));
       }
+      place(*sharing.back());
     }
     if (i == 0) {
       model->workers_per_instance = workers;
@@ -768,6 +766,10 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
       if (i == 0) model->gpu_turns = true;
     }
     if (deps.wrap_runner) runner = deps.wrap_runner(std::move(runner));
+    // The loading thread warms this instance up: its GPU becomes the
+    // thread's current device first (ORT's session creation sets the
+    // device itself; ortgpu's own copies and allocations follow the thread's).
+    ORTGPU_RETURN_IF_ERROR(session_runner_ptr->BindDevice().WithContext("warm-up of " + instances[i].Describe(i)));
     const int64_t warm_start = deps.clock->NowNanos();
     // The executed sizes are timed after the warm-up when padding may be
     // skipped (BatchPolicy::adaptive_padding): the batcher pads a batch on
@@ -905,9 +907,15 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
                                                     memory.FirstInstanceBytes(), layout));
     }
   }
-  if (require_gpu && deps.placement != nullptr && first_runner != nullptr && !samples.empty()) {
-    ORTGPU_ASSIGN_OR_RETURN(auto inputs, first_runner->ModelInputs(samples[0]));
-    ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(first_runner->session(), inputs));
+  failing_instance = -1;
+  if (require_gpu && deps.placement != nullptr && !samples.empty()) {
+    // Placement is proved on every GPU the model runs on: one instance's
+    // session each (a GPU's sessions are built alike).
+    for (const auto& [gpu, runner] : first_on_gpu) {
+      ORTGPU_ASSIGN_OR_RETURN(auto inputs, runner->ModelInputs(samples[0]));
+      ORTGPU_RETURN_IF_ERROR(deps.placement->CheckGpuPlacement(runner->session(), inputs)
+                                 .WithContext("GPU " + std::to_string(gpu)));
+    }
   }
   for (const auto& [key, w] : weights) {
     const std::string line = w.Describe();
@@ -956,6 +964,72 @@ Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& sourc
   model->padding = DescribePadding(policy, first_runner != nullptr ? first_runner->batch_costs() : nullptr);
   if (!model->padding.empty()) spdlog::info("model '{}' version {}: {}", source.name, version, model->padding);
   return model;
+}
+
+// What a GPU's failure can look like, as opposed to the model's own: out of
+// memory, a device or CUDA EP that does not work, an unexpected CUDA error.
+// Config and model errors (InvalidArgument, NotFound, Unimplemented,
+// FailedPrecondition) would fail on every GPU alike.
+bool IsDeviceFailure(const Status& st) {
+  return st.code() == Code::kResourceExhausted || st.code() == Code::kUnavailable || st.code() == Code::kInternal;
+}
+
+}  // namespace
+
+std::string DescribeGpuFailures(const std::vector<GpuFailure>& failures) {
+  std::string out;
+  for (const auto& f : failures) {
+    out += (out.empty() ? "" : "; ") + std::string("GPU ") + std::to_string(f.gpu) + " (" +
+           std::to_string(f.instances) + (f.instances == 1 ? " instance" : " instances") + ") is not used: " + f.reason;
+  }
+  return out;
+}
+
+Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
+                                                        int64_t version, const LoaderOptions& options,
+                                                        const LoaderDeps& deps) {
+  auto placed = PlaceInstances(config, options.default_instance_kind,
+                               options.visible_gpus ? &*options.visible_gpus : nullptr);
+  if (!placed.ok()) {
+    return placed.status().WithContext("config of model '" + source.name + "'");
+  }
+  std::vector<InstanceSpec> instances = std::move(placed).value();
+  std::vector<GpuFailure> failed;
+  while (true) {
+    int failing = -1;
+    auto model = LoadPlaced(source, config, version, options, deps, instances, failing);
+    if (model.ok()) {
+      (*model)->failed_gpus = failed;
+      if (InstancesPerGpu(instances).size() > 1) {
+        spdlog::info("model '{}' version {}: instances on {}", source.name, version,
+                     DescribePlacement(instances, options.visible_gpus ? &options.visible_gpus->names : nullptr));
+      }
+      if (!failed.empty()) {
+        spdlog::warn("model '{}' version {} is READY on {} only: {}", source.name, version,
+                     DescribePlacement(instances, nullptr), DescribeGpuFailures(failed));
+      }
+      return model;
+    }
+    if (failing < 0 || instances[static_cast<size_t>(failing)].kind != InstanceKind::kGpu ||
+        !IsDeviceFailure(model.status())) {
+      return failed.empty() ? model.status() : model.status().WithContext(DescribeGpuFailures(failed));
+    }
+    // Failure isolation: the GPU that failed loses its instances and the
+    // model loads again on the others (a fresh load: instance 0 completes
+    // the config and chooses the warm-up, and the memory plan sees the new
+    // layout). With no other GPU left the model is UNAVAILABLE.
+    const int gpu = instances[static_cast<size_t>(failing)].gpu;
+    const auto on_gpu = [gpu](const InstanceSpec& s) { return s.kind == InstanceKind::kGpu && s.gpu == gpu; };
+    const int lost = static_cast<int>(std::count_if(instances.begin(), instances.end(), on_gpu));
+    failed.push_back({gpu, lost, model.status().message()});
+    std::erase_if(instances, on_gpu);
+    if (instances.empty()) {
+      const std::vector<GpuFailure> earlier(failed.begin(), failed.end() - 1);
+      return earlier.empty() ? model.status() : model.status().WithContext(DescribeGpuFailures(earlier));
+    }
+    spdlog::warn("model '{}' version {}: GPU {} failed, so its {} instance(s) are not used: {}; loading on {}",
+                 source.name, version, gpu, lost, model.status().message(), DescribePlacement(instances, nullptr));
+  }
 }
 
 }  // namespace ortgpu::serve

@@ -14,15 +14,18 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "doctor/placement.h"
+#include "ort/device_memory.h"
 #include "ort/random_inputs.h"
 #include "ort/session.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
+#include "serve/repository/instance_placement.h"
 #include "serve/repository/memory_plan.h"
 #include "serve/repository/model_memory.h"
 #include "serve/repository/model_precision.h"
@@ -33,8 +36,6 @@
 #include "sys/clock.h"
 
 namespace ortgpu::serve {
-
-enum class InstanceKind { kGpu, kCpu };
 
 // Creates one session; the real one is Session::Load.
 using SessionFactory =
@@ -71,6 +72,11 @@ struct LoaderOptions {
   // Kind of instances for KIND_AUTO / KIND_MODEL groups and for models
   // without instance_group.
   InstanceKind default_instance_kind = InstanceKind::kGpu;
+  // The GPUs instances may be placed on (instance_placement.h): a GPU
+  // group without `gpus` (or a model without instance_group) gets its
+  // instances on each, and a listed GPU outside them makes the model
+  // UNAVAILABLE. nullopt: not known (tests, --cpu), GPU 0 by default.
+  std::optional<VisibleGpus> visible_gpus;
   // Refuse models whose compute falls back to the CPU (also per model:
   // parameters { key: "require_gpu" value { string_value: "true" } }).
   bool require_gpu = false;
@@ -117,7 +123,24 @@ struct LoaderDeps {
   // The GPU memory plan (memory_plan.h): checks a load before it allocates,
   // and keeps the profiles it measured; null: no plan.
   const MemoryPlanner* planner = nullptr;
+  // Device memory of the GPU instances' runners (SessionRunner::
+  // SetDeviceMemory), through which each thread that drives an instance
+  // makes its GPU current; null: the CUDA runtime's on the session's
+  // device_id. Tests give a FakeDeviceMemory to "GPU" instances that run
+  // CPU sessions.
+  std::shared_ptr<DeviceMemory> device_memory;
 };
+
+// A GPU whose instances failed to load or warm up (out of memory, a device
+// that does not work): the model serves on its other GPUs without it.
+struct GpuFailure {
+  int gpu = 0;
+  int instances = 0;   // the instances it was to have
+  std::string reason;  // the failure's message
+};
+
+// "GPU 1 (2 instances) is not used: <reason>", joined with "; ".
+std::string DescribeGpuFailures(const std::vector<GpuFailure>& failures);
 
 // What the loader warmed up before the version became READY.
 struct WarmupReport {
@@ -147,6 +170,13 @@ struct WarmupReport {
 struct LoadedModel {
   std::string name;
   int64_t version = 0;
+  // Where the serving instances run, one entry per instance in load order
+  // (the batcher runs workers_per_instance runners of each, consecutive).
+  std::vector<InstanceSpec> instances;
+  // GPUs the config placed instances on that failed while loading; their
+  // instances are not in `instances` (failure isolation: the version is
+  // READY on the GPUs that loaded). Empty when every GPU loaded.
+  std::vector<GpuFailure> failed_gpus;
   inference::ModelConfig config;  // completed
   std::vector<TensorMetadata> inputs;   // as clients see them (batch dim -1 first when batching)
   std::vector<TensorMetadata> outputs;
@@ -200,7 +230,14 @@ struct LoadedModel {
 };
 
 // Loads `version` of `source` with the parsed (not yet completed) `config`.
-// The message of an error says which instance or step failed and why.
+// Instances are placed by PlaceInstances (instance_placement.h) over
+// options.visible_gpus. A GPU instance that fails to load or warm up with a
+// device's failure (ResourceExhausted, Unavailable, Internal) takes its
+// GPU out: the load starts again without that GPU's instances, and the
+// version is READY on the GPUs left, with LoadedModel::failed_gpus saying
+// why (logged as a warning). Unlike Triton, which fails the whole model, a
+// host with one bad GPU keeps serving; with no GPU left the load fails. The
+// message of an error says which instance or step failed and why.
 Expected<std::shared_ptr<LoadedModel>> LoadModelVersion(const ModelSource& source, const inference::ModelConfig& config,
                                                         int64_t version, const LoaderOptions& options,
                                                         const LoaderDeps& deps);

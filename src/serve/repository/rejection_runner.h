@@ -27,6 +27,7 @@ class RejectionExplainingRunner : public InstanceRunner {
 
   Status PrepareOnWorker() override { return inner_->PrepareOnWorker(); }
   GpuTurn* gpu_turn() const override { return inner_->gpu_turn(); }
+  int device() const override { return inner_->device(); }
   const BatchCosts* batch_costs() const override { return inner_->batch_costs(); }
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,

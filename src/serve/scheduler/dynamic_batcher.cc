@@ -88,7 +88,12 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_p
       });
     }
   }
-  for (auto& r : runners_) workers_.emplace_back([this, runner = r.get()] { WorkerLoop(runner); });
+  for (auto& r : runners_) {
+    devices_.push_back(r->device());
+    balance_ = balance_ || devices_.back() != devices_.front();
+  }
+  free_.assign(runners_.size(), false);
+  for (size_t i = 0; i < runners_.size(); ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 DynamicBatcher::~DynamicBatcher() { Stop(); }
@@ -143,6 +148,7 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
     } else {
       p.item = std::move(item);
       queue_.push_back(std::move(p));
+      ++dispatch_changes_;
       enqueued_count_.fetch_add(1, std::memory_order_release);
       // Under mu_, before any worker can take the request: a worker's
       // OnSuccess/OnFailure for it cannot come first (the pending gauge
@@ -229,12 +235,30 @@ Status DynamicBatcher::WaitUntilPrepared() {
   return prepare_error_;
 }
 
-void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
+bool DynamicBatcher::LeavesBatchToLessLoadedGpu(size_t worker) const {
+  if (!balance_ || stopping_) return false;
+  auto load = [&](int device) {
+    auto it = running_on_.find(device);
+    return it == running_on_.end() ? 0 : it->second;
+  };
+  const int mine = load(devices_[worker]);
+  for (size_t other = 0; other < runners_.size(); ++other) {
+    if (!free_[other] || devices_[other] == devices_[worker] || load(devices_[other]) >= mine) continue;
+    const GpuTurn* turn = runners_[other]->gpu_turn();
+    if (turn == nullptr || !turn->busy()) return true;
+  }
+  return false;
+}
+
+void DynamicBatcher::WorkerLoop(size_t worker) {
+  InstanceRunner* runner = runners_[worker].get();
   Status prepared = runner->PrepareOnWorker();
   {
     MutexLock guard(&mu_);
     if (!prepared.ok() && prepare_error_.ok()) prepare_error_ = prepared;
     ++prepared_;
+    free_[worker] = true;
+    ++dispatch_changes_;
   }
   prepared_cv_.SignalAll();
   MutexLock lock(&mu_);
@@ -272,6 +296,14 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
       cv_.WaitUntil(&mu_, clock_, wake);
       continue;
     }
+    if (LeavesBatchToLessLoadedGpu(worker)) {
+      // The worker on the less-loaded GPU takes it (every free worker is
+      // woken, so it is too); this one plans again after the next change.
+      const uint64_t seen = dispatch_changes_;
+      cv_.SignalAll();
+      while (!stopping_ && dispatch_changes_ == seen) cv_.Wait(&mu_);
+      continue;
+    }
     // Take the planned requests, in queue order.
     std::vector<Pending> batch;
     batch.reserve(plan.requests);
@@ -284,10 +316,21 @@ void DynamicBatcher::WorkerLoop(InstanceRunner* runner) {
     // Requests wait behind this batch: another worker may take them.
     if (!queue_.empty()) cv_.Signal();
     ++executing_;
+    if (balance_) {
+      free_[worker] = false;
+      ++running_on_[devices_[worker]];
+      ++dispatch_changes_;
+    }
     lock.Unlock();
     ExecuteGuarded(*runner, batch);
     lock.Lock();
     --executing_;
+    if (balance_) {
+      free_[worker] = true;
+      --running_on_[devices_[worker]];
+      ++dispatch_changes_;
+      cv_.SignalAll();  // a worker that left a batch to this GPU's may now take one
+    }
   }
 }
 
@@ -383,7 +426,7 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
   const int64_t now_ms = WallMillis();
   if (per_request.ok()) {
     stats_.RecordExecution(executed_rows, total_rows, t);
-    if (observer_) observer_->OnBatch(options_.model_name, options_.model_version, executed_rows, t);
+    if (observer_) observer_->OnBatch(options_.model_name, options_.model_version, executed_rows, t, runner.device());
   }
   phase = "building the responses";
   for (size_t i = 0; i < batch.size(); ++i) {

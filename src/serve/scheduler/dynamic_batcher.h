@@ -18,6 +18,13 @@
 // Only warmed sizes ever run. Without dynamic batching (or with
 // max_batch_size 0) every request runs alone.
 //
+// Across GPUs (runners whose InstanceRunner::device() differ) a batch goes
+// to the least-loaded GPU: a free worker whose GPU runs more batches than
+// the GPU of another free worker leaves the batch to that worker (it wakes
+// the others and waits for the next change), so work spreads over the GPUs
+// before it doubles up on one. With one device this never happens and the
+// first free worker takes the batch, as before.
+//
 // The queue delay is measured on the injected Clock and waited for with
 // Clock::WaitUntil, so a test moves a FakeClock instead of sleeping.
 //
@@ -43,6 +50,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -121,7 +129,11 @@ class DynamicBatcher {
     int64_t enqueue_ns = 0;  // on clock_
   };
 
-  void WorkerLoop(InstanceRunner* runner);
+  void WorkerLoop(size_t worker);
+  // Whether free worker `worker` should leave the batch it planned to a
+  // free worker on a GPU that runs fewer batches now (whose turn, if any,
+  // is free). REQUIRES: mu_ held.
+  bool LeavesBatchToLessLoadedGpu(size_t worker) const REQUIRES(mu_);
   // The plan for the front request and those that can join it, with their
   // queue positions in `joinable`; kGpuBusy while `turn` (the planning
   // runner's, nullable) is held. REQUIRES: mu_ held, queue_ non-empty.
@@ -152,6 +164,8 @@ class DynamicBatcher {
   ModelStats& stats_;
   SchedulerObserver* observer_;
   std::vector<std::unique_ptr<InstanceRunner>> runners_;  // runners_[i] used by workers_[i] only
+  std::vector<int> devices_;  // devices_[i] = runners_[i]->device(), read at construction
+  bool balance_ = false;      // the runners span two devices or more
   std::vector<std::thread> workers_;
 
   mutable Mutex mu_;
@@ -162,6 +176,12 @@ class DynamicBatcher {
   std::deque<Pending> queue_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   size_t executing_ GUARDED_BY(mu_) = 0;  // batches taken and not yet answered
+  // With balance_: which workers wait for work (prepared, not executing),
+  // the batches each device runs now, and a count bumped by every change
+  // of either or of the queue, which a worker that left a batch waits on.
+  std::vector<bool> free_ GUARDED_BY(mu_);
+  std::map<int, int> running_on_ GUARDED_BY(mu_);
+  uint64_t dispatch_changes_ GUARDED_BY(mu_) = 0;
   Mutex stop_mu_;                         // serialises Stop
 };
 

@@ -152,6 +152,16 @@ SessionRunner::SessionRunner(std::shared_ptr<const InstanceSessions> sessions, R
 
 SessionRunner::~SessionRunner() = default;
 
+Status SessionRunner::BindDevice() {
+  if (device_memory_ == nullptr || device_ < 0) return Status::Ok();
+  return device_memory_->SetCurrentDevice(device_);
+}
+
+Status SessionRunner::PrepareOnWorker() {
+  ORTGPU_RETURN_IF_ERROR(BindDevice().WithContext("binding the worker thread to GPU " + std::to_string(device_)));
+  return worker_warmup_ ? worker_warmup_(*this) : Status::Ok();
+}
+
 const Session& SessionRunner::SessionFor(int64_t rows) const {
   auto it = sessions_->by_batch_rows.find(rows);
   return it == sessions_->by_batch_rows.end() ? *sessions_->main : *it->second;

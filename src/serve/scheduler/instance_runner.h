@@ -44,6 +44,10 @@ class InstanceRunner {
   // when they take none. The batcher holds back a batch that could still
   // grow while the turn is busy.
   virtual GpuTurn* gpu_turn() const { return nullptr; }
+  // The GPU (CUDA ordinal) this runner's batches run on; -1 on the CPU or
+  // when not known. The batcher balances batches across GPUs by it, and
+  // files each execution under it.
+  virtual int device() const { return -1; }
   // What each batch size costs on this runner (measured at warm-up,
   // MeasureBatchCosts), or null when not measured: the batcher then pads
   // every batch (ExecutedBatchSize). Set before the runner's first batch,
@@ -154,7 +158,15 @@ class SessionRunner : public InstanceRunner {
   // What PrepareOnWorker runs (the loader's warm-up of the CUDA-graph batch
   // sizes); none by default.
   void SetWorkerWarmup(std::function<Status(InstanceRunner&)> warmup) { worker_warmup_ = std::move(warmup); }
-  Status PrepareOnWorker() override { return worker_warmup_ ? worker_warmup_(*this) : Status::Ok(); }
+  // Binds the worker thread to the runner's GPU (BindDevice), then runs the
+  // worker warm-up.
+  Status PrepareOnWorker() override;
+  // Makes the runner's GPU the calling thread's current device
+  // (DeviceMemory::SetCurrentDevice); nothing for a runner without device
+  // memory (a CPU instance). Called by every thread that drives the
+  // instance: its worker (PrepareOnWorker) and the loader before warm-up.
+  Status BindDevice();
+  int device() const override { return device_; }
   // The turn this runner's batch runs take on the GPU (GpuTurn), shared
   // with the model's other runners on that GPU; none: batches run whenever
   // they are ready. With `whole_runs` every staged batch run takes it (ORT's

@@ -57,9 +57,10 @@ class SchedulerObserver {
   virtual void OnQueued(const std::string& model, const std::string& version, size_t queue_depth) {}
   // A request was refused at the door (queue full, model unloading).
   virtual void OnRejected(const std::string& model, const std::string& version, Code code) {}
-  // One execution of `batch_size` rows took `times` (input copy, run, output split).
+  // One execution of `batch_size` rows took `times` (input copy, run, output
+  // split) on GPU `device` (InstanceRunner::device(); -1 on the CPU).
   virtual void OnBatch(const std::string& model, const std::string& version, int64_t batch_size,
-                       const ExecutionTimes& times) {}
+                       const ExecutionTimes& times, int device) {}
   // A request of `rows` rows completed; `request_ns` from enqueue to response,
   // `queue_ns` of it waiting; `compute` the times of the execution it was part of.
   virtual void OnSuccess(const std::string& model, const std::string& version, int64_t rows, int64_t request_ns,
