@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU runs behind docs/doctor-h200.md, the H200 rows of docs/BENCHMARKS.md
 # and docs/serve-h200.md. Run on the GPU test machine from the repository root,
-# after `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md):
+# after `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md), with
+# ortgpu_bare_run_loop in the carry (`cmake --build build --target benchmarks`):
 #
 #   scripts/h200_proof.sh OUTDIR [doctor] [health] [bench] [overhead] [serve]   (default: all five)
 #

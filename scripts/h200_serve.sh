@@ -2,7 +2,8 @@
 # The serving measurements of docs/BENCHMARKS.md ("ortgpu serve: the data
 # path"), on the GPU test machine, from the repository root, after
 # `source .gpu-carry/stage.sh` (see /work/shared/gpu/README.md). wrk and, when
-# built, `ortgpu perf` must be in the carried bundle.
+# built, `ortgpu perf` must be in the carried bundle, and the benchmark
+# programs (`cmake --build build --target benchmarks`, not built by default).
 #
 #   scripts/h200_serve.sh OUTDIR [shapes] [ceiling] [resnet] [bert] [mlp] [perfwrk] [grpc] [weights] [cudashm] [padding]   (default: all)
 #

@@ -1,6 +1,7 @@
 #include "tune/evaluator.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -85,8 +86,14 @@ Status Evaluator::Add(const std::string& key, int repeat, Measurement m) {
   e.measurement = std::move(m);
   e.measurement.again.clear();
   ORTGPU_RETURN_IF_ERROR(history_.Append(e));
+  ++result_.evaluations;
   taken_.insert({e.key, e.repeat});
   return {};
+}
+
+int Evaluator::MeasurementsLeft() const {
+  if (options_.max_evaluations <= 0) return std::numeric_limits<int>::max();
+  return std::max(0, options_.max_evaluations - result_.evaluations);
 }
 
 Expected<std::optional<HistoryEntry>> Evaluator::Get(const std::string& key, int repeat, MeasureKind kind,

@@ -51,8 +51,12 @@ class Evaluator {
 
   // Keeps `m`, taken within another new measurement (a repeat on the same
   // server start), as (key, repeat) unless the history has that entry; its
-  // time is already in the measurement it came with.
+  // time is already in the measurement it came with. It counts as a new
+  // measurement (the limit and the report count it).
   Status Add(const std::string& key, int repeat, Measurement m);
+  // How many more measurements the evaluation limit allows (INT_MAX
+  // without one).
+  int MeasurementsLeft() const;
 
   // The entry for (key, repeat) in the history, or nullptr (no measuring).
   const HistoryEntry* Known(const std::string& key, int repeat) const { return history_.Find(key, repeat); }

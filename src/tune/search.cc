@@ -210,6 +210,9 @@ Expected<std::optional<HistoryEntry>> ServeOnce(const ServedCandidate& c, int re
                                                 const SearchOptions& options, Measurer& measurer, Evaluator& eval,
                                                 int searches = 1, double again_above = 0) {
   const std::string key = ServedKey(c, options.latency_budget_ms, ServedTag(options));
+  // Repeats on the same start are measurements too: no more than the
+  // evaluation limit leaves.
+  searches = std::min(searches, std::max(1, eval.MeasurementsLeft()));
   std::vector<Measurement> again;
   ORTGPU_ASSIGN_OR_RETURN(
       std::optional<HistoryEntry> entry,

@@ -235,15 +235,16 @@ Status DynamicBatcher::WaitUntilPrepared() {
   return prepare_error_;
 }
 
+int DynamicBatcher::BatchesRunningOn(int device) const {
+  auto it = running_on_.find(device);
+  return it == running_on_.end() ? 0 : it->second;
+}
+
 bool DynamicBatcher::LeavesBatchToLessLoadedGpu(size_t worker) const {
   if (!balance_ || stopping_) return false;
-  auto load = [&](int device) {
-    auto it = running_on_.find(device);
-    return it == running_on_.end() ? 0 : it->second;
-  };
-  const int mine = load(devices_[worker]);
+  const int mine = BatchesRunningOn(devices_[worker]);
   for (size_t other = 0; other < runners_.size(); ++other) {
-    if (!free_[other] || devices_[other] == devices_[worker] || load(devices_[other]) >= mine) continue;
+    if (!free_[other] || devices_[other] == devices_[worker] || BatchesRunningOn(devices_[other]) >= mine) continue;
     const GpuTurn* turn = runners_[other]->gpu_turn();
     if (turn == nullptr || !turn->busy()) return true;
   }

@@ -134,6 +134,8 @@ class DynamicBatcher {
   // free worker on a GPU that runs fewer batches now (whose turn, if any,
   // is free). REQUIRES: mu_ held.
   bool LeavesBatchToLessLoadedGpu(size_t worker) const REQUIRES(mu_);
+  // How many batches run on GPU `device` now. REQUIRES: mu_ held.
+  int BatchesRunningOn(int device) const REQUIRES(mu_);
   // The plan for the front request and those that can join it, with their
   // queue positions in `joinable`; kGpuBusy while `turn` (the planning
   // runner's, nullable) is held. REQUIRES: mu_ held, queue_ non-empty.
