@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "doctor/checks_compat.h"
+#include "doctor/checks_contexts.h"
 #include "doctor/checks_driver.h"
 #include "doctor/checks_environment.h"
 #include "doctor/checks_health.h"
@@ -325,6 +326,22 @@ Report RunDoctor(const DoctorOptions& options, DoctorSeams& seams) {
     }
     ++index;
   }
+  // Contexts this process made on GPUs it was not asked to use, now that
+  // every CUDA run (the check model's and the --model runs) is over.
+  // Without NVML or its GPU, health.gpu is the layer's only finding.
+  if (health.skip_reason.empty()) {
+    ContextObservation contexts;
+    if (!cuda_ok) {
+      contexts.skip_reason = "no CUDA run in this process (provider layer)";
+    } else if (health.mig_enabled) {
+      contexts.skip_reason = "MIG is on: NVML's process lists do not say which instance a context is on";
+    } else {
+      contexts = ObserveContexts(*seams.nvml, driver.info, health.cuda_index, health.nvml_index, health.own_pid,
+                                 health.in_container);
+    }
+    CheckContexts(contexts, report);
+  }
+
   // A --shape that names no input of any model is a typo the user must see.
   if (all_loaded) {
     for (const auto& [name, dims] : observe.shapes) {

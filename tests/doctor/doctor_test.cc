@@ -209,6 +209,11 @@ TEST(RunDoctorTest, Issue26PrecisionOfTheGpuTf32AndAMixedModel) {
   ASSERT_NE(islands, nullptr);
   EXPECT_NE(islands->seen.find("Softmax_1"), std::string::npos) << islands->seen;
   EXPECT_EQ(r.Find("model.1.fp16_cpu"), nullptr);  // no CUDA run to place nodes
+  // Issue 30: with no CUDA run, contexts on other GPUs are not checked.
+  const Finding* contexts = r.Find("health.contexts");
+  ASSERT_NE(contexts, nullptr);
+  EXPECT_EQ(contexts->verdict, Verdict::kSkip);
+  EXPECT_EQ(contexts->seen, "no CUDA run in this process (provider layer)");
 }
 
 }  // namespace

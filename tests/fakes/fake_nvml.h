@@ -22,6 +22,9 @@ class FakeNvml final : public gpu::Nvml {
   std::vector<gpu::NvmlDevice> devices;
   // (device index, pid) -> bytes used.
   std::map<std::pair<unsigned, uint32_t>, uint64_t> process_memory;
+  // ProcessMemoryUsed(index, any pid) fails with this status when set
+  // (Unavailable: listed without a figure; anything else: the list unread).
+  std::map<unsigned, Status> process_list_status;
   // Health(index) returns health[index] (a healthy H200 unless set).
   std::map<unsigned, gpu::NvmlHealth> health;
   // SampleClocks(index) returns these in turn, then repeats the last one
@@ -109,6 +112,7 @@ class FakeNvml final : public gpu::Nvml {
   }
   Expected<uint64_t> ProcessMemoryUsed(unsigned index, uint32_t pid) override {
     if (!loaded_) return FailedPrecondition("NVML is not initialised");
+    if (auto st = process_list_status.find(index); st != process_list_status.end()) return st->second;
     auto it = process_memory.find({index, pid});
     if (it == process_memory.end()) return NotFound("process holds no CUDA context");
     return it->second;
