@@ -14,7 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-onnx python3-numpy python3-yaml libonnx-testdata
   clang libclang-rt-14-dev chromium
-  patchelf mmdebstrap
+  patchelf mmdebstrap lld
 )
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 missing=()
