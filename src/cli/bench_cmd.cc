@@ -9,9 +9,13 @@
 #include <vector>
 
 #include "bench/benchmark.h"
+#include "bench/devices.h"
 #include "bench/report.h"
 #include "bench/sweep.h"
 #include "cli/commands.h"
+#include "gpu/cuda_driver.h"
+#include "serve/repository/instance_placement.h"
+#include "sys/environment.h"
 
 namespace ortgpu::cli {
 namespace {
@@ -20,6 +24,7 @@ struct BenchFlags {
   std::string model;
   std::string provider = "cpu";
   std::vector<std::string> cuda_options;
+  std::string device;  // "", "N" or "all"
   std::string opt = "all";
   std::string save_optimized;
   int intra_threads = 0;
@@ -94,11 +99,90 @@ Expected<bench::BenchOptions> ToOptions(const BenchFlags& f) {
   return o;
 }
 
+// --device N|all: the GPUs to run on (CUDA ordinals with their names), or
+// an error that says what is visible. Sets nothing when --device is unset.
+Expected<std::vector<std::pair<int, std::string>>> DeviceList(const BenchFlags& f, const bench::BenchOptions& o) {
+  if (f.device.empty()) return std::vector<std::pair<int, std::string>>{};
+  if (o.session.provider == Provider::kCpu) return InvalidArgument("--device needs --provider cuda");
+  if (o.session.cuda_options.count("device_id")) {
+    return InvalidArgument("give the GPU once: --device " + f.device + " or --cuda-option device_id, not both");
+  }
+  int one = -1;
+  if (f.device != "all") {
+    size_t used = 0;
+    try {
+      one = std::stoi(f.device, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != f.device.size() || one < 0) {
+      return InvalidArgument("--device " + f.device + ": give a GPU (a CUDA ordinal: 0, 1, ...) or all");
+    }
+  }
+  auto driver = gpu::NewCudaDriver();
+  ORTGPU_ASSIGN_OR_RETURN(serve::VisibleGpus visible, serve::ProbeVisibleGpus(*driver, RealEnvironment()));
+  if (visible.count() == 0) {
+    return Unavailable("--device " + f.device + ": " + visible.DescribeCount() + "; `ortgpu doctor` says why");
+  }
+  if (one >= visible.count()) return InvalidArgument("--device " + f.device + ": " + visible.DescribeCount());
+  std::vector<std::pair<int, std::string>> gpus;
+  for (int gpu = 0; gpu < visible.count(); ++gpu) {
+    if (one < 0 || gpu == one) gpus.emplace_back(gpu, visible.names[gpu]);
+  }
+  return gpus;
+}
+
+// --device all: the benchmark on each GPU, each report, then the comparison.
+int RunOnEveryDevice(const BenchFlags& flags, const bench::BenchOptions& options,
+                     const std::vector<std::pair<int, std::string>>& gpus, const bench::BenchHooks& hooks) {
+  if (!flags.html.empty() || !flags.config_out.empty() || flags.csv) {
+    std::fprintf(stderr, "ortgpu bench: --device all writes a table or --json; for --html, --csv or --config-out "
+                         "give one GPU (--device N)\n");
+    return 2;
+  }
+  auto runs = bench::RunOnDevices(options, gpus, [&hooks](const bench::BenchOptions& o) {
+    return bench::RunBenchmark(o, hooks);
+  });
+  const bench::DeviceComparison comparison = bench::CompareDevices(runs);
+  if (flags.json) {
+    std::fputs(bench::RenderDevicesJson(comparison, runs).c_str(), stdout);
+  } else {
+    for (const auto& r : runs) {
+      std::printf("== GPU %d%s ==\n", r.gpu, r.name.empty() ? "" : (" (" + r.name + ")").c_str());
+      if (!r.error.ok()) {
+        std::printf("not measured: %s\n\n", r.error.message().c_str());
+        continue;
+      }
+      std::fputs(bench::RenderTable(r.report).c_str(), stdout);
+      std::fputs("\n", stdout);
+    }
+    std::fputs(bench::RenderDeviceComparison(comparison).c_str(), stdout);
+  }
+  int code = 0;
+  for (const auto& r : runs) {
+    if (!r.error.ok()) {
+      std::fprintf(stderr, "ortgpu bench: GPU %d: %s\n", r.gpu, r.error.message().c_str());
+      code = 1;
+    } else if (!r.report.ok()) {
+      code = 1;
+    }
+  }
+  return code;
+}
+
 int RunBenchCommand(const BenchFlags& flags) {
   auto options = ToOptions(flags);
   if (!options.ok()) {
     std::fprintf(stderr, "ortgpu bench: %s\n", options.status().message().c_str());
     return ExitCodeFor(options.status().code());
+  }
+  auto gpus = DeviceList(flags, *options);
+  if (!gpus.ok()) {
+    std::fprintf(stderr, "ortgpu bench: %s\n", gpus.status().message().c_str());
+    return ExitCodeFor(gpus.status().code());
+  }
+  if (flags.device != "all" && !gpus->empty()) {
+    options->session.cuda_options["device_id"] = std::to_string(gpus->front().first);
   }
   bench::BenchHooks hooks;
   const bool tty = ::isatty(STDERR_FILENO) && flags.progress;
@@ -116,6 +200,7 @@ int RunBenchCommand(const BenchFlags& flags) {
       std::fflush(stderr);
     };
   }
+  if (flags.device == "all") return RunOnEveryDevice(flags, *options, *gpus, hooks);
   auto report = bench::RunBenchmark(*options, hooks);
   if (!report.ok()) {
     std::fprintf(stderr, "ortgpu bench: %s\n", report.status().message().c_str());
@@ -193,6 +278,9 @@ void AddBenchCommand(CLI::App& app, CommandResult& result) {
   for (const auto& [k, d] : CudaOptionKeys()) keys += (keys.empty() ? "" : ", ") + k;
   cmd->add_option("--cuda-option", f->cuda_options, "CUDA EP option KEY=VALUE (repeatable); keys: " + keys)
       ->allow_extra_args(false);
+  cmd->add_option("--device", f->device,
+                  "The GPU to run on (a CUDA ordinal after CUDA_VISIBLE_DEVICES), or all: the same benchmark on "
+                  "each visible GPU, side by side, the fastest and the slowest named (needs --provider cuda)");
   cmd->add_option("--opt", f->opt, "Graph optimisation level: disable, basic, extended, all")
       ->check(CLI::IsMember({"disable", "basic", "extended", "all"}))
       ->default_val("all");

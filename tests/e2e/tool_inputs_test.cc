@@ -56,6 +56,26 @@ TEST(ToolInputsTest, BenchZeroBatchDimensionIsAnError) {
   EXPECT_THAT(o.output, HasSubstr("at least 1"));
 }
 
+// Issue 30: --device N|all picks the GPUs; without one, the reason, not a CPU run.
+TEST(ToolInputsTest, BenchDeviceIsCheckedBeforeAnythingRuns) {
+  Outcome cpu = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--device", "0"});
+  EXPECT_EQ(cpu.exit_code, 2) << cpu.output;
+  EXPECT_NE(cpu.output.find("--device needs --provider cuda"), std::string::npos) << cpu.output;
+  Outcome word = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--provider", "cuda", "--device", "first"});
+  EXPECT_EQ(word.exit_code, 2) << word.output;
+  EXPECT_NE(word.output.find("give a GPU (a CUDA ordinal: 0, 1, ...) or all"), std::string::npos) << word.output;
+  Outcome twice = RunOrtgpu(
+      {"bench", kAddSub, "--provider", "cuda", "--device", "1", "--cuda-option", "device_id=1"});
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("give the GPU once"), std::string::npos) << twice.output;
+  // This machine (CI) has no GPU: all is refused with what is visible.
+  Outcome all = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--provider", "cuda", "--device", "all"});
+  if (all.output.find("0 GPUs are visible") != std::string::npos) {
+    EXPECT_EQ(all.exit_code, 1) << all.output;
+    EXPECT_NE(all.output.find("`ortgpu doctor` says why"), std::string::npos) << all.output;
+  }
+}
+
 TEST(ToolInputsTest, BenchDurationBeyondAWeekIsBadUsage) {
   Outcome o = RunOrtgpu({"bench", kAddSub, "--duration", "1e308"});
   EXPECT_EQ(o.exit_code, 2) << o.output;
