@@ -12,6 +12,7 @@
 #include "bench/tensor_files.h"
 #include "cli/commands.h"
 #include "cli/cuda_setup.h"
+#include "doctor/devices.h"
 #include "doctor/doctor.h"
 #include "doctor/render.h"
 #include "gpu/cuda_driver.h"
@@ -21,6 +22,7 @@
 #include "ort/runtime.h"
 #include "ort/session_options.h"
 #include "ort/tensor.h"
+#include "serve/repository/instance_placement.h"
 
 namespace ortgpu::cli {
 namespace {
@@ -36,16 +38,59 @@ struct DoctorFlags {
   std::vector<std::string> input_files;
   std::vector<std::string> cuda_options;
   int runs = 20;
-  int device = 0;
+  std::string device = "0";  // a CUDA ordinal, or "all"
   std::string color = "auto";
 };
+
+// --device all: doctor once per GPU, each report, then the GPUs side by side.
+int RunOnEveryDevice(const DoctorFlags& flags, doctor::DoctorOptions options, doctor::DoctorSeams& seams,
+                     const serve::VisibleGpus& visible, const nlohmann::json& header) {
+  std::vector<doctor::DeviceReport> reports;
+  for (int gpu = 0; gpu < visible.count(); ++gpu) {
+    options.observe.device_id = gpu;
+    reports.push_back({gpu, visible.names[gpu], doctor::RunDoctor(options, seams)});
+  }
+  const doctor::DeviceSummary summary = doctor::SummarizeDevices(reports, options.require_gpu);
+  if (flags.json) {
+    std::printf("%s\n", doctor::RenderDevicesJson(reports, summary, options.require_gpu, header).dump(2).c_str());
+    return doctor::DevicesExitCode(summary);
+  }
+  doctor::RenderOptions ro;
+  ro.require_gpu = options.require_gpu;
+  ro.color = flags.color == "always" || (flags.color == "auto" && ::isatty(STDOUT_FILENO));
+  for (const auto& d : reports) {
+    std::printf("== GPU %d%s ==\n", d.gpu, d.name.empty() ? "" : (" (" + d.name + ")").c_str());
+    std::fputs(doctor::RenderText(d.report, ro).c_str(), stdout);
+    std::fputs("\n", stdout);
+  }
+  std::fputs(doctor::RenderDeviceSummary(summary).c_str(), stdout);
+  return doctor::DevicesExitCode(summary);
+}
 
 int RunDoctorCommand(const DoctorFlags& flags) {
   doctor::DoctorOptions options;
   options.require_gpu = flags.require == "gpu";
   options.models = flags.models;
   options.observe.timed_runs = flags.runs;
-  options.observe.device_id = flags.device;
+  const bool all_devices = flags.device == "all";
+  if (!all_devices) {
+    size_t used = 0;
+    int device = -1;
+    try {
+      device = std::stoi(flags.device, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != flags.device.size() || device < 0) {
+      std::fprintf(stderr, "ortgpu doctor: --device %s: give a GPU (a CUDA ordinal: 0, 1, ...) or all\n",
+                   flags.device.c_str());
+      return 2;
+    }
+    options.observe.device_id = device;
+  } else if (!flags.html.empty()) {
+    std::fprintf(stderr, "ortgpu doctor: --device all writes a table or --json; for --html give one GPU (--device N)\n");
+    return 2;
+  }
   options.copy_test = !flags.no_copy_test;
   // The spellings bench takes (bench/inputs.h), so one command line works in both.
   bench::InputSpec spec;
@@ -97,10 +142,15 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   seams.preload = PreloadCudaLibrariesOnce();
   seams.ort_version = Runtime::Get().Version();
 
-  doctor::Report report = doctor::RunDoctor(options, seams);
   const nlohmann::json header = {{"ortgpu_version", ORTGPU_VERSION},
                                  {"ort_version", seams.ort_version},
                                  {"models", flags.models}};
+  if (all_devices) {
+    // Every visible GPU in turn; with none, the one run below says why.
+    auto visible = serve::ProbeVisibleGpus(*driver, RealEnvironment());
+    if (visible.ok() && visible->count() > 0) return RunOnEveryDevice(flags, options, seams, *visible, header);
+  }
+  doctor::Report report = doctor::RunDoctor(options, seams);
   if (!flags.html.empty()) {
     Status written = WriteOutputFile(flags.html, doctor::RenderHtml(report, options.require_gpu, header), "HTML report");
     if (!written.ok()) {
@@ -159,7 +209,10 @@ void AddDoctorCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--runs", flags->runs, "Timed runs per provider in the end-to-end checks")
       ->check(CLI::Range(1, 100000))
       ->default_val(20);
-  cmd->add_option("--device", flags->device, "CUDA device index to check")->check(CLI::NonNegativeNumber)->default_val(0);
+  cmd->add_option("--device", flags->device,
+                  "The GPU to check (a CUDA ordinal after CUDA_VISIBLE_DEVICES), or all: every layer once per "
+                  "visible GPU, then the GPUs side by side with the fastest and the slowest named")
+      ->default_val("0");
   cmd->add_option("--color", flags->color, "Colour the table: auto (on a TTY), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->default_val("auto");

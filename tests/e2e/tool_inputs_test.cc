@@ -76,6 +76,20 @@ TEST(ToolInputsTest, BenchDeviceIsCheckedBeforeAnythingRuns) {
   }
 }
 
+TEST(ToolInputsTest, DoctorDeviceIsAnOrdinalOrAll) {
+  Outcome word = RunOrtgpu({"doctor", "--device", "first"});
+  EXPECT_EQ(word.exit_code, 2) << word.output;
+  EXPECT_NE(word.output.find("give a GPU (a CUDA ordinal: 0, 1, ...) or all"), std::string::npos) << word.output;
+  Outcome html = RunOrtgpu({"doctor", "--device", "all", "--html", ::testing::TempDir() + "/doctor_all.html"});
+  EXPECT_EQ(html.exit_code, 2) << html.output;
+  // Without a GPU (CI), --device all is the one run that says why.
+  Outcome all = RunOrtgpu({"doctor", "--device", "all", "--no-copy-test", "--runs", "1"});
+  if (all.output.find("GPUs side by side") == std::string::npos) {
+    EXPECT_EQ(all.exit_code, 0) << all.output;
+    EXPECT_NE(all.output.find("CPU only"), std::string::npos) << all.output;
+  }
+}
+
 TEST(ToolInputsTest, BenchDurationBeyondAWeekIsBadUsage) {
   Outcome o = RunOrtgpu({"bench", kAddSub, "--duration", "1e308"});
   EXPECT_EQ(o.exit_code, 2) << o.output;
