@@ -64,10 +64,7 @@ void MergeInto(Window& a, const Window& b) {
     if (!a.gpu) {
       a.gpu = b.gpu;
     } else {
-      // Utilisation averaged over the windows, memory at its highest.
-      a.gpu->utilization = (a.gpu->utilization + b.gpu->utilization) / 2;
-      a.gpu->memory_used_bytes = std::max(a.gpu->memory_used_bytes, b.gpu->memory_used_bytes);
-      a.gpu->gpus = std::max(a.gpu->gpus, b.gpu->gpus);
+      MergeGpuSample(*a.gpu, *b.gpu);  // utilisation averaged over the windows, memory at its highest
     }
   }
 }

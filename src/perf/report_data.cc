@@ -18,6 +18,15 @@ json SplitJson(const std::optional<ServerSplit>& s) {
           {"overhead_us", s->overhead_us},    {"average_batch", s->average_batch}};
 }
 
+json GpuJson(const GpuSample& g) {
+  json devices = json::array();
+  for (const auto& d : g.devices) {
+    devices.push_back({{"uuid", d.uuid}, {"utilization", d.utilization}, {"memory_used_bytes", d.memory_used_bytes}});
+  }
+  return {{"gpus", g.gpus}, {"utilization", g.utilization}, {"memory_used_bytes", g.memory_used_bytes},
+          {"devices", devices}};
+}
+
 json StepJson(const StepResult& s) {
   const auto& l = s.latency;
   json j = {{"load", s.load},
@@ -33,9 +42,7 @@ json StepJson(const StepResult& s) {
             {"delayed", s.delayed},
             {"server", SplitJson(s.server)},
             {"outside_server_us", s.outside_server_us ? json(*s.outside_server_us) : json(nullptr)},
-            {"gpu", s.gpu ? json{{"gpus", s.gpu->gpus}, {"utilization", s.gpu->utilization},
-                                 {"memory_used_bytes", s.gpu->memory_used_bytes}}
-                          : json(nullptr)}};
+            {"gpu", s.gpu ? GpuJson(*s.gpu) : json(nullptr)}};
   json windows = json::array();
   for (const auto& w : s.windows) windows.push_back({{"infer_per_s", w.throughput}, {"latency_ms", w.latency_ms}, {"errors", w.errors}});
   j["windows"] = windows;

@@ -85,6 +85,18 @@ std::string RenderTable(const PerfReport& report) {
   out += "server columns: mean microseconds per request from the statistics extension; outside = client mean minus server mean "
          "(network, client, HTTP)\n";
   for (const auto& s : report.steps) {
+    if (!s.gpu || s.gpu->devices.size() < 2) continue;
+    std::string per;
+    for (const auto& d : s.gpu->devices) {
+      per += fmt::format("{}{} {:.0f}% {:.0f} MB", per.empty() ? "" : "; ", d.uuid.empty() ? "?" : d.uuid,
+                         d.utilization * 100, d.memory_used_bytes / (1024.0 * 1024.0));
+    }
+    out += fmt::format("GPUs at {}: {}\n", StepLabel(report, s), per);
+    if (auto imbalance = DescribeGpuImbalance(*s.gpu); !imbalance.empty()) {
+      out += fmt::format("note: {}: {}\n", StepLabel(report, s), imbalance);
+    }
+  }
+  for (const auto& s : report.steps) {
     if (!s.errors.empty()) out += fmt::format("errors at {}: {}\n", StepLabel(report, s), DescribeErrors(s.errors));
     if (!s.note.empty()) out += fmt::format("note: {}: {}\n", StepLabel(report, s), s.note);
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace ortgpu::perf {
@@ -153,6 +154,25 @@ std::vector<MetricSample> ParsePrometheusText(std::string_view text) {
   return out;
 }
 
+namespace {
+
+GpuDeviceSample& DeviceOf(GpuSample& g, const MetricSample& s) {
+  auto it = s.labels.find("gpu_uuid");
+  const std::string uuid = it != s.labels.end() ? it->second : "";
+  for (auto& d : g.devices) {
+    if (d.uuid == uuid && !uuid.empty()) return d;
+  }
+  g.devices.push_back({uuid, 0, 0});
+  return g.devices.back();
+}
+
+std::string ShortUuid(const std::string& uuid) {
+  if (uuid.empty()) return "a GPU";
+  return uuid.size() > 12 ? uuid.substr(0, 12) + ".." : uuid;
+}
+
+}  // namespace
+
 std::optional<GpuSample> GpuFromMetrics(const std::vector<MetricSample>& samples) {
   GpuSample g;
   double utilization = 0;
@@ -160,13 +180,47 @@ std::optional<GpuSample> GpuFromMetrics(const std::vector<MetricSample>& samples
     if (s.name == "nv_gpu_utilization" && std::isfinite(s.value)) {
       ++g.gpus;
       utilization += s.value;
+      DeviceOf(g, s).utilization = s.value;
     } else if (s.name == "nv_gpu_memory_used_bytes" && std::isfinite(s.value)) {
       g.memory_used_bytes += s.value;
+      DeviceOf(g, s).memory_used_bytes = s.value;
     }
   }
   if (g.gpus == 0) return std::nullopt;
   g.utilization = utilization / g.gpus;
   return g;
+}
+
+void MergeGpuSample(GpuSample& a, const GpuSample& b) {
+  a.utilization = (a.utilization + b.utilization) / 2;
+  a.memory_used_bytes = std::max(a.memory_used_bytes, b.memory_used_bytes);
+  a.gpus = std::max(a.gpus, b.gpus);
+  for (const auto& d : b.devices) {
+    GpuDeviceSample* same = nullptr;
+    for (auto& e : a.devices) {
+      if (e.uuid == d.uuid) same = &e;
+    }
+    if (same == nullptr) {
+      a.devices.push_back(d);
+      continue;
+    }
+    same->utilization = (same->utilization + d.utilization) / 2;
+    same->memory_used_bytes = std::max(same->memory_used_bytes, d.memory_used_bytes);
+  }
+}
+
+std::string DescribeGpuImbalance(const GpuSample& g) {
+  if (g.devices.size() < 2) return "";
+  const GpuDeviceSample* busy = &g.devices.front();
+  const GpuDeviceSample* idle = &g.devices.front();
+  for (const auto& d : g.devices) {
+    if (d.utilization > busy->utilization) busy = &d;
+    if (d.utilization < idle->utilization) idle = &d;
+  }
+  if (busy->utilization < 0.5 || busy->utilization - idle->utilization < 0.3) return "";
+  return fmt::format("{} at {:.0f}% while {} at {:.0f}%: the load is not spread over the GPUs (instance_group "
+                     "gpus, or another process on the busy one)",
+                     ShortUuid(busy->uuid), busy->utilization * 100, ShortUuid(idle->uuid), idle->utilization * 100);
 }
 
 }  // namespace ortgpu::perf

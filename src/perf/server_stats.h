@@ -67,13 +67,27 @@ struct MetricSample {
 // lines that do not parse are skipped.
 std::vector<MetricSample> ParsePrometheusText(std::string_view text);
 
+// One GPU's figures from a scrape (issue 30: perf's report per GPU).
+struct GpuDeviceSample {
+  std::string uuid;  // the series' gpu_uuid label ("" when it has none)
+  double utilization = 0;
+  double memory_used_bytes = 0;
+};
 // GPU figures from one scrape: mean utilisation over the GPUs (0..1) and
-// the memory used on all of them together.
+// the memory used on all of them together, and each GPU's own, in the
+// order the scrape lists them.
 struct GpuSample {
   int gpus = 0;
   double utilization = 0;
   double memory_used_bytes = 0;
+  std::vector<GpuDeviceSample> devices;
 };
+// Folds `b` (a later window's scrape) into `a`: utilisation averaged,
+// memory at its highest, overall and per GPU (matched by UUID).
+void MergeGpuSample(GpuSample& a, const GpuSample& b);
+// With two GPUs or more whose utilisation differs by 30 points or more while
+// one is past 50%: "GPU-1f2e.. at 95% while GPU-9a8b.. at 31%: ...", else "".
+std::string DescribeGpuImbalance(const GpuSample& g);
 // nullopt when the scrape has no nv_gpu_utilization series.
 std::optional<GpuSample> GpuFromMetrics(const std::vector<MetricSample>& samples);
 

@@ -62,6 +62,27 @@ TEST(RenderTable, OneRowPerStepWithTheSplitAndTheErrors) {
   EXPECT_NE(t.find("note: no GPU utilisation"), std::string::npos);
 }
 
+// Issue 30: with several GPUs each one's utilisation and memory, and a note
+// when one is busy beside an idle one.
+TEST(RenderTable, EachGpuOfAStepAndTheImbalance) {
+  PerfReport r = TwoSteps();
+  GpuSample g;
+  g.gpus = 2;
+  g.utilization = 0.6;
+  g.memory_used_bytes = 3 * 1048576.0 * 1024;
+  g.devices = {{"GPU-aaaaaaaa-1111", 0.95, 2 * 1048576.0 * 1024}, {"GPU-bbbbbbbb-2222", 0.25, 1048576.0 * 1024}};
+  r.steps[1].gpu = g;
+  const std::string t = RenderTable(r);
+  EXPECT_NE(t.find("GPUs at concurrency 4: GPU-aaaaaaaa-1111 95% 2048 MB; GPU-bbbbbbbb-2222 25% 1024 MB"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("note: concurrency 4: GPU-aaaaaaaa.. at 95% while GPU-bbbbbbbb.. at 25%"), std::string::npos) << t;
+  EXPECT_EQ(t.find("GPUs at concurrency 1"), std::string::npos) << t;  // no GPU figures at that step
+  const auto j = nlohmann::json::parse(RenderJson(r));
+  ASSERT_EQ(j["steps"][1]["gpu"]["devices"].size(), 2u);
+  EXPECT_EQ(j["steps"][1]["gpu"]["devices"][1]["uuid"], "GPU-bbbbbbbb-2222");
+  EXPECT_EQ(j["steps"][1]["gpu"]["devices"][1]["utilization"], 0.25);
+}
+
 TEST(RenderJson, CarriesStepsSplitErrorsAndTheBudget) {
   PerfReport r = TwoSteps();
   r.budget = BudgetSummary{5.0, 99, 0, 2.0, "budget 5 ms holds at load 1 and breaks at 4"};

@@ -70,6 +70,40 @@ TEST(Prometheus, ParsesLabelsValuesAndSkipsComments) {
   EXPECT_EQ(gpu->gpus, 2);
   EXPECT_DOUBLE_EQ(gpu->utilization, 0.75);
   EXPECT_DOUBLE_EQ(gpu->memory_used_bytes, 2e9);
+  // Issue 30: each GPU's own figures, by UUID.
+  ASSERT_EQ(gpu->devices.size(), 2u);
+  EXPECT_EQ(gpu->devices[0].uuid, "GPU-a");
+  EXPECT_DOUBLE_EQ(gpu->devices[0].utilization, 0.5);
+  EXPECT_DOUBLE_EQ(gpu->devices[0].memory_used_bytes, 1.5e9);
+  EXPECT_EQ(gpu->devices[1].uuid, "GPU-b");
+  EXPECT_DOUBLE_EQ(gpu->devices[1].memory_used_bytes, 5e8);
+}
+
+GpuSample TwoGpus(double util_a, double util_b, double mem_a, double mem_b) {
+  return *GpuFromMetrics(ParsePrometheusText(
+      "nv_gpu_utilization{gpu_uuid=\"GPU-5f1c2d3e-aaaa\"} " + std::to_string(util_a) +
+      "\nnv_gpu_utilization{gpu_uuid=\"GPU-9a8b7c6d-bbbb\"} " + std::to_string(util_b) +
+      "\nnv_gpu_memory_used_bytes{gpu_uuid=\"GPU-5f1c2d3e-aaaa\"} " + std::to_string(mem_a) +
+      "\nnv_gpu_memory_used_bytes{gpu_uuid=\"GPU-9a8b7c6d-bbbb\"} " + std::to_string(mem_b) + "\n"));
+}
+
+TEST(Prometheus, WindowsMergePerGpuUtilisationAveragedMemoryAtItsHighest) {
+  GpuSample a = TwoGpus(0.9, 0.2, 4e9, 1e9);
+  MergeGpuSample(a, TwoGpus(0.7, 0.4, 3e9, 2e9));
+  EXPECT_DOUBLE_EQ(a.utilization, 0.55);
+  ASSERT_EQ(a.devices.size(), 2u);
+  EXPECT_DOUBLE_EQ(a.devices[0].utilization, 0.8);
+  EXPECT_DOUBLE_EQ(a.devices[1].utilization, 0.3);
+  EXPECT_DOUBLE_EQ(a.devices[0].memory_used_bytes, 4e9);
+  EXPECT_DOUBLE_EQ(a.devices[1].memory_used_bytes, 2e9);
+}
+
+TEST(Prometheus, OneBusyGpuBesideAnIdleOneIsNamed) {
+  EXPECT_EQ(DescribeGpuImbalance(TwoGpus(0.95, 0.31, 1, 1)),
+            "GPU-5f1c2d3e.. at 95% while GPU-9a8b7c6d.. at 31%: the load is not spread over the GPUs "
+            "(instance_group gpus, or another process on the busy one)");
+  EXPECT_EQ(DescribeGpuImbalance(TwoGpus(0.95, 0.80, 1, 1)), "");  // both busy
+  EXPECT_EQ(DescribeGpuImbalance(TwoGpus(0.40, 0.05, 1, 1)), "");  // neither is busy
 }
 
 TEST(Prometheus, NoGpuSeriesMeansNoGpuSample) {
