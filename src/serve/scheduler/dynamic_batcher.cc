@@ -4,12 +4,15 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <iterator>
 #include <new>
+#include <set>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "serve/scheduler/batching.h"
+#include "serve/scheduler/gpu_failure.h"
 
 namespace ortgpu::serve {
 namespace {
@@ -138,6 +141,8 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
                                  std::to_string((p.enqueue_ns - item.request.deadline_ns) / 1'000'000) +
                                  " ms after its deadline and was not run; the server is overloaded: retry "
                                  "later or raise the request timeout");
+    } else if (AllGpusLost()) {
+      refused = NoGpuLeft();
     } else if (queue_.size() >= QueueLimit()) {
       refused = ResourceExhausted("the queue of model '" + options_.model_name + "' is full (" +
                                   std::to_string(queue_.size()) + " requests waiting, max_queue_size " +
@@ -240,11 +245,56 @@ int DynamicBatcher::BatchesRunningOn(int device) const {
   return it == running_on_.end() ? 0 : it->second;
 }
 
+void DynamicBatcher::MarkGpuLost(int device, const std::string& reason) {
+  if (!lost_gpus_.emplace(device, reason).second) return;
+  size_t instances = 0;
+  std::string left;
+  for (size_t w = 0; w < devices_.size(); ++w) {
+    if (devices_[w] == device) ++instances;
+  }
+  for (int d : std::set<int>(devices_.begin(), devices_.end())) {
+    if (!lost_gpus_.count(d)) left += (left.empty() ? "" : ", ") + std::to_string(d);
+  }
+  spdlog::error("model '{}' version {}: GPU {} is lost to this process ({}); its {} instance(s) stop taking "
+                "batches{}",
+                options_.model_name, options_.model_version, device, reason, instances,
+                left.empty() ? "; no GPU is left: requests get UNAVAILABLE until the model is reloaded or the "
+                               "server restarted"
+                             : "; the model serves on GPU(s) " + left);
+  ++dispatch_changes_;
+  cv_.SignalAll();
+}
+
+bool DynamicBatcher::AllGpusLost() const {
+  if (lost_gpus_.empty()) return false;
+  for (int d : devices_) {
+    if (!lost_gpus_.count(d)) return false;
+  }
+  return true;
+}
+
+Status DynamicBatcher::NoGpuLeft() const {
+  std::string why;
+  for (const auto& [gpu, reason] : lost_gpus_) {
+    why += (why.empty() ? "" : "; ") + ("GPU " + std::to_string(gpu) + ": " + reason);
+  }
+  return Unavailable("model '" + options_.model_name + "' version " + options_.model_version +
+                     " has no GPU left to run on (" + why + "); reload the model or restart the server");
+}
+
+std::map<int, std::string> DynamicBatcher::LostGpus() const {
+  MutexLock lock(&mu_);
+  return lost_gpus_;
+}
+
 bool DynamicBatcher::LeavesBatchToLessLoadedGpu(size_t worker) const {
   if (!balance_ || stopping_) return false;
   const int mine = BatchesRunningOn(devices_[worker]);
   for (size_t other = 0; other < runners_.size(); ++other) {
-    if (!free_[other] || devices_[other] == devices_[worker] || BatchesRunningOn(devices_[other]) >= mine) continue;
+    if (!free_[other] || devices_[other] == devices_[worker] || lost_gpus_.count(devices_[other]) ||
+        BatchesRunningOn(devices_[other]) >= mine) {
+      continue;
+    }
     const GpuTurn* turn = runners_[other]->gpu_turn();
     if (turn == nullptr || !turn->busy()) return true;
   }
@@ -265,6 +315,23 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
   MutexLock lock(&mu_);
   std::vector<size_t> joinable;
   while (true) {
+    if (lost_gpus_.count(devices_[worker])) {
+      // This worker's GPU is lost: it leaves; the last one out answers what
+      // is queued when no GPU is left.
+      free_[worker] = false;
+      ++dispatch_changes_;
+      cv_.SignalAll();
+      if (!AllGpusLost() || queue_.empty()) return;
+      std::vector<Pending> orphans(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+      queue_.clear();
+      const Status none = NoGpuLeft();
+      lock.Unlock();
+      const int64_t now = clock_.NowNanos();
+      const int64_t now_ms = WallMillis();
+      for (Pending& p : orphans) Answer(p, none, now - p.enqueue_ns, 0, {}, now_ms);
+      lock.Lock();
+      return;
+    }
     if (queue_.empty() && !stopping_ && options_.busy_poll_ns > 0) {
       // Busy-poll for a request before sleeping (BatcherOptions::busy_poll_ns).
       const uint64_t seen = enqueued_count_.load(std::memory_order_acquire);
@@ -275,7 +342,8 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
       }
       lock.Lock();
     }
-    while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
+    while (!stopping_ && queue_.empty() && !lost_gpus_.count(devices_[worker])) cv_.Wait(&mu_);
+    if (lost_gpus_.count(devices_[worker])) continue;  // leaves at the top
     if (queue_.empty()) return;  // stopping and drained
     if (auto expired = TakeExpired(); !expired.empty()) {
       lock.Unlock();
@@ -411,6 +479,12 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
   }
   auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start, WantedOutputs(batch), destinations);
   const int64_t infer_end = clock_.NowNanos();
+  if (!out.ok() && runner.device() >= 0 && IsStickyGpuError(out.status().message())) {
+    // Before the batch is answered: a client that sees this error and
+    // retries finds the GPU already taken out.
+    MutexLock lock(&mu_);
+    MarkGpuLost(runner.device(), out.status().message());
+  }
   if (infer_start == 0) infer_start = infer_end;  // failed before the inputs were ready
   t.compute_input_ns = infer_start - start;
   t.compute_infer_ns = infer_end - infer_start;

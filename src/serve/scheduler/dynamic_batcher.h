@@ -32,6 +32,13 @@
 // rows it ran, padding included, as Triton's batch_stats do; inference_count
 // counts the requests' own rows.
 //
+// A GPU lost while serving (a batch fails with a sticky CUDA error,
+// gpu_failure.h: the device's context is corrupt for this process) is taken
+// out: every worker on that GPU stops taking batches, the error is logged
+// once naming the GPU, and the other GPUs' workers serve the queue. When
+// every worker's GPU is lost, queued requests and new ones get Unavailable
+// naming the GPUs and why.
+//
 // The queue is always bounded (BatcherOptions::max_queue_size). A request
 // whose InferRequest::deadline_ns passes while it waits is answered
 // DeadlineExceeded and never runs. An exception thrown while a batch executes
@@ -120,6 +127,8 @@ class DynamicBatcher {
   // returns the first error (the loader then fails the load).
   Status WaitUntilPrepared();
   size_t queue_size() const;
+  // The GPUs taken out while serving, each with the error that did it.
+  std::map<int, std::string> LostGpus() const;
 
  private:
   struct Pending {
@@ -136,6 +145,13 @@ class DynamicBatcher {
   bool LeavesBatchToLessLoadedGpu(size_t worker) const REQUIRES(mu_);
   // How many batches run on GPU `device` now. REQUIRES: mu_ held.
   int BatchesRunningOn(int device) const REQUIRES(mu_);
+  // Takes GPU `device` out (once; logged) and wakes every worker so those on
+  // it leave. REQUIRES: mu_ held.
+  void MarkGpuLost(int device, const std::string& reason) REQUIRES(mu_);
+  // True when every worker's GPU is lost. REQUIRES: mu_ held.
+  bool AllGpusLost() const REQUIRES(mu_);
+  // Unavailable naming the lost GPUs and why. REQUIRES: mu_ held.
+  Status NoGpuLeft() const REQUIRES(mu_);
   // The plan for the front request and those that can join it, with their
   // queue positions in `joinable`; kGpuBusy while `turn` (the planning
   // runner's, nullable) is held. REQUIRES: mu_ held, queue_ non-empty.
@@ -184,6 +200,7 @@ class DynamicBatcher {
   std::vector<bool> free_ GUARDED_BY(mu_);
   std::map<int, int> running_on_ GUARDED_BY(mu_);
   uint64_t dispatch_changes_ GUARDED_BY(mu_) = 0;
+  std::map<int, std::string> lost_gpus_ GUARDED_BY(mu_);  // GPU -> the sticky error
   Mutex stop_mu_;                         // serialises Stop
 };
 
