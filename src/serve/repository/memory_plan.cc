@@ -252,7 +252,7 @@ uint64_t ReadyModelsOn(const MemoryPlanner& planner, int gpu) {
 }  // namespace
 
 Status PlanLoad(const MemoryPlanner& planner, const std::string& model, int64_t version, const std::string& model_path,
-                const LoadLayout& layout, const std::optional<MemoryProfile>& profile) {
+                const LoadLayout& layout, const std::optional<MemoryProfile>& profile, int* refused_gpu) {
   if (!planner.active() || layout.gpu_instances.empty()) return Status::Ok();
   std::optional<uint64_t> weights;
   for (const auto& [gpu, instances] : layout.gpu_instances) {
@@ -300,7 +300,10 @@ Status PlanLoad(const MemoryPlanner& planner, const std::string& model, int64_t 
                             MiB(*weights), total);
     }
     const PlanVerdict v = JudgePlan(r, *state, planner.options().margin_percent);
-    if (!v.fits) return ResourceExhausted(v.message);
+    if (!v.fits) {
+      if (refused_gpu != nullptr) *refused_gpu = gpu;
+      return ResourceExhausted(v.message);
+    }
     spdlog::info("model '{}' version {}: memory plan on GPU {}: needs {} of the {} available ({} free less the "
                  "{:g}% margin; from {})",
                  model, version, gpu, MiB(v.need), MiB(v.available), MiB(state->free), planner.options().margin_percent,

@@ -187,9 +187,10 @@ uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin
 // `profile` when there is one, else from the weights of the file at
 // `model_path`. OK when it fits everywhere (or the planner is inactive);
 // ResourceExhausted with JudgePlan's message for the first GPU where it
-// does not. Logs the plan either way.
+// does not, that GPU in `*refused_gpu` (when given; the loader then loads
+// on the other GPUs, as for any GPU that fails). Logs the plan either way.
 Status PlanLoad(const MemoryPlanner& planner, const std::string& model, int64_t version, const std::string& model_path,
-                const LoadLayout& layout, const std::optional<MemoryProfile>& profile);
+                const LoadLayout& layout, const std::optional<MemoryProfile>& profile, int* refused_gpu = nullptr);
 
 // After instance 0 warmed on `gpu`, measured at `per_instance` there: do
 // the `remaining` instances still to be made there fit? OK or

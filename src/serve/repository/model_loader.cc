@@ -574,7 +574,19 @@ Expected<std::shared_ptr<LoadedModel>> LoadPlaced(const ModelSource& source, con
     profile_key = MemoryProfileKey(path, PlanSettings(base, layout, *deps.planner,
                                                       std::string(PrecisionName(precision.precision)), precision.fp16_io));
     if (profile_key.ok()) profile = deps.planner->FindProfile(*profile_key);
-    ORTGPU_RETURN_IF_ERROR(PlanLoad(*deps.planner, source.name, version, path, layout, profile));
+    int refused_gpu = -1;
+    Status planned = PlanLoad(*deps.planner, source.name, version, path, layout, profile, &refused_gpu);
+    if (!planned.ok()) {
+      // The GPU that would not fit is the failing one: the caller loads on
+      // the others (LoadModelVersion's failure isolation).
+      for (size_t i = 0; i < instances.size() && refused_gpu >= 0; ++i) {
+        if (instances[i].kind == InstanceKind::kGpu && instances[i].gpu == refused_gpu) {
+          failing_instance = static_cast<int>(i);
+          break;
+        }
+      }
+      return planned;
+    }
   }
   if (mem_limit_from_plan && !profile) {
     spdlog::warn("model '{}': gpu_mem_limit \"plan\": no memory profile of this model and settings yet, so its arenas "

@@ -242,6 +242,51 @@ TEST(MemoryPlanTest, ALoadThatDoesNotFitIsRefusedBeforeAnySession) {
   EXPECT_EQ(why.find(repo.root()), std::string::npos) << "no server path in the reason";
 }
 
+// Issue 30: the plan is judged per GPU; a GPU without room is left out as a
+// GPU that fails to load is, and the model is READY on the others.
+TEST(MemoryPlanTest, AGpuWithoutRoomIsLeftOutAndTheModelLoadsOnTheOthers) {
+  TempRepository repo;
+  repo.AddModel("g", 1, GatherModel(5000));  // 160,000 bytes of weights
+  repo.WriteConfig("g", R"pb(
+    max_batch_size: 0
+    instance_group [ { count: 2 kind: KIND_GPU gpus: [ 0, 1 ] } ]
+    parameters { key: "share_weights" value { string_value: "off" } }
+  )pb");
+  FakeNvml nvml;
+  nvml.AddDevice("NVIDIA H100", "GPU-0", 9, 0, 80 * kGiB, 10 * kGiB);
+  nvml.AddDevice("NVIDIA H100", "GPU-1", 9, 0, 80 * kGiB, 72 * kGiB - 200000);  // room for one instance only
+  ASSERT_TRUE(nvml.Load().ok());
+  FakeEnvironment env;  // CUDA_VISIBLE_DEVICES unset: CUDA ordinal = NVML index
+  MemoryPlanner planner({}, &nvml, env);
+  auto source = ModelRepository::FromDirectory(repo.root()).ReadModel("g");
+  ASSERT_TRUE(source.ok());
+  auto parsed = ParseModelConfig(source->config_text, source->config_path);
+  ASSERT_TRUE(parsed.ok());
+  LoaderOptions options;
+  options.default_instance_kind = InstanceKind::kGpu;
+  VisibleGpus visible;
+  visible.uuids = {"GPU-0", "GPU-1"};
+  visible.names = {"NVIDIA H100", "NVIDIA H100"};
+  options.visible_gpus = visible;
+  FakeClock clock;
+  std::vector<std::string> asked;
+  LoaderDeps deps;
+  deps.clock = &clock;
+  deps.planner = &planner;
+  deps.session_factory = [&asked](const std::string& path, const SessionOptions& so) {
+    asked.push_back(so.cuda_options.count("device_id") ? so.cuda_options.at("device_id") : "");
+    return Session::Load(path, SessionOptions{});
+  };
+  auto m = LoadModelVersion(*source, parsed->config, 1, options, deps);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(asked, (std::vector<std::string>{"0", "0"})) << "nothing was made on GPU 1";
+  ASSERT_EQ((*m)->failed_gpus.size(), 1u);
+  EXPECT_EQ((*m)->failed_gpus[0].gpu, 1);
+  EXPECT_EQ((*m)->failed_gpus[0].instances, 2);
+  EXPECT_NE((*m)->failed_gpus[0].reason.find("What would fit: instance_group count 1"), std::string::npos)
+      << (*m)->failed_gpus[0].reason;
+}
+
 TEST(MemoryPlanTest, WithoutAProfileTheOtherInstancesWaitForInstanceZerosMeasurement) {
   TempRepository repo;
   repo.AddModel("s", 1, ScaleModel(2));  // no weights: the estimate says nothing
