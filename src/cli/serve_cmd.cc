@@ -3,6 +3,8 @@
 // Prints the start-up summary (models, devices, the bound addresses) on
 // stdout once every model was tried; logs go to stderr. Exit 0 after a
 // drain, 1 when the server cannot start, 2 on bad usage.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #include "gpu/cuda_driver.h"
 #include "ort/tensor.h"
 #include "precision/model_cache.h"
+#include "serve/gpu_contexts.h"
 #include "serve/server.h"
 #include "sys/host_allocator.h"
 
@@ -127,6 +130,14 @@ int RunServeCommand(const ServeFlags& flags) {
               serve::FormatStartupSummary(s.Models(), gpus.names, options.http.host, s.http_port(), s.metrics_port(),
                                           s.grpc_port())
                   .c_str());
+  // No stray context (issue 30): memory on a GPU no model uses.
+  if (auto nvml = gpu::NewNvml(); nvml && nvml->Load().ok()) {
+    const auto& visible = options.core.loader.visible_gpus;
+    for (const auto& line : serve::StrayContexts(*nvml, s.Models(), visible ? &*visible : nullptr,
+                                                 static_cast<uint32_t>(::getpid()))) {
+      std::printf("warning: %s\n", line.c_str());
+    }
+  }
   std::fflush(stdout);
 
   const int signal_number = s.WaitForStop();

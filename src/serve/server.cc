@@ -64,6 +64,7 @@ ModelSummary Summarize(const ModelVersionStatus& status, const LoadedModel* load
   s.on_gpu = !s.gpus.empty();
   s.instances = static_cast<int>(loaded->instances.size());
   if (!loaded->failed_gpus.empty()) s.warnings.push_back(DescribeGpuFailures(loaded->failed_gpus));
+  for (const auto& f : loaded->failed_gpus) s.failed_gpus.push_back(f.gpu);
   return s;
 }
 

@@ -89,6 +89,7 @@ struct ModelSummary {
   bool on_gpu = false;      // instances are KIND_GPU
   std::vector<int> gpus;    // device ordinals of the GPU instances, ascending
   std::vector<int> instances_per_gpu;  // instances on gpus[i]; DEVICE shows "GPU 1 x2" when several GPUs
+  std::vector<int> failed_gpus;  // GPUs its load tried and left out (LoadedModel::failed_gpus)
   int instances = 0;
   int max_batch_size = 0;
   bool dynamic_batching = false;
