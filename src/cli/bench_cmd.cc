@@ -107,18 +107,8 @@ Expected<std::vector<std::pair<int, std::string>>> DeviceList(const BenchFlags& 
   if (o.session.cuda_options.count("device_id")) {
     return InvalidArgument("give the GPU once: --device " + f.device + " or --cuda-option device_id, not both");
   }
-  int one = -1;
-  if (f.device != "all") {
-    size_t used = 0;
-    try {
-      one = std::stoi(f.device, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != f.device.size() || one < 0) {
-      return InvalidArgument("--device " + f.device + ": give a GPU (a CUDA ordinal: 0, 1, ...) or all");
-    }
-  }
+  ORTGPU_ASSIGN_OR_RETURN(std::optional<int> asked, ParseDeviceFlag(f.device));
+  const int one = asked.value_or(-1);
   auto driver = gpu::NewCudaDriver();
   ORTGPU_ASSIGN_OR_RETURN(serve::VisibleGpus visible, serve::ProbeVisibleGpus(*driver, RealEnvironment()));
   if (visible.count() == 0) {

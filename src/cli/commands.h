@@ -4,10 +4,12 @@
 // Commands stay thin: parsing and printing here, the work in src/<concern>/.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "status/expected.h"
 #include "status/status.h"
 
 namespace ortgpu::cli {
@@ -19,6 +21,10 @@ struct CommandResult {
 // Writes `text` to `path` (an --html page, a --config-out fragment); the
 // error names `what` and the path.
 Status WriteOutputFile(const std::string& path, const std::string& text, const char* what);
+
+// --device of doctor and bench: a CUDA ordinal ("0", "1", ...), or "all"
+// (nullopt); InvalidArgument naming the flag for anything else.
+Expected<std::optional<int>> ParseDeviceFlag(const std::string& text);
 
 void AddDoctorCommand(CLI::App& app, CommandResult& result);
 void AddBenchCommand(CLI::App& app, CommandResult& result);

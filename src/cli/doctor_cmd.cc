@@ -72,21 +72,14 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   options.require_gpu = flags.require == "gpu";
   options.models = flags.models;
   options.observe.timed_runs = flags.runs;
-  const bool all_devices = flags.device == "all";
+  auto device = ParseDeviceFlag(flags.device);
+  if (!device.ok()) {
+    std::fprintf(stderr, "ortgpu doctor: %s\n", device.status().message().c_str());
+    return 2;
+  }
+  const bool all_devices = !device->has_value();
   if (!all_devices) {
-    size_t used = 0;
-    int device = -1;
-    try {
-      device = std::stoi(flags.device, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != flags.device.size() || device < 0) {
-      std::fprintf(stderr, "ortgpu doctor: --device %s: give a GPU (a CUDA ordinal: 0, 1, ...) or all\n",
-                   flags.device.c_str());
-      return 2;
-    }
-    options.observe.device_id = device;
+    options.observe.device_id = **device;
   } else if (!flags.html.empty()) {
     std::fprintf(stderr, "ortgpu doctor: --device all writes a table or --json; for --html give one GPU (--device N)\n");
     return 2;
