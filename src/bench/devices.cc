@@ -114,7 +114,7 @@ std::string RenderDevicesJson(const DeviceComparison& c, const std::vector<Devic
     d["best_items_per_s"] = r.items_per_s;
     d["best_at"] = r.best_at;
     d["p50_ms"] = r.p50_ms ? nlohmann::ordered_json(*r.p50_ms) : nlohmann::ordered_json(nullptr);
-    d["report"] = i < runs.size() && runs[i].error.ok() ? nlohmann::ordered_json::parse(RenderJson(runs[i].report))
+    d["report"] = i < runs.size() && runs[i].error.ok() ? nlohmann::ordered_json(ReportJson(runs[i].report))
                                                         : nlohmann::ordered_json(nullptr);
     j["devices"].push_back(std::move(d));
   }

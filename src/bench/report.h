@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/result.h"
 
 namespace ortgpu::bench {
@@ -21,6 +23,8 @@ struct JsonOptions {
   int indent = 2;
 };
 std::string RenderJson(const BenchReport& report, const JsonOptions& options = {});
+// The same document as a value (bench --device all nests one per GPU).
+nlohmann::json ReportJson(const BenchReport& report, const JsonOptions& options = {});
 
 // One header line, then one line per configuration (RFC 4180 quoting).
 std::string RenderCsv(const BenchReport& report);

@@ -77,7 +77,7 @@ std::string CsvField(const std::string& s) {
   return q + "\"";
 }
 
-std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
+nlohmann::json ReportJson(const BenchReport& report, const JsonOptions& options) {
   nlohmann::json j;
   j["model"] = report.model;
   j["ort_version"] = report.ort_version;
@@ -106,7 +106,7 @@ std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
     j["recommendation"] = {{"latency", pick(rec.latency)}, {"throughput", pick(rec.throughput)}, {"config_pbtxt", rec.config_pbtxt},
                            {"lines", RecommendationLines(report)}};
   }
-  return j.dump(options.indent) + "\n";
+  return j;
 }
 
 std::string RenderCsv(const BenchReport& report) {
@@ -135,6 +135,10 @@ std::string RenderCsv(const BenchReport& report) {
                        CsvField(r.error.ok() ? "" : r.error.message()));
   }
   return out;
+}
+
+std::string RenderJson(const BenchReport& report, const JsonOptions& options) {
+  return ReportJson(report, options).dump(options.indent) + "\n";
 }
 
 }  // namespace ortgpu::bench

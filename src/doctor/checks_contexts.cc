@@ -27,31 +27,28 @@ ContextObservation ObserveContexts(gpu::Nvml& nvml, const gpu::DriverInfo& info,
   obs.nvml_index = nvml_index;
   obs.own_pid = own_pid;
   obs.in_container = in_container;
-  auto count = nvml.DeviceCount();
-  if (!count.ok()) {
-    obs.skip_reason = "nvmlDeviceGetCount: " + count.status().message();
+  auto gpus = gpu::ProcessGpus(nvml, own_pid);
+  if (!gpus.ok()) {
+    obs.skip_reason = "nvmlDeviceGetCount: " + gpus.status().message();
     return obs;
   }
-  obs.gpus = static_cast<int>(*count);
-  for (unsigned i = 0; i < *count; ++i) {
-    auto used = nvml.ProcessMemoryUsed(i, own_pid);
-    const bool listed = used.ok() || used.status().code() == Code::kUnavailable;
-    if (!listed && used.status().code() != Code::kNotFound) {
-      obs.unread.push_back(fmt::format("GPU {}: {}", i, used.status().message()));
+  obs.gpus = static_cast<int>(gpus->size());
+  for (const auto& g : *gpus) {
+    if (!g.error.empty()) {
+      obs.unread.push_back(fmt::format("GPU {}: {}", g.index, g.error));
       continue;
     }
-    std::optional<uint64_t> memory = used.ok() ? std::optional<uint64_t>(*used) : std::nullopt;
-    if (static_cast<int>(i) == nvml_index) {
-      if (listed) {
-        obs.own_memory = memory.value_or(0);
-        obs.own_memory_known = memory.has_value();
+    if (static_cast<int>(g.index) == nvml_index) {
+      if (g.listed) {
+        obs.own_memory = g.memory.value_or(0);
+        obs.own_memory_known = g.memory.has_value();
       }
       continue;
     }
-    if (!listed) continue;
+    if (!g.listed) continue;
     ContextObservation::Held held;
-    held.nvml_index = static_cast<int>(i);
-    held.memory = memory;
+    held.nvml_index = static_cast<int>(g.index);
+    held.memory = g.memory;
     for (const auto& d : info.devices) {
       if (d.nvml_index == held.nvml_index) held.name = d.name;
     }

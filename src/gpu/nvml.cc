@@ -485,6 +485,26 @@ std::unique_ptr<Nvml> NewNvml(const NvmlOptions& options) {
   return std::make_unique<RealNvml>(options);
 }
 
+Expected<std::vector<ProcessOnGpu>> ProcessGpus(Nvml& nvml, uint32_t pid) {
+  ORTGPU_ASSIGN_OR_RETURN(unsigned count, nvml.DeviceCount());
+  std::vector<ProcessOnGpu> out;
+  for (unsigned i = 0; i < count; ++i) {
+    ProcessOnGpu p;
+    p.index = i;
+    auto used = nvml.ProcessMemoryUsed(i, pid);
+    if (used.ok()) {
+      p.listed = true;
+      p.memory = *used;
+    } else if (used.status().code() == Code::kUnavailable) {
+      p.listed = true;  // listed, memory not attributed
+    } else if (used.status().code() != Code::kNotFound) {
+      p.error = used.status().message();
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 std::string NvmlErrorText(int code) {
   // Names and wording from nvml.h's nvmlReturn_t documentation.
   switch (code) {

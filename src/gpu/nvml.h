@@ -181,6 +181,18 @@ struct NvmlOptions {
 // destruction when nvmlInit succeeded. Never null.
 std::unique_ptr<Nvml> NewNvml(const NvmlOptions& options = {});
 
+// Where process `pid` holds a CUDA context: for each GPU NVML lists (by
+// index), whether the process is listed there (`listed`), its memory when
+// NVML says it (`memory`), and the error of a list NVML would not give
+// (`error`, not listed then). DeviceCount's error when there is none.
+struct ProcessOnGpu {
+  unsigned index = 0;
+  bool listed = false;
+  std::optional<uint64_t> memory;
+  std::string error;
+};
+Expected<std::vector<ProcessOnGpu>> ProcessGpus(Nvml& nvml, uint32_t pid);
+
 // NVML_ERROR_* names and nvmlErrorString-like text for an nvmlReturn_t:
 // NvmlErrorText(9) == "NVML_ERROR_DRIVER_NOT_LOADED (NVIDIA driver is not loaded)".
 std::string NvmlErrorText(int code);

@@ -44,15 +44,16 @@ std::vector<std::string> StrayContexts(gpu::Nvml& nvml, const std::vector<ModelS
   std::vector<std::string> lines;
   std::string keep;
   for (unsigned i : used) keep += (keep.empty() ? "" : ",") + std::to_string(i);
-  for (const auto& d : devices) {
-    auto held = nvml.ProcessMemoryUsed(d.index, pid);
-    const bool listed = held.ok() || held.status().code() == Code::kUnavailable;
-    if (!listed || used.count(d.index)) continue;
+  auto where = gpu::ProcessGpus(nvml, pid);
+  if (!where.ok()) return {};
+  for (const auto& held : *where) {
+    if (!held.listed || used.count(held.index) || held.index >= devices.size()) continue;
+    const gpu::NvmlDevice& d = devices[held.index];
     lines.push_back(fmt::format(
         "this process holds {} on GPU {} (NVML's numbering{}) where no model has an instance: a stray CUDA "
         "context, made by a thread that touched CUDA without making its GPU current (ORT #13697); it takes "
         "that GPU's memory from its other tenants{}",
-        held.ok() ? gpu::FormatBytes(*held) : std::string("memory"), d.index, d.name.empty() ? "" : ", " + d.name,
+        held.memory ? gpu::FormatBytes(*held.memory) : std::string("memory"), d.index, d.name.empty() ? "" : ", " + d.name,
         keep.empty() ? std::string()
                      : "; CUDA_VISIBLE_DEVICES=" + keep + " keeps the process on the GPUs its models use (renumber "
                                                           "instance_group gpus from 0 then)"));
