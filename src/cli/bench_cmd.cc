@@ -114,7 +114,7 @@ Expected<std::vector<std::pair<int, std::string>>> DeviceList(const BenchFlags& 
   if (visible.count() == 0) {
     return Unavailable("--device " + f.device + ": " + visible.DescribeCount() + "; `ortgpu doctor` says why");
   }
-  if (one >= visible.count()) return InvalidArgument("--device " + f.device + ": " + visible.DescribeCount());
+  if (one >= 0) ORTGPU_RETURN_IF_ERROR(CheckDeviceVisible(f.device, one, visible));
   std::vector<std::pair<int, std::string>> gpus;
   for (int gpu = 0; gpu < visible.count(); ++gpu) {
     if (one < 0 || gpu == one) gpus.emplace_back(gpu, visible.names[gpu]);

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "status/expected.h"
+#include "serve/repository/instance_placement.h"
 #include "status/status.h"
 
 namespace ortgpu::cli {
@@ -25,6 +26,11 @@ Status WriteOutputFile(const std::string& path, const std::string& text, const c
 // --device of doctor and bench: a CUDA ordinal ("0", "1", ...), or "all"
 // (nullopt); InvalidArgument naming the flag for anything else.
 Expected<std::optional<int>> ParseDeviceFlag(const std::string& text);
+
+// Whether GPU `device` (--device `text`) is one of the `visible` GPUs; if
+// not, InvalidArgument naming how many are visible, their numbers and
+// CUDA_VISIBLE_DEVICES.
+Status CheckDeviceVisible(const std::string& text, int device, const serve::VisibleGpus& visible);
 
 void AddDoctorCommand(CLI::App& app, CommandResult& result);
 void AddBenchCommand(CLI::App& app, CommandResult& result);

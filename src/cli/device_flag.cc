@@ -21,4 +21,11 @@ Expected<std::optional<int>> ParseDeviceFlag(const std::string& text) {
   return std::optional<int>(device);
 }
 
+Status CheckDeviceVisible(const std::string& text, int device, const serve::VisibleGpus& visible) {
+  if (device >= 0 && device < visible.count()) return Status::Ok();
+  std::string numbers = visible.count() == 0 ? "" : visible.count() == 1 ? ", numbered 0" : ", numbered 0.." + std::to_string(visible.count() - 1);
+  return InvalidArgument("--device " + text + ": " + visible.DescribeCount() + numbers +
+                         " (GPU numbers count after CUDA_VISIBLE_DEVICES); give one of those or all");
+}
+
 }  // namespace ortgpu::cli

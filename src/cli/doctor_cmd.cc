@@ -138,10 +138,16 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   const nlohmann::json header = {{"ortgpu_version", ORTGPU_VERSION},
                                  {"ort_version", seams.ort_version},
                                  {"models", flags.models}};
-  if (all_devices) {
-    // Every visible GPU in turn; with none, the one run below says why.
-    auto visible = serve::ProbeVisibleGpus(*driver, RealEnvironment());
-    if (visible.ok() && visible->count() > 0) return RunOnEveryDevice(flags, options, seams, *visible, header);
+  // With no GPU visible (or none that answers), the one run below says why.
+  auto visible = serve::ProbeVisibleGpus(*driver, RealEnvironment());
+  const bool gpus_known = visible.ok() && visible->count() > 0;
+  if (all_devices && gpus_known) return RunOnEveryDevice(flags, options, seams, *visible, header);
+  if (!all_devices && gpus_known) {
+    Status there = CheckDeviceVisible(flags.device, **device, *visible);
+    if (!there.ok()) {
+      std::fprintf(stderr, "ortgpu doctor: %s\n", there.message().c_str());
+      return 2;
+    }
   }
   doctor::Report report = doctor::RunDoctor(options, seams);
   if (!flags.html.empty()) {

@@ -384,7 +384,11 @@ class RealNvml final : public Nvml {
       char uuid[96] = {};
       if (uuid_(mig, uuid, sizeof(uuid) - 1) == 0) m.uuid = uuid;
       NvmlMemoryV1 mem{};
-      if (memory_(mig, &mem) == 0) m.memory_total = mem.total;
+      if (memory_(mig, &mem) == 0) {
+        m.memory_total = mem.total;
+        m.memory_used = mem.used;
+        m.memory_free = mem.free;
+      }
       list.push_back(std::move(m));
     }
     out.mig_instances = std::move(list);

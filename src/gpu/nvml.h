@@ -58,9 +58,13 @@ struct NvmlProcess {
 };
 
 // One MIG instance of a GPU in MIG mode (nvmlDeviceGetMigDeviceHandleByIndex).
+// Its memory is its own slice (nvmlDeviceGetMemoryInfo on the instance's
+// handle), not the GPU's; all three 0 when NVML would not say.
 struct NvmlMigInstance {
-  std::string uuid;          // "MIG-..." as nvidia-smi -L prints it
+  std::string uuid;           // "MIG-..." as nvidia-smi -L prints it
   uint64_t memory_total = 0;  // bytes
+  uint64_t memory_used = 0;
+  uint64_t memory_free = 0;
 };
 
 // NVML_COMPUTEMODE_*.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gpu/gpu_info.h"
+#include "gpu/nvml_locate.h"
 #include "serve/repository/model_memory.h"
 
 namespace ortgpu::serve {
@@ -29,16 +30,11 @@ std::vector<std::string> StrayContexts(gpu::Nvml& nvml, const std::vector<ModelS
     std::vector<int> ordinals = m.gpus;
     ordinals.insert(ordinals.end(), m.failed_gpus.begin(), m.failed_gpus.end());
     for (int ordinal : ordinals) {
-      bool matched = false;
-      if (visible != nullptr && ordinal >= 0 && ordinal < visible->count() && !visible->uuids[ordinal].empty()) {
-        for (const auto& d : devices) {
-          if (gpu::SameDeviceUuid(d.uuid, visible->uuids[ordinal])) {
-            used.insert(d.index);
-            matched = true;
-          }
-        }
-      }
-      if (!matched) used.insert(NvmlIndexOf(ordinal, env));
+      // A MIG instance's contexts are listed on its GPU.
+      auto place = NvmlPlaceOf(nvml, ordinal, visible != nullptr ? visible->Uuid(ordinal) : "", env);
+      // A GPU NVML does not list: which one it uses cannot be told.
+      if (!place.ok()) return {};
+      used.insert(place->index);
     }
   }
   std::vector<std::string> lines;

@@ -23,9 +23,10 @@ namespace ortgpu::serve {
 // left out): what it holds and how to keep the process off it. Empty when
 // there is none, or when nothing can be told: a model is not READY (its
 // failed load may have made a context anywhere), no NVML, or `pid` listed
-// nowhere (a container's pid namespace). CUDA ordinals are
-// matched to NVML's GPUs by UUID (`visible`), else by CUDA_VISIBLE_DEVICES
-// (NvmlIndexOf).
+// nowhere (a container's pid namespace), or a model's GPU that NVML does not
+// list. CUDA ordinals are matched to NVML's GPUs by UUID (`visible`; a MIG
+// instance to its GPU), else by CUDA_VISIBLE_DEVICES, indices or UUIDs
+// (NvmlPlaceOf).
 std::vector<std::string> StrayContexts(gpu::Nvml& nvml, const std::vector<ModelSummary>& models,
                                        const VisibleGpus* visible, uint32_t pid,
                                        const Environment& env = RealEnvironment());

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <new>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +16,18 @@
 
 namespace ortgpu::serve {
 namespace {
+
+// Where a version stands for clients: its slot's state and reason, except
+// that a READY version whose every GPU was lost while serving reads as
+// UNAVAILABLE with the batcher's reason. Nothing is written: the version is
+// replaced by a reload (load API, or a change in the repository).
+std::pair<ModelState, std::string> Standing(ModelState state, const std::string& reason, const LoadedModel* model) {
+  if (state == ModelState::kReady && model != nullptr && model->batcher) {
+    Status serving = model->batcher->CanServe();
+    if (!serving.ok()) return {ModelState::kUnavailable, serving.message()};
+  }
+  return {state, reason};
+}
 
 bool ParseVersion(const std::string& text, int64_t& out) {
   if (text.empty() || text.size() > 18) return false;
@@ -77,7 +90,9 @@ ServerCore::ServerCore(ServerOptions options, ServerDeps deps, ModelRepository r
       nvml_.reset();
     }
   }
-  planner_ = std::make_unique<MemoryPlanner>(options_.memory_plan, nvml_.get());
+  planner_ = std::make_unique<MemoryPlanner>(
+      options_.memory_plan, nvml_.get(),
+      options_.loader.visible_gpus ? options_.loader.visible_gpus->uuids : std::vector<std::string>{});
   planner_->ready_models = [this](int gpu) { return ReadyModelsMemory(gpu); };
 }
 
@@ -224,7 +239,10 @@ void ServerCore::ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leav
       if (!d.gpu) continue;
       l.gpus.push_back(d.device);
       l.held += d.split.total();
-      if (nvml_ != nullptr && !before.count(d.device)) before[d.device] = ReadGpuUse(nvml_.get(), d.device);
+      if (nvml_ != nullptr && !before.count(d.device)) {
+        const auto& visible = options_.loader.visible_gpus;
+        before[d.device] = ReadGpuUse(nvml_.get(), d.device, visible ? visible->Uuid(d.device) : "");
+      }
     }
     if (!l.gpus.empty()) gone.push_back(std::move(l));
   }
@@ -232,7 +250,8 @@ void ServerCore::ReleaseUnloaded(std::vector<std::shared_ptr<LoadedModel>>& leav
   if (!shutting_down_) ReleaseFreeHostMemory();
   for (const auto& l : gone) {
     for (int gpu : l.gpus) {
-      const auto after = ReadGpuUse(nvml_.get(), gpu).Best();
+      const auto& visible = options_.loader.visible_gpus;
+      const auto after = ReadGpuUse(nvml_.get(), gpu, visible ? visible->Uuid(gpu) : "").Best();
       const auto was = before.count(gpu) ? before[gpu].Best() : std::nullopt;
       if (!after || !was) continue;
       UnloadMemory u{gpu, *after, *was > *after ? *was - *after : 0};
@@ -484,6 +503,7 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource
   deps.nvml = nvml_.get();
   deps.planner = planner_.get();
   deps.device_memory = deps_.device_memory;
+  deps.wrap_runner = deps_.wrap_runner;
   const std::string what = "loading model '" + source.name + "' version " + std::to_string(version);
   // This runs on the start-up or poll thread: an exception escaping it would
   // abort the whole server for one model whose config asks for absurd sizes.
@@ -511,11 +531,15 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
   const ModelRecord& rec = it->second;
   if (version.empty()) {
     for (auto v = rec.versions.rbegin(); v != rec.versions.rend(); ++v) {
-      if (v->second.state == ModelState::kReady && v->second.model) return v->second.model;
+      if (Standing(v->second.state, v->second.reason, v->second.model.get()).first == ModelState::kReady &&
+          v->second.model) {
+        return v->second.model;
+      }
     }
     std::string why = rec.error;
     for (const auto& [v, slot] : rec.versions) {
-      if (!slot.reason.empty()) why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + slot.reason);
+      const std::string reason = Standing(slot.state, slot.reason, slot.model.get()).second;
+      if (!reason.empty()) why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + reason);
     }
     return Unavailable("model '" + model + "' has no READY version" + (why.empty() ? "" : ": " + why));
   }
@@ -527,10 +551,10 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
     return NotFound("Request for unknown model: '" + model + "' version " + version + " is not found; loaded "
                     "versions: " + (have.empty() ? "none" : have));
   }
-  if (slot->second.state != ModelState::kReady || !slot->second.model) {
-    return Unavailable("model '" + model + "' version " + version + " is " +
-                       std::string(ModelStateName(slot->second.state)) +
-                       (slot->second.reason.empty() ? "" : ": " + slot->second.reason));
+  const auto [state, reason] = Standing(slot->second.state, slot->second.reason, slot->second.model.get());
+  if (state != ModelState::kReady || !slot->second.model) {
+    return Unavailable("model '" + model + "' version " + version + " is " + std::string(ModelStateName(state)) +
+                       (reason.empty() ? "" : ": " + reason));
   }
   return slot->second.model;
 }
@@ -550,7 +574,7 @@ bool ServerCore::IsReady() const {
     if (!rec.loaded) continue;
     if (!rec.error.empty()) return false;
     for (const auto& [v, slot] : rec.versions) {
-      if (slot.state != ModelState::kReady) return false;
+      if (Standing(slot.state, slot.reason, slot.model.get()).first != ModelState::kReady) return false;
     }
   }
   return true;
@@ -563,7 +587,9 @@ Expected<ModelMetadata> ServerCore::Metadata(const std::string& model, const std
   ModelMetadata md;
   md.name = model;
   for (const auto& [v, slot] : models_.at(model).versions) {
-    if (slot.state == ModelState::kReady) md.versions.push_back(std::to_string(v));
+    if (Standing(slot.state, slot.reason, slot.model.get()).first == ModelState::kReady) {
+      md.versions.push_back(std::to_string(v));
+    }
   }
   if (!m->config.platform().empty()) md.platform = m->config.platform();
   md.inputs = m->inputs;
@@ -658,8 +684,9 @@ std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) con
       continue;
     }
     for (const auto& [v, slot] : it->second.versions) {
-      if (ready_only && slot.state != ModelState::kReady) continue;
-      out.push_back({name, std::to_string(v), slot.state, slot.reason});
+      auto [state, reason] = Standing(slot.state, slot.reason, slot.model.get());
+      if (ready_only && state != ModelState::kReady) continue;
+      out.push_back({name, std::to_string(v), state, std::move(reason)});
     }
   }
   return out;

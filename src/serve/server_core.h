@@ -92,6 +92,9 @@ struct ServerDeps {
   // Device memory of GPU instances (LoaderDeps::device_memory); null: the
   // CUDA runtime's.
   std::shared_ptr<DeviceMemory> device_memory;
+  // Wraps each instance's runner (LoaderDeps::wrap_runner), so a test can
+  // see or fail what runs on it; null: none.
+  std::function<std::unique_ptr<InstanceRunner>(std::unique_ptr<InstanceRunner>)> wrap_runner;
 };
 
 class ServerCore : public ModelServer {

@@ -1,6 +1,6 @@
 // FakeNvml: a scripted gpu::Nvml for tests. Fill `devices` (index = position),
-// `driver_version`, per-device process memory, or set `load_status` to make
-// NVML missing.
+// `driver_version`, per-device process memory, MIG instances
+// (AddMigInstance), or set `load_status` to make NVML missing.
 #pragma once
 
 #include <algorithm>
@@ -82,6 +82,24 @@ class FakeNvml final : public gpu::Nvml {
     d.utilization_memory = 0;
     devices.push_back(d);
     return devices.back();
+  }
+
+  // Turns MIG mode on for device `gpu` (AddDevice first) and lists a MIG
+  // instance there with its own memory, as Health(gpu).mig_instances. The
+  // reference is valid until the next instance is added.
+  gpu::NvmlMigInstance& AddMigInstance(unsigned gpu, const std::string& uuid, uint64_t total, uint64_t used) {
+    devices.at(gpu).mig_current = true;
+    devices.at(gpu).mig_pending = true;
+    auto it = health.find(gpu);
+    if (it == health.end()) it = health.emplace(gpu, HealthyH200()).first;
+    if (!it->second.mig_instances) it->second.mig_instances.emplace();
+    gpu::NvmlMigInstance m;
+    m.uuid = uuid;
+    m.memory_total = total;
+    m.memory_used = used;
+    m.memory_free = total - used;
+    it->second.mig_instances->push_back(m);
+    return it->second.mig_instances->back();
   }
 
   Status Load() override {

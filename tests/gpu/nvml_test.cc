@@ -118,7 +118,7 @@ int FakeUuid(void* h, char* buf, unsigned int len) {
   std::strncpy(buf, h == reinterpret_cast<void*>(0x1) ? "GPU-aaaa" : "MIG-bbbb", len);
   return 0;
 }
-int FakeMemory(void*, unsigned long long* m) { m[0] = 18ull << 30; m[1] = 0; m[2] = 0; return 0; }
+int FakeMemory(void*, unsigned long long* m) { m[0] = 18ull << 30; m[1] = 16ull << 30; m[2] = 2ull << 30; return 0; }
 int FakePersistenceOn(void*, int* mode) { *mode = 1; return 0; }
 int FakeComputeExclusive(void*, int* mode) { *mode = kNvmlComputeModeExclusiveProcess; return 0; }
 int FakeEccOn(void*, int* cur, int* pending) { *cur = 1; *pending = 1; return 0; }
@@ -195,6 +195,8 @@ TEST(NvmlTest, HealthReadsEveryQueryAndSaysWhyEachMissingOneWasNotChecked) {
   ASSERT_EQ(h->mig_instances->size(), 1u);
   EXPECT_EQ(h->mig_instances->at(0).uuid, "MIG-bbbb");
   EXPECT_EQ(h->mig_instances->at(0).memory_total, 18ull << 30);
+  EXPECT_EQ(h->mig_instances->at(0).memory_free, 16ull << 30) << "the instance's own free memory";
+  EXPECT_EQ(h->mig_instances->at(0).memory_used, 2ull << 30);
   ASSERT_TRUE(h->processes.has_value());
   ASSERT_EQ(h->processes->size(), 1u);
   EXPECT_EQ(h->processes->at(0).pid, 4242u);

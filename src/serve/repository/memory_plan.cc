@@ -113,10 +113,11 @@ PlanVerdict JudgePlan(const PlanRequest& r, const GpuMemoryState& gpu, double ma
   const std::string split = r.fixed > 0 ? fmt::format("{} once + {} x {}", MiB(r.fixed), r.instances, MiB(r.per_instance))
                                         : fmt::format("{} x {}", r.instances, MiB(r.per_instance));
   v.message = fmt::format(
-      "model '{}' version {} does not fit in GPU {}'s memory: {} {} ({}; from {}); the GPU has {} free of {} and the "
+      "model '{}' version {} does not fit in GPU {}'s memory: {} {} ({}; from {}); the {} has {} free of {} and the "
       "plan keeps {} of it free (--gpu-memory-margin {:g}%), leaving {}{}. What would fit: {}. {}; the models "
       "already loaded keep serving",
-      r.model, r.version, r.gpu, who, MiB(v.need), split, r.basis, MiB(gpu.free), MiB(gpu.total), MiB(margin),
+      r.model, r.version, r.gpu, who, MiB(v.need), split, r.basis, gpu.mig ? "MIG instance" : "GPU", MiB(gpu.free),
+      MiB(gpu.total), MiB(margin),
       margin_percent, MiB(v.available),
       r.ready_models > 0 ? fmt::format(" (the models already READY there hold {})", MiB(r.ready_models)) : "",
       fits_text,
@@ -125,13 +126,22 @@ PlanVerdict JudgePlan(const PlanRequest& r, const GpuMemoryState& gpu, double ma
   return v;
 }
 
-MemoryPlanner::MemoryPlanner(MemoryPlanOptions options, gpu::Nvml* nvml, const Environment& env)
-    : options_(std::move(options)), nvml_(nvml), env_(env) {}
+MemoryPlanner::MemoryPlanner(MemoryPlanOptions options, gpu::Nvml* nvml, std::vector<std::string> cuda_uuids,
+                             const Environment& env)
+    : options_(std::move(options)), nvml_(nvml), cuda_uuids_(std::move(cuda_uuids)), env_(env) {}
+
+Expected<gpu::NvmlPlace> MemoryPlanner::Place(int gpu) const {
+  if (nvml_ == nullptr) return Unavailable("NVML is not available");
+  const bool known = gpu >= 0 && static_cast<size_t>(gpu) < cuda_uuids_.size();
+  return NvmlPlaceOf(*nvml_, gpu, known ? cuda_uuids_[static_cast<size_t>(gpu)] : "", env_);
+}
 
 Expected<GpuMemoryState> MemoryPlanner::State(int gpu) const {
-  if (nvml_ == nullptr) return Unavailable("NVML is not available");
-  ORTGPU_ASSIGN_OR_RETURN(gpu::NvmlMemory m, nvml_->Memory(NvmlIndexOf(gpu, env_)));
-  return GpuMemoryState{m.total, m.free};
+  ORTGPU_ASSIGN_OR_RETURN(const gpu::NvmlPlace place, Place(gpu));
+  // A MIG instance has only its own slice: the parent GPU's memory would
+  // let a plan on a 1g.18gb instance believe it has the whole GPU's.
+  ORTGPU_ASSIGN_OR_RETURN(const gpu::NvmlMemory m, gpu::MemoryAt(*nvml_, place));
+  return GpuMemoryState{m.total, m.free, place.mig.has_value()};
 }
 
 std::optional<MemoryProfile> MemoryPlanner::FindProfile(const std::string& key) const {
@@ -217,8 +227,11 @@ std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, c
                          const std::string& precision, bool fp16_io) {
   std::string gpu_name;
   if (!layout.gpu_instances.empty() && planner.nvml() != nullptr) {
-    auto d = planner.nvml()->Device(NvmlIndexOf(layout.gpu_instances.begin()->first));
-    if (d.ok()) gpu_name = d->name;
+    auto place = planner.Place(layout.gpu_instances.begin()->first);
+    if (place.ok()) {
+      auto d = planner.nvml()->Device(place->index);
+      if (d.ok()) gpu_name = d->name;
+    }
   }
   std::string text = fmt::format("ort {}; gpu {}; optimization {}; share {}; graphs {}; precision {}; io {};",
                                  Runtime::Get().Version(), gpu_name, OptimizationLevelName(base.optimization),

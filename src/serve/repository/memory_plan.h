@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "gpu/nvml.h"
+#include "gpu/nvml_locate.h"
 #include "model_config.pb.h"
 #include "ort/memory_profile.h"
 #include "ort/session_options.h"
@@ -74,10 +75,11 @@ std::vector<int64_t> SessionRowsFor(const std::vector<int64_t>& sizes, bool per_
 // not read). Errors: the file cannot be read or is no ONNX model.
 Expected<uint64_t> InitializerBytes(const std::string& model_path);
 
-// One GPU's memory now (NVML).
+// One GPU's memory now (NVML): for a MIG instance, the instance's own.
 struct GpuMemoryState {
   uint64_t total = 0;
   uint64_t free = 0;
+  bool mig = false;  // a MIG instance (the message says so)
 };
 
 // What one load needs on one GPU: `fixed` once (a shared copy of the
@@ -123,12 +125,20 @@ class MemoryPlanner {
  public:
   // `nvml` may be null (and is not owned: it must outlive the planner);
   // the planner is active only when it is loaded and options.enabled.
-  MemoryPlanner(MemoryPlanOptions options, gpu::Nvml* nvml, const Environment& env = RealEnvironment());
+  // `cuda_uuids[i]` is CUDA ordinal i's UUID ("" or absent: unknown;
+  // VisibleGpus::uuids), how each GPU is found in NVML (NvmlPlaceOf).
+  MemoryPlanner(MemoryPlanOptions options, gpu::Nvml* nvml, std::vector<std::string> cuda_uuids = {},
+                const Environment& env = RealEnvironment());
   bool active() const { return options_.enabled && nvml_ != nullptr; }
   const MemoryPlanOptions& options() const { return options_; }
   gpu::Nvml* nvml() const { return nvml_; }
 
-  // GPU `gpu`'s memory now (CUDA ordinal). Unavailable when NVML cannot say.
+  // Where NVML reads GPU `gpu` (CUDA ordinal): NvmlPlaceOf with its UUID.
+  // Unavailable without NVML; NotFound as NvmlPlaceOf.
+  Expected<gpu::NvmlPlace> Place(int gpu) const;
+  // GPU `gpu`'s memory now (CUDA ordinal): a MIG instance's own total and
+  // free, else the whole GPU's (gpu::MemoryAt). Unavailable when NVML cannot
+  // say, NotFound when it does not list the device.
   Expected<GpuMemoryState> State(int gpu) const;
 
   // The profile stored under `key`, or nullopt (none, or unreadable: then
@@ -144,6 +154,7 @@ class MemoryPlanner {
  private:
   MemoryPlanOptions options_;
   gpu::Nvml* nvml_;
+  std::vector<std::string> cuda_uuids_;
   const Environment& env_;
 };
 

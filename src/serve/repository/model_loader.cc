@@ -475,7 +475,7 @@ Expected<std::shared_ptr<LoadedModel>> LoadPlaced(const ModelSource& source, con
   ORTGPU_ASSIGN_OR_RETURN(const ArenaShrinkage shrinkage, ParseArenaShrinkage(ConfigParameters(config)["arena_shrinkage"]));
   std::map<std::pair<Provider, int>, DeviceWeights> weights;
   // What the version holds in memory, measured as it loads (model_memory.h).
-  MemoryRecorder memory(deps.nvml);
+  MemoryRecorder memory(deps.nvml, options.visible_gpus ? options.visible_gpus->uuids : std::vector<std::string>{});
   // The memory profile of an earlier load of this model and settings
   // (memory_plan.h), set before the first session.
   std::optional<MemoryProfile> profile;

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,24 +15,68 @@
 
 namespace ortgpu::serve {
 
-unsigned NvmlIndexOf(int ordinal, const Environment& env) {
+namespace {
+
+// The entries of CUDA_VISIBLE_DEVICES ("2,3" -> {"2", "3"}), spaces trimmed;
+// empty when it is unset or empty.
+std::vector<std::string> VisibleEntries(const Environment& env) {
+  std::vector<std::string> out;
   const auto visible = env.Get("CUDA_VISIBLE_DEVICES");
-  if (visible && !visible->empty()) {
-    std::vector<unsigned> indices;
-    size_t pos = 0;
-    while (pos <= visible->size()) {
-      const size_t comma = visible->find(',', pos);
-      const std::string part = visible->substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      char* end = nullptr;
-      const long v = std::strtol(part.c_str(), &end, 10);
-      if (part.empty() || *end != '\0' || v < 0) return static_cast<unsigned>(std::max(ordinal, 0));
-      indices.push_back(static_cast<unsigned>(v));
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-    if (ordinal >= 0 && static_cast<size_t>(ordinal) < indices.size()) return indices[static_cast<size_t>(ordinal)];
+  if (!visible || visible->empty()) return out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = visible->find(',', pos);
+    std::string part = visible->substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const size_t first = part.find_first_not_of(' ');
+    part = first == std::string::npos ? "" : part.substr(first, part.find_last_not_of(' ') - first + 1);
+    out.push_back(part);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
   }
+  return out;
+}
+
+// An NVML index as CUDA_VISIBLE_DEVICES writes one ("3"); nullopt for
+// anything else (a UUID).
+std::optional<unsigned> IndexEntry(const std::string& part) {
+  char* end = nullptr;
+  const long v = std::strtol(part.c_str(), &end, 10);
+  if (part.empty() || *end != '\0' || v < 0) return std::nullopt;
+  return static_cast<unsigned>(v);
+}
+
+}  // namespace
+
+unsigned NvmlIndexOf(int ordinal, const Environment& env) {
+  const std::vector<std::string> entries = VisibleEntries(env);
+  std::vector<unsigned> indices;
+  for (const auto& part : entries) {
+    const auto index = IndexEntry(part);
+    if (!index) return static_cast<unsigned>(std::max(ordinal, 0));
+    indices.push_back(*index);
+  }
+  if (ordinal >= 0 && static_cast<size_t>(ordinal) < indices.size()) return indices[static_cast<size_t>(ordinal)];
   return static_cast<unsigned>(std::max(ordinal, 0));
+}
+
+Expected<gpu::NvmlPlace> NvmlPlaceOf(gpu::Nvml& nvml, int ordinal, const std::string& uuid, const Environment& env) {
+  if (!uuid.empty()) {
+    auto place = gpu::LocateByUuid(nvml, uuid);
+    if (place.ok()) return place;
+  }
+  const std::vector<std::string> entries = VisibleEntries(env);
+  if (ordinal >= 0 && static_cast<size_t>(ordinal) < entries.size()) {
+    const std::string& entry = entries[static_cast<size_t>(ordinal)];
+    if (!IndexEntry(entry)) {
+      auto place = gpu::LocateByUuid(nvml, entry);
+      if (!place.ok()) {
+        return NotFound("CUDA device " + std::to_string(ordinal) + " is CUDA_VISIBLE_DEVICES's entry '" + entry +
+                        "', which NVML does not list: " + place.status().message());
+      }
+      return place;
+    }
+  }
+  return gpu::NvmlPlace{NvmlIndexOf(ordinal, env), std::nullopt};
 }
 
 std::string ModelMemory::Describe() const {
@@ -76,22 +124,29 @@ std::vector<MemoryUsage> ModelMemory::Usage() const {
   return out;
 }
 
-MemoryRecorder::MemoryRecorder(gpu::Nvml* nvml, const Environment& env) : nvml_(nvml), env_(env) {}
+MemoryRecorder::MemoryRecorder(gpu::Nvml* nvml, std::vector<std::string> cuda_uuids, const Environment& env)
+    : nvml_(nvml), cuda_uuids_(std::move(cuda_uuids)), env_(env) {}
 
-GpuUse ReadGpuUse(gpu::Nvml* nvml, int gpu, const Environment& env) {
+GpuUse ReadGpuUse(gpu::Nvml* nvml, int gpu, const std::string& uuid, const Environment& env) {
   GpuUse b;
   if (nvml == nullptr) return b;
-  const unsigned index = NvmlIndexOf(gpu, env);
-  auto mine = nvml->ProcessMemoryUsed(index, static_cast<uint32_t>(getpid()));
+  // A device NVML does not list is left unknown rather than read on another GPU.
+  auto place = NvmlPlaceOf(*nvml, gpu, uuid, env);
+  if (!place.ok()) return b;
+  // Processes are listed per GPU (a MIG instance's process on its GPU).
+  auto mine = nvml->ProcessMemoryUsed(place->index, static_cast<uint32_t>(getpid()));
   if (mine.ok()) b.process = *mine;
   // No context on the device yet: this process holds nothing there.
   if (!mine.ok() && mine.status().code() == Code::kNotFound) b.process = 0;
-  auto device = nvml->Memory(index);
+  auto device = gpu::MemoryAt(*nvml, *place);
   if (device.ok()) b.device = device->used;
   return b;
 }
 
-MemoryRecorder::Baseline MemoryRecorder::Read(int gpu) const { return ReadGpuUse(nvml_, gpu, env_); }
+MemoryRecorder::Baseline MemoryRecorder::Read(int gpu) const {
+  const bool known = gpu >= 0 && static_cast<size_t>(gpu) < cuda_uuids_.size();
+  return ReadGpuUse(nvml_, gpu, known ? cuda_uuids_[static_cast<size_t>(gpu)] : "", env_);
+}
 
 void MemoryRecorder::Begin(const std::set<int>& gpus) {
   for (int g : gpus) before_[g] = Read(g);

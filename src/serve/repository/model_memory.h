@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gpu/nvml.h"
+#include "gpu/nvml_locate.h"
 #include "ort/memory_profile.h"
 #include "ort/session.h"
 #include "serve/scheduler/instance_runner.h"
@@ -65,28 +66,46 @@ struct ModelMemory {
   std::vector<MemoryUsage> Usage() const;
 };
 
-// The NVML index of CUDA device `ordinal`: the ordinal's entry of
-// CUDA_VISIBLE_DEVICES when that is a list of indices, else the ordinal
-// (NVML numbers GPUs in PCI order, as CUDA does with
-// CUDA_DEVICE_ORDER=PCI_BUS_ID; a UUID list is not mapped).
+// The NVML index of CUDA device `ordinal` from CUDA_VISIBLE_DEVICES alone:
+// the ordinal's entry when that is a list of indices ("2,3"), else the
+// ordinal (NVML numbers GPUs in PCI order, as CUDA does with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID). A list of UUIDs ("GPU-...,MIG-...") cannot
+// be mapped without asking NVML: it gives the ordinal here, and callers that
+// have NVML use NvmlPlaceOf, which maps it.
 unsigned NvmlIndexOf(int ordinal, const Environment& env = RealEnvironment());
+
+// Where NVML reads CUDA device `ordinal`, whose UUID as CUDA reports it is
+// `uuid` ("" when unknown; VisibleGpus::Uuid): the GPU or MIG instance NVML
+// lists with that UUID (gpu::LocateByUuid); else the device the ordinal's
+// entry of CUDA_VISIBLE_DEVICES names, by UUID or by NVML index; else the GPU
+// at NVML index `ordinal`. NotFound when that entry is a UUID NVML does not
+// list: no GPU is guessed then.
+Expected<gpu::NvmlPlace> NvmlPlaceOf(gpu::Nvml& nvml, int ordinal, const std::string& uuid,
+                                     const Environment& env = RealEnvironment());
 
 // A GPU's memory as NVML attributes it: this process's (nullopt where NVML
 // cannot attribute memory to processes, e.g. in a container; 0 when the
-// process has no context there yet) and the whole device's used memory.
+// process has no context there yet; on a MIG instance, what it holds on the
+// whole GPU) and the whole device's used memory (a MIG instance's own).
 struct GpuUse {
   std::optional<uint64_t> process;
   std::optional<uint64_t> device;
   // The process's figure when known and non-zero, else the device's.
   std::optional<uint64_t> Best() const { return process && *process > 0 ? process : device; }
 };
-// `nvml` may be null (nothing known).
-GpuUse ReadGpuUse(gpu::Nvml* nvml, int gpu, const Environment& env = RealEnvironment());
+// GPU `gpu` (CUDA ordinal) with CUDA's UUID `uuid` ("" unknown), found as
+// NvmlPlaceOf finds it. `nvml` may be null; nothing is known then, nor when
+// NvmlPlaceOf finds no device.
+GpuUse ReadGpuUse(gpu::Nvml* nvml, int gpu, const std::string& uuid = "",
+                  const Environment& env = RealEnvironment());
 
 class MemoryRecorder {
  public:
   // `nvml` may be null (no process figures: `other` is not measured).
-  explicit MemoryRecorder(gpu::Nvml* nvml, const Environment& env = RealEnvironment());
+  // `cuda_uuids[i]` is CUDA ordinal i's UUID ("" or absent: unknown;
+  // VisibleGpus::uuids), how each GPU is found in NVML (ReadGpuUse).
+  explicit MemoryRecorder(gpu::Nvml* nvml, std::vector<std::string> cuda_uuids = {},
+                          const Environment& env = RealEnvironment());
 
   // Before the model's first session: the process's (or, where NVML cannot
   // attribute memory to it, the device's) memory on each GPU of `gpus`.
@@ -126,6 +145,7 @@ class MemoryRecorder {
   Baseline Read(int gpu) const;
 
   gpu::Nvml* nvml_;
+  std::vector<std::string> cuda_uuids_;
   const Environment& env_;
   std::map<int, Baseline> before_;
   std::map<const Session*, uint64_t> own_weights_;

@@ -287,6 +287,11 @@ std::map<int, std::string> DynamicBatcher::LostGpus() const {
   return lost_gpus_;
 }
 
+Status DynamicBatcher::CanServe() const {
+  MutexLock lock(&mu_);
+  return AllGpusLost() ? NoGpuLeft() : Status::Ok();
+}
+
 bool DynamicBatcher::LeavesBatchToLessLoadedGpu(size_t worker) const {
   if (!balance_ || stopping_) return false;
   const int mine = BatchesRunningOn(devices_[worker]);

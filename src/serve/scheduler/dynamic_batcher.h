@@ -129,6 +129,10 @@ class DynamicBatcher {
   size_t queue_size() const;
   // The GPUs taken out while serving, each with the error that did it.
   std::map<int, std::string> LostGpus() const;
+  // OK while a runner can take batches; Unavailable naming every lost GPU
+  // and why once all the GPUs it ran on are lost (the server then reads the
+  // version as UNAVAILABLE).
+  Status CanServe() const;
 
  private:
   struct Pending {

@@ -120,7 +120,73 @@ TEST(MemoryPlanTest, MapsCudaOrdinalsToNvmlIndicesThroughCudaVisibleDevices) {
   EXPECT_EQ(NvmlIndexOf(0, env), 2u);
   EXPECT_EQ(NvmlIndexOf(1, env), 3u);
   env.Set("CUDA_VISIBLE_DEVICES", "GPU-5f1c");
-  EXPECT_EQ(NvmlIndexOf(0, env), 0u) << "UUIDs are not mapped";
+  EXPECT_EQ(NvmlIndexOf(0, env), 0u) << "without NVML a UUID is not mapped (NvmlPlaceOf maps it)";
+}
+
+// A host of four H200s; NVML's GPU 2 is in MIG mode with one 1g.18gb
+// instance, which CUDA sees as its device 2 (CUDA_VISIBLE_DEVICES unset).
+constexpr const char* kMigNvmlUuid = "MIG-0b1c2d3e-0000-1111-2222-333344445555";
+constexpr const char* kMigCudaUuid = "GPU-0b1c2d3e-0000-1111-2222-333344445555";
+struct MigHost {
+  FakeNvml nvml;
+  FakeEnvironment env;
+  std::vector<std::string> cuda_uuids = {"GPU-00000000-aaaa-bbbb-cccc-000000000000",
+                                         "GPU-11111111-aaaa-bbbb-cccc-111111111111", kMigCudaUuid,
+                                         "GPU-33333333-aaaa-bbbb-cccc-333333333333"};
+  MigHost() {
+    for (int i = 0; i < 4; ++i) {
+      const std::string uuid = i == 2 ? "GPU-22222222-aaaa-bbbb-cccc-222222222222" : cuda_uuids[i];
+      nvml.AddDevice("NVIDIA H200", uuid, 9, 0, 141 * kGiB, 1 * kGiB);
+    }
+    nvml.AddMigInstance(2, kMigNvmlUuid, 18 * kGiB, 0);
+    EXPECT_TRUE(nvml.Load().ok());
+  }
+};
+
+TEST(MemoryPlanTest, MapsACudaVisibleDevicesListOfUuidsThroughNvml) {
+  MigHost host;
+  host.env.Set("CUDA_VISIBLE_DEVICES", host.cuda_uuids[3] + "," + host.cuda_uuids[1] + "," + kMigNvmlUuid);
+  auto second = NvmlPlaceOf(host.nvml, 1, "", host.env);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(second->index, 1u) << "CUDA device 1 is the list's second GPU, not NVML's GPU 0";
+  EXPECT_EQ(NvmlPlaceOf(host.nvml, 0, "", host.env)->index, 3u);
+  auto mig = NvmlPlaceOf(host.nvml, 2, "", host.env);
+  ASSERT_TRUE(mig.ok()) << mig.status().message();
+  EXPECT_EQ(mig->index, 2u);
+  ASSERT_TRUE(mig->mig.has_value()) << "a MIG instance named by its MIG- UUID";
+  EXPECT_EQ(ReadGpuUse(&host.nvml, 2, "", host.env).device, 0u) << "the instance's own used memory, not the GPU's";
+  host.env.Set("CUDA_VISIBLE_DEVICES", "GPU-deadbeef-0000-0000-0000-000000000000");
+  EXPECT_EQ(NvmlPlaceOf(host.nvml, 0, "", host.env).status().code(), Code::kNotFound) << "no GPU is guessed";
+  EXPECT_FALSE(ReadGpuUse(&host.nvml, 0, "", host.env).device.has_value());
+  // CUDA's UUID of the device comes first.
+  EXPECT_EQ(NvmlPlaceOf(host.nvml, 0, host.cuda_uuids[3], host.env)->index, 3u);
+}
+
+// Issue 30 item 5: on a MIG instance the plan has the instance's own memory.
+TEST(MemoryPlanTest, OnAMigInstanceThePlanHasTheInstancesMemoryNotTheGpus) {
+  MigHost host;
+  MemoryPlanner planner({}, &host.nvml, host.cuda_uuids, host.env);
+  auto state = planner.State(2);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  EXPECT_EQ(state->total, 18 * kGiB);
+  EXPECT_EQ(state->free, 18 * kGiB);
+  EXPECT_TRUE(state->mig);
+  EXPECT_EQ(planner.State(3)->total, 141 * kGiB) << "a whole GPU";
+  // 18 GiB less the 10% margin leaves 16.2 GiB: 20 GiB is refused, 10 fits.
+  PlanRequest big = Request(1, 0, 20 * kGiB);
+  big.gpu = 2;
+  const PlanVerdict refused = JudgePlan(big, *state, planner.options().margin_percent);
+  EXPECT_FALSE(refused.fits);
+  EXPECT_NE(refused.message.find("the MIG instance has 18.00 GiB free of 18.00 GiB"), std::string::npos)
+      << refused.message;
+  EXPECT_EQ(refused.message.find("141"), std::string::npos) << refused.message;
+  EXPECT_TRUE(JudgePlan(Request(1, 0, 10 * kGiB), *state, planner.options().margin_percent).fits);
+  // Through the planner, as the loader asks after instance 0.
+  LoadLayout layout;
+  const Status st = PlanRemainingInstances(planner, "resnet", 1, 2, 1, 20 * kGiB, layout);
+  EXPECT_EQ(st.code(), Code::kResourceExhausted);
+  EXPECT_NE(st.message().find("free of 18.00 GiB"), std::string::npos) << st.message();
+  EXPECT_TRUE(PlanRemainingInstances(planner, "resnet", 1, 2, 1, 10 * kGiB, layout).ok());
 }
 
 TEST(MemoryPlanTest, KeepsProfilesByKeyAndIgnoresADamagedOne) {
@@ -257,7 +323,7 @@ TEST(MemoryPlanTest, AGpuWithoutRoomIsLeftOutAndTheModelLoadsOnTheOthers) {
   nvml.AddDevice("NVIDIA H100", "GPU-1", 9, 0, 80 * kGiB, 72 * kGiB - 200000);  // room for one instance only
   ASSERT_TRUE(nvml.Load().ok());
   FakeEnvironment env;  // CUDA_VISIBLE_DEVICES unset: CUDA ordinal = NVML index
-  MemoryPlanner planner({}, &nvml, env);
+  MemoryPlanner planner({}, &nvml, {}, env);
   auto source = ModelRepository::FromDirectory(repo.root()).ReadModel("g");
   ASSERT_TRUE(source.ok());
   auto parsed = ParseModelConfig(source->config_text, source->config_path);
