@@ -261,6 +261,7 @@ void DynamicBatcher::MarkGpuLost(int device, const std::string& reason) {
                 left.empty() ? "; no GPU is left: requests get UNAVAILABLE until the model is reloaded or the "
                                "server restarted"
                              : "; the model serves on GPU(s) " + left);
+  if (AllGpusLost()) no_gpu_left_.store(true, std::memory_order_release);
   ++dispatch_changes_;
   cv_.SignalAll();
 }
@@ -288,8 +289,11 @@ std::map<int, std::string> DynamicBatcher::LostGpus() const {
 }
 
 Status DynamicBatcher::CanServe() const {
+  // Every request's route asks this: a flag read while a GPU is left, the
+  // lock only to name the lost GPUs once none is.
+  if (!no_gpu_left_.load(std::memory_order_acquire)) return Status::Ok();
   MutexLock lock(&mu_);
-  return AllGpusLost() ? NoGpuLeft() : Status::Ok();
+  return NoGpuLeft();
 }
 
 bool DynamicBatcher::LeavesBatchToLessLoadedGpu(size_t worker) const {

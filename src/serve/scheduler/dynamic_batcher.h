@@ -131,7 +131,7 @@ class DynamicBatcher {
   std::map<int, std::string> LostGpus() const;
   // OK while a runner can take batches; Unavailable naming every lost GPU
   // and why once all the GPUs it ran on are lost (the server then reads the
-  // version as UNAVAILABLE).
+  // version as UNAVAILABLE). Takes no lock while a GPU is left.
   Status CanServe() const;
 
  private:
@@ -180,6 +180,9 @@ class DynamicBatcher {
 
   // Bumped by every queued request, read by busy-polling workers without mu_.
   std::atomic<uint64_t> enqueued_count_{0};
+  // Set (never cleared) by MarkGpuLost once every worker's GPU is lost;
+  // read by CanServe without mu_, so routing takes no lock.
+  std::atomic<bool> no_gpu_left_{false};
   const BatcherOptions options_;
   const BatchPolicy policy_;  // options_.batching, normalized
   const Clock& clock_;
