@@ -107,6 +107,7 @@ Expected<MultiPerfReport> RunMultiPerf(const PerfOptions& base, const std::vecto
     });
   }
   for (auto& t : threads) t.join();
+  report.saturation = DescribeSaturation(report.models);
   report.notes.push_back(
       base.request_count > 0
           ? fmt::format("{} models loaded together, each sending its share of the {} requests of every step",
@@ -122,7 +123,82 @@ namespace {
 
 std::string Share(double s) { return fmt::format("{:.0f}%", s * 100); }
 
+// Seconds of execution per second of a model's step: its executions per
+// second times the compute time of one (every request of a batch records the
+// batch's times). nullopt without the statistics extension.
+std::optional<double> ExecutionSecondsPerSecond(const PerfReport& report, const StepResult& s) {
+  if (!s.server || s.server->average_batch <= 0) return std::nullopt;
+  const double executions_per_s = s.throughput * static_cast<double>(report.rows) / s.server->average_batch;
+  const double exec_us = s.server->compute_input_us + s.server->compute_infer_us + s.server->compute_output_us;
+  return executions_per_s * exec_us / 1e6;
+}
+
 }  // namespace
+
+std::vector<std::string> DescribeSaturation(const std::vector<ModelPerf>& models) {
+  size_t steps = 0;
+  for (const auto& m : models) steps = std::max(steps, m.report.steps.size());
+  std::vector<std::string> out;
+  bool told_no_gauges = false;
+  for (size_t k = 0; k < steps; ++k) {
+    double gpu = 0, cpu = 0;
+    int gpu_n = 0, cpu_n = 0;
+    std::vector<std::pair<std::string, double>> busy;  // model, execution s/s
+    double busy_total = 0;
+    for (const auto& m : models) {
+      if (k >= m.report.steps.size()) continue;
+      const StepResult& s = m.report.steps[k];
+      if (s.gpu && s.gpu->gpus > 0) gpu += s.gpu->utilization, ++gpu_n;
+      if (s.gpu && s.gpu->host_cpu) cpu += *s.gpu->host_cpu, ++cpu_n;
+      if (auto b = ExecutionSecondsPerSecond(m.report, s)) {
+        busy.emplace_back(m.share.model, *b);
+        busy_total += *b;
+      }
+    }
+    if (gpu_n == 0 && cpu_n == 0) {
+      if (!told_no_gauges) {
+        out.push_back(fmt::format("step {}: no GPU or host CPU figures from the server's metrics (nv_gpu_utilization, "
+                                  "nv_cpu_utilization): what limited the load is not known; give --metrics-url",
+                                  k + 1));
+        told_no_gauges = true;
+      }
+      continue;
+    }
+    std::optional<double> g, c;
+    if (gpu_n > 0) g = gpu / gpu_n;
+    if (cpu_n > 0) c = cpu / cpu_n;
+    const bool gpu_full = g && *g >= kSaturated;
+    const bool cpu_full = c && *c >= kSaturated;
+    std::sort(busy.begin(), busy.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string takes;
+    if (busy_total > 0) {
+      for (const auto& [model, b] : busy) {
+        takes += fmt::format("{}{} {}", takes.empty() ? "" : ", ", model, Share(b / busy_total));
+      }
+    }
+    const std::string gpu_text = g ? fmt::format("GPU {:.0f}% busy", *g * 100) : "GPU not reported";
+    const std::string cpu_text = c ? fmt::format("host CPU {:.0f}% of every core", *c * 100) : "host CPU not reported";
+    std::string line;
+    if (gpu_full && cpu_full) {
+      line = fmt::format("step {}: the GPU and the host's CPU are both saturated ({}; {})", k + 1, gpu_text, cpu_text);
+    } else if (gpu_full) {
+      line = fmt::format("step {}: the GPU is saturated ({}; {})", k + 1, gpu_text, cpu_text);
+      if (!takes.empty()) line += ": execution time " + takes + "; the first is the one to move or shrink";
+    } else if (cpu_full) {
+      line = fmt::format("step {}: the host's CPU is saturated, not the GPU ({}; {}): the server's threads and a "
+                         "client on the same host share the cores, and the models whose requests cost the most CPU "
+                         "for their compute (the small ones) lose most",
+                         k + 1, cpu_text, gpu_text);
+    } else {
+      line = fmt::format("step {}: neither the GPU nor the host's CPU is saturated ({}; {}): the load asked for, or "
+                         "the instances and batching, set these figures",
+                         k + 1, gpu_text, cpu_text);
+    }
+    if (!takes.empty() && !gpu_full) line += "; execution time " + takes;
+    out.push_back(std::move(line));
+  }
+  return out;
+}
 
 std::string RenderMultiTable(const MultiPerfReport& r) {
   std::string out;
@@ -159,6 +235,7 @@ std::string RenderMultiTable(const MultiPerfReport& r) {
       }
     }
   }
+  for (const auto& line : r.saturation) out += "saturation: " + line + "\n";
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -175,6 +252,7 @@ std::string RenderMultiJson(const MultiPerfReport& r, int indent) {
                       {"budget_ms", r.budget_ms ? nlohmann::json(*r.budget_ms) : nlohmann::json(nullptr)},
                       {"ok", r.ok()},
                       {"models", models},
+                      {"saturation", r.saturation},
                       {"notes", r.notes}};
   return j.dump(indent) + "\n";
 }

@@ -51,10 +51,27 @@ struct MultiPerfReport {
   std::optional<double> budget_ms;  // the goodput threshold
   double budget_percentile = 99;
   std::vector<ModelPerf> models;
+  // One line per step: what limited it (DescribeSaturation).
+  std::vector<std::string> saturation;
   std::vector<std::string> notes;
   // Every model ran and no request failed.
   bool ok() const;
 };
+
+// A share of a resource past which it counts as saturated (GPU busy, or
+// the host's every core busy).
+inline constexpr double kSaturated = 0.9;
+
+// Per step (by index), what limited the models together, from the server's
+// gauges (nv_gpu_utilization, nv_cpu_utilization, read by every model's run
+// and averaged) and each model's execution time per second (executions/s x
+// the compute time of one, from the statistics extension):
+//   "step 2: the GPU is saturated (97% busy; host CPU 41%): resnet50 takes 71%
+//    of the execution time, bert 27%, mlp 2%"
+//   "step 2: the host's CPU is saturated (96% of every core; GPU 35% busy) ..."
+//   "step 2: neither the GPU (35% busy) nor the host's CPU (50%) is saturated ..."
+// A step with neither gauge says so once. Pure.
+std::vector<std::string> DescribeSaturation(const std::vector<ModelPerf>& models);
 
 // Runs every model's load at once. Errors only for bad options; a model
 // whose run fails carries its error.
@@ -64,7 +81,8 @@ Expected<MultiPerfReport> RunMultiPerf(const PerfOptions& base, const std::vecto
 // Per step, one line per model: its share, load, throughput, percentiles,
 // goodput within the budget, errors; then each model's own notes.
 std::string RenderMultiTable(const MultiPerfReport& report);
-// {"mode", "budget_ms", "models": [{"model", "share", "error", "report": RenderJson's document}], "notes"}.
+// {"mode", "budget_ms", "ok", "models": [{"model", "share", "error", "report": RenderJson's document}],
+//  "saturation", "notes"}.
 std::string RenderMultiJson(const MultiPerfReport& report, int indent = 2);
 
 }  // namespace ortgpu::perf

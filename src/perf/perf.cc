@@ -63,7 +63,7 @@ class ServerProbe {
     } else if (r->status != 200) {
       problem = fmt::format("{} answered HTTP {}", url, r->status);
     } else if (!(gpu = GpuFromMetrics(ParsePrometheusText(r->body)))) {
-      problem = url + " has no nv_gpu_utilization series (a server without a GPU, or without GPU metrics)";
+      problem = url + " has no nv_gpu_utilization or nv_cpu_utilization series (a server without GPU or CPU metrics)";
     }
     if (!problem.empty()) {
       metrics_.reset();

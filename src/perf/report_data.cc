@@ -24,7 +24,7 @@ json GpuJson(const GpuSample& g) {
     devices.push_back({{"uuid", d.uuid}, {"utilization", d.utilization}, {"memory_used_bytes", d.memory_used_bytes}});
   }
   return {{"gpus", g.gpus}, {"utilization", g.utilization}, {"memory_used_bytes", g.memory_used_bytes},
-          {"devices", devices}};
+          {"devices", devices}, {"host_cpu_utilization", g.host_cpu ? json(*g.host_cpu) : json(nullptr)}};
 }
 
 json StepJson(const StepResult& s) {
@@ -105,10 +105,10 @@ std::string RenderCsv(const PerfReport& r) {
   std::string out =
       "mode,load,stable,failed,requests,infer_per_s,items_per_s,min_ms,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms,max_ms,errors,delayed,"
       "server_request_us,queue_us,compute_input_us,compute_infer_us,compute_output_us,overhead_us,average_batch,"
-      "outside_server_us,gpu_utilization,gpu_memory_used_bytes,note\n";
+      "outside_server_us,gpu_utilization,gpu_memory_used_bytes,host_cpu_utilization,note\n";
   for (const auto& s : r.steps) {
     const auto& l = s.latency;
-    out += fmt::format("{},{:g},{},{},{},{:.3f},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    out += fmt::format("{},{:g},{},{},{},{:.3f},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                        LoadModeName(r.mode), s.load, s.stable ? 1 : 0, s.failed ? 1 : 0, s.requests, s.throughput,
                        s.items_per_s, l.min_ms, l.mean_ms, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms, s.error_count(),
                        s.delayed, Opt(s.server, &ServerSplit::request_us), Opt(s.server, &ServerSplit::queue_us),
@@ -116,8 +116,9 @@ std::string RenderCsv(const PerfReport& r) {
                        Opt(s.server, &ServerSplit::compute_output_us), Opt(s.server, &ServerSplit::overhead_us),
                        Opt(s.server, &ServerSplit::average_batch),
                        s.outside_server_us ? fmt::format("{:.3f}", *s.outside_server_us) : "",
-                       s.gpu ? fmt::format("{:.4f}", s.gpu->utilization) : "",
-                       s.gpu ? fmt::format("{:.0f}", s.gpu->memory_used_bytes) : "", bench::CsvField(s.note));
+                       s.gpu && s.gpu->gpus > 0 ? fmt::format("{:.4f}", s.gpu->utilization) : "",
+                       s.gpu && s.gpu->gpus > 0 ? fmt::format("{:.0f}", s.gpu->memory_used_bytes) : "",
+                       s.gpu && s.gpu->host_cpu ? fmt::format("{:.4f}", *s.gpu->host_cpu) : "", bench::CsvField(s.note));
   }
   return out;
 }

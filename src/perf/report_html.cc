@@ -123,13 +123,14 @@ std::string RenderHtml(const PerfReport& r) {
                     Us(s.server, &ServerSplit::overhead_us),
                     s.outside_server_us ? fmt::format("{:.0f}", *s.outside_server_us) : "-",
                     s.server ? fmt::format("{:.2f}", s.server->average_batch) : "-",
-                    s.gpu ? fmt::format("{:.0f}", s.gpu->utilization * 100) : "-",
-                    s.gpu ? fmt::format("{:.0f}", s.gpu->memory_used_bytes / (1024.0 * 1024.0)) : "-",
+                    s.gpu && s.gpu->gpus > 0 ? fmt::format("{:.0f}", s.gpu->utilization * 100) : "-",
+                    s.gpu && s.gpu->gpus > 0 ? fmt::format("{:.0f}", s.gpu->memory_used_bytes / (1024.0 * 1024.0)) : "-",
+                    s.gpu && s.gpu->host_cpu ? fmt::format("{:.0f}", *s.gpu->host_cpu * 100) : "-",
                     s.failed ? "FAILED" : s.stable ? "ok" : "unstable"});
   }
   page.AddTable({"step", "infer/s", "items/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "errors", "server us", "queue us",
                  "compute input us", "compute infer us", "compute output us", "overhead us", "outside us", "batch", "GPU %",
-                 "GPU MB", "status"},
+                 "GPU MB", "host CPU %", "status"},
                 std::move(rows));
   if (r.budget) {
     const auto& b = *r.budget;

@@ -65,25 +65,26 @@ std::string RenderTable(const PerfReport& report) {
                        report.measure.window_ms, report.measure.stability * 100, report.measure.percentile, report.measure.max_trials);
   }
   const char* load = report.mode == LoadMode::kRequestRate ? "req/s" : "conc";
-  out += fmt::format("{:>8} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} | {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} | {:>5} {:>7}  {}\n",
+  out += fmt::format("{:>8} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} | {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} | {:>5} {:>7} {:>5}  {}\n",
                      load, "infer/s", "items/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "errors", "server", "queue",
-                     "c.in", "c.infer", "c.out", "overhd", "outside", "batch", "GPU%", "GPU MB", "status");
+                     "c.in", "c.infer", "c.out", "overhd", "outside", "batch", "GPU%", "GPU MB", "CPU%", "status");
   for (const auto& s : report.steps) {
     const auto& l = s.latency;
     std::string status = s.failed ? "FAILED" : s.stable ? "ok" : "unstable";
     if (s.delayed > 0) status += fmt::format(" ({} delayed)", s.delayed);
     out += fmt::format(
-        "{:>8g} {:>10.1f} {:>10.1f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>7} | {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} | {:>5} {:>7}  {}\n",
+        "{:>8g} {:>10.1f} {:>10.1f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>7} | {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} | {:>5} {:>7} {:>5}  {}\n",
         s.load, s.throughput, s.items_per_s, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, s.error_count(),
         Us(s.server, &ServerSplit::request_us), Us(s.server, &ServerSplit::queue_us), Us(s.server, &ServerSplit::compute_input_us),
         Us(s.server, &ServerSplit::compute_infer_us), Us(s.server, &ServerSplit::compute_output_us),
         Us(s.server, &ServerSplit::overhead_us), s.outside_server_us ? fmt::format("{:.0f}", *s.outside_server_us) : "-",
         s.server ? fmt::format("{:.2f}", s.server->average_batch) : "-",
-        s.gpu ? fmt::format("{:.0f}", s.gpu->utilization * 100) : "-",
-        s.gpu ? fmt::format("{:.0f}", s.gpu->memory_used_bytes / (1024.0 * 1024.0)) : "-", status);
+        s.gpu && s.gpu->gpus > 0 ? fmt::format("{:.0f}", s.gpu->utilization * 100) : "-",
+        s.gpu && s.gpu->gpus > 0 ? fmt::format("{:.0f}", s.gpu->memory_used_bytes / (1024.0 * 1024.0)) : "-",
+        s.gpu && s.gpu->host_cpu ? fmt::format("{:.0f}", *s.gpu->host_cpu * 100) : "-", status);
   }
   out += "server columns: mean microseconds per request from the statistics extension; outside = client mean minus server mean "
-         "(network, client, HTTP)\n";
+         "(network, client, HTTP); GPU% and CPU%: the server's GPUs and its host's every core (nv_gpu_utilization, nv_cpu_utilization)\n";
   for (const auto& s : report.steps) {
     if (!s.gpu || s.gpu->devices.size() < 2) continue;
     std::string per;

@@ -184,15 +184,22 @@ std::optional<GpuSample> GpuFromMetrics(const std::vector<MetricSample>& samples
     } else if (s.name == "nv_gpu_memory_used_bytes" && std::isfinite(s.value)) {
       g.memory_used_bytes += s.value;
       DeviceOf(g, s).memory_used_bytes = s.value;
+    } else if (s.name == "nv_cpu_utilization" && std::isfinite(s.value)) {
+      g.host_cpu = s.value;
     }
   }
-  if (g.gpus == 0) return std::nullopt;
-  g.utilization = utilization / g.gpus;
+  if (g.gpus == 0 && !g.host_cpu) return std::nullopt;
+  if (g.gpus > 0) g.utilization = utilization / g.gpus;
   return g;
 }
 
 void MergeGpuSample(GpuSample& a, const GpuSample& b) {
   a.utilization = (a.utilization + b.utilization) / 2;
+  if (a.host_cpu && b.host_cpu) {
+    a.host_cpu = (*a.host_cpu + *b.host_cpu) / 2;
+  } else if (b.host_cpu) {
+    a.host_cpu = b.host_cpu;
+  }
   a.memory_used_bytes = std::max(a.memory_used_bytes, b.memory_used_bytes);
   a.gpus = std::max(a.gpus, b.gpus);
   for (const auto& d : b.devices) {

@@ -77,18 +77,22 @@ struct GpuDeviceSample {
 // the memory used on all of them together, and each GPU's own, in the
 // order the scrape lists them.
 struct GpuSample {
-  int gpus = 0;
+  int gpus = 0;  // 0: the server reports no GPU, only its host's CPU
   double utilization = 0;
   double memory_used_bytes = 0;
   std::vector<GpuDeviceSample> devices;
+  // The server host's CPU busy share over every core (nv_cpu_utilization,
+  // 0..1), from the same scrape; nullopt when the server does not report it.
+  std::optional<double> host_cpu;
 };
-// Folds `b` (a later window's scrape) into `a`: utilisation averaged,
-// memory at its highest, overall and per GPU (matched by UUID).
+// Folds `b` (a later window's scrape) into `a`: utilisation (GPU and host
+// CPU) averaged, memory at its highest, overall and per GPU (matched by UUID).
 void MergeGpuSample(GpuSample& a, const GpuSample& b);
 // With two GPUs or more whose utilisation differs by 30 points or more while
 // one is past 50%: "GPU-1f2e.. at 95% while GPU-9a8b.. at 31%: ...", else "".
 std::string DescribeGpuImbalance(const GpuSample& g);
-// nullopt when the scrape has no nv_gpu_utilization series.
+// nullopt when the scrape has neither an nv_gpu_utilization nor an
+// nv_cpu_utilization series.
 std::optional<GpuSample> GpuFromMetrics(const std::vector<MetricSample>& samples);
 
 }  // namespace ortgpu::perf

@@ -143,14 +143,13 @@ Expected<std::unique_ptr<Server>> Server::Start(ServeOptions options, ServeDeps 
       return ms.status().WithContext("metrics endpoint (--metrics-port; -1 disables it)");
     }
     s->metrics_server_ = std::move(ms).value();
-    auto nvml = deps.nvml_factory ? deps.nvml_factory() : gpu::NewNvml();
-    if (nvml) {
-      GpuPollerOptions po;
-      po.interval = options.gpu_poll_interval;
-      s->gpu_poller_ = std::make_unique<GpuMetricsPoller>(std::move(nvml), *s->metrics_, po);
-      if (!s->gpu_poller_->running()) {
-        spdlog::info("GPU metrics off: NVML not available ({})", s->gpu_poller_->load_status().message());
-      }
+    GpuPollerOptions po;
+    po.interval = options.gpu_poll_interval;
+    po.host = deps.host_fs != nullptr ? deps.host_fs : &RealFileSystem();
+    s->gpu_poller_ = std::make_unique<GpuMetricsPoller>(deps.nvml_factory ? deps.nvml_factory() : gpu::NewNvml(),
+                                                        *s->metrics_, po);
+    if (!s->gpu_poller_->gpus()) {
+      spdlog::info("GPU metrics off: NVML not available ({})", s->gpu_poller_->load_status().message());
     }
   }
   return s;
@@ -170,7 +169,7 @@ std::optional<uint16_t> Server::grpc_port() const {
   return grpc_->port();
 }
 
-bool Server::gpu_metrics() const { return gpu_poller_ && gpu_poller_->running(); }
+bool Server::gpu_metrics() const { return gpu_poller_ && gpu_poller_->gpus() && gpu_poller_->running(); }
 
 std::vector<ModelSummary> Server::Models() const {
   std::vector<ModelSummary> out;

@@ -41,6 +41,7 @@
 #include "serve/runtime_settings.h"
 #include "serve/server_core.h"
 #include "status/expected.h"
+#include "sys/file_system.h"
 
 namespace ortgpu::serve {
 
@@ -78,6 +79,8 @@ struct ServeDeps {
   // NVML for the GPU gauges (and for the core's memory plan when
   // core.nvml_factory is null); null: gpu::NewNvml().
   std::function<std::unique_ptr<gpu::Nvml>()> nvml_factory;
+  // The host's /proc for the nv_cpu_* gauges; null: the real one.
+  const FileSystem* host_fs = nullptr;
 };
 
 // One model version as the start-up summary shows it.

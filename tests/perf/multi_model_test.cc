@@ -90,6 +90,51 @@ TEST(MultiModelTest, AgainstTheStubTheModelThatAnswersIsMeasuredAndTheMissingOne
   EXPECT_FALSE(j["ok"].get<bool>());
 }
 
+// A model's step as the server reported it: `gpu` and `cpu` busy shares
+// (negative: not reported), and `exec_per_s` executions of `exec_us` each.
+ModelPerf Step(const std::string& name, double gpu, double cpu, double exec_per_s, double exec_us) {
+  ModelPerf m;
+  m.share.model = name;
+  StepResult s;
+  s.throughput = exec_per_s * 4;  // batches of 4 one-row requests
+  if (gpu >= 0 || cpu >= 0) {
+    GpuSample g;
+    if (gpu >= 0) g.gpus = 1, g.utilization = gpu;
+    if (cpu >= 0) g.host_cpu = cpu;
+    s.gpu = g;
+  }
+  ServerSplit split;
+  split.average_batch = 4;
+  split.compute_infer_us = exec_us;
+  s.server = split;
+  m.report.steps.push_back(s);
+  return m;
+}
+
+TEST(MultiModelTest, SaysWhetherTheGpuOrTheHostCpuLimitedAStepAndWhoHoldsTheGpu) {
+  // The GPU saturated: resnet50 runs 700 ms of every second, bert 300 ms.
+  auto gpu = DescribeSaturation({Step("resnet50", 0.97, 0.4, 100, 7000), Step("bert", 0.95, 0.4, 100, 3000)});
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_NE(gpu[0].find("the GPU is saturated (GPU 96% busy; host CPU 40% of every core)"), std::string::npos) << gpu[0];
+  EXPECT_NE(gpu[0].find("execution time resnet50 70%, bert 30%"), std::string::npos) << gpu[0];
+
+  // The host's CPU saturated while the GPU idles (run m3's three models).
+  auto cpu = DescribeSaturation({Step("mlp", 0.3, 0.97, 2000, 20), Step("resnet50", 0.3, 0.95, 50, 4000)});
+  EXPECT_NE(cpu[0].find("the host's CPU is saturated, not the GPU"), std::string::npos) << cpu[0];
+
+  auto neither = DescribeSaturation({Step("mlp", 0.3, 0.5, 100, 20)});
+  EXPECT_NE(neither[0].find("neither the GPU nor the host's CPU is saturated (GPU 30% busy; host CPU 50%"),
+            std::string::npos)
+      << neither[0];
+
+  // A server that reports neither gauge: said once, not per step.
+  ModelPerf blind = Step("m", -1, -1, 10, 10);
+  blind.report.steps.push_back(blind.report.steps[0]);
+  auto unknown = DescribeSaturation({blind});
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_NE(unknown[0].find("not known"), std::string::npos);
+}
+
 TEST(MultiModelTest, RefusesWhatOnlyOneModelCanDo) {
   PerfOptions base;
   base.compare_model = "m.onnx";

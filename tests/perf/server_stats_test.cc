@@ -77,6 +77,27 @@ TEST(Prometheus, ParsesLabelsValuesAndSkipsComments) {
   EXPECT_DOUBLE_EQ(gpu->devices[0].memory_used_bytes, 1.5e9);
   EXPECT_EQ(gpu->devices[1].uuid, "GPU-b");
   EXPECT_DOUBLE_EQ(gpu->devices[1].memory_used_bytes, 5e8);
+  EXPECT_FALSE(gpu->host_cpu.has_value());
+}
+
+TEST(Prometheus, TheHostCpuGaugeComesWithTheGpusOrAlone) {
+  auto both = GpuFromMetrics(ParsePrometheusText("nv_gpu_utilization{gpu_uuid=\"GPU-a\"} 0.5\nnv_cpu_utilization 0.25\n"));
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->gpus, 1);
+  ASSERT_TRUE(both->host_cpu.has_value());
+  EXPECT_DOUBLE_EQ(*both->host_cpu, 0.25);
+  // A CPU-only server: no GPU, the host's CPU still read.
+  auto cpu_only = GpuFromMetrics(ParsePrometheusText("nv_cpu_utilization 0.75\nnv_cpu_memory_used_bytes 1e9\n"));
+  ASSERT_TRUE(cpu_only.has_value());
+  EXPECT_EQ(cpu_only->gpus, 0);
+  EXPECT_DOUBLE_EQ(*cpu_only->host_cpu, 0.75);
+  EXPECT_FALSE(GpuFromMetrics(ParsePrometheusText("bare_metric 7\n")).has_value());
+  // Windows folded: averaged.
+  GpuSample a = *both;
+  GpuSample later = *both;
+  later.host_cpu = 0.75;
+  MergeGpuSample(a, later);
+  EXPECT_DOUBLE_EQ(*a.host_cpu, 0.5);
 }
 
 GpuSample TwoGpus(double util_a, double util_b, double mem_a, double mem_b) {

@@ -12,6 +12,7 @@
 #include <future>
 #include <thread>
 
+#include "fakes/fake_file_system.h"
 #include "fakes/fake_nvml.h"
 #include "serve/http/test_http_client.h"
 #include "serve/metrics/gpu_metrics.h"
@@ -111,6 +112,10 @@ TEST(ServerTest, MetricsCanBeSwitchedOffAndNvmlMayBeMissing) {
     nvml->load_status = Unavailable("cannot load libnvidia-ml.so.1");
     return std::unique_ptr<gpu::Nvml>(std::move(nvml));
   };
+  ortgpu::testing::FakeFileSystem proc;
+  proc.AddFile("/proc/stat", "cpu  100 0 100 800 0 0 0 0\n");
+  proc.AddFile("/proc/meminfo", "MemTotal: 2048 kB\nMemAvailable: 1024 kB\n");
+  no_nvml.host_fs = &proc;
   auto cpu_only = Server::Start(ExampleOptions(), std::move(no_nvml));
   ASSERT_TRUE(cpu_only.ok());
   EXPECT_FALSE((*cpu_only)->gpu_metrics());
@@ -118,6 +123,34 @@ TEST(ServerTest, MetricsCanBeSwitchedOffAndNvmlMayBeMissing) {
   auto r = m.Get("/metrics");
   EXPECT_EQ(r.status, 200u);
   EXPECT_THAT(r.body, Not(HasSubstr("nv_gpu_utilization{")));
+  // The host's memory, Triton's names, on a machine without a GPU too.
+  EXPECT_THAT(r.body, HasSubstr("nv_cpu_memory_total_bytes 2097152"));
+  EXPECT_THAT(r.body, HasSubstr("nv_cpu_memory_used_bytes 1048576"));
+}
+
+// nv_cpu_utilization is the busy share between two samples of /proc/stat:
+// absent after the first, set from the second on.
+TEST(GpuMetricsTest, TheHostCpuGaugeIsTheBusyShareBetweenTwoSamples) {
+  ortgpu::testing::FakeFileSystem proc;
+  proc.AddFile("/proc/stat", "cpu  100 0 100 800 0 0 0 0\n");
+  proc.AddFile("/proc/meminfo", "MemTotal: 2048 kB\nMemAvailable: 1024 kB\n");
+  Metrics metrics;
+  GpuPollerOptions po;
+  po.interval = std::chrono::milliseconds(1);
+  po.host = &proc;
+  GpuMetricsPoller poller(nullptr, metrics, po);  // no NVML: the host's gauges alone
+  EXPECT_FALSE(poller.gpus());
+  EXPECT_TRUE(poller.running());
+  EXPECT_THAT(metrics.Serialize(), Not(HasSubstr("nv_cpu_utilization ")));
+  // The same counters again: no time passed between them, so 0 busy.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (metrics.Serialize().find("nv_cpu_utilization ") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  poller.Stop();
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("nv_cpu_utilization 0"));
+  EXPECT_THAT(metrics.Serialize(), Not(HasSubstr("nv_gpu_utilization{")));
 }
 
 TEST(ServerTest, MissingRepositoryFailsToStart) {

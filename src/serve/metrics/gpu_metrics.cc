@@ -24,12 +24,33 @@ Status SampleGpuMetrics(gpu::Nvml& nvml, Metrics& metrics) {
 
 GpuMetricsPoller::GpuMetricsPoller(std::unique_ptr<gpu::Nvml> nvml, Metrics& metrics, GpuPollerOptions options)
     : nvml_(std::move(nvml)), metrics_(metrics), options_(options) {
-  load_status_ = nvml_->Load();
-  if (!load_status_.ok()) return;  // no driver: no GPU gauges
-  Status st = SampleGpuMetrics(*nvml_, metrics_);
-  if (!st.ok()) spdlog::warn("GPU metrics: {}", st.message());
+  load_status_ = nvml_ ? nvml_->Load() : Unavailable("no NVML");
+  if (!load_status_.ok() && options_.host == nullptr) return;  // nothing to sample
+  Sample();
   thread_ = std::thread([this] { Loop(); });
   running_.store(true, std::memory_order_release);
+}
+
+void GpuMetricsPoller::Sample() {
+  if (load_status_.ok()) {
+    Status st = SampleGpuMetrics(*nvml_, metrics_);
+    if (!st.ok() && !gpu_warned_) {  // once: a failing device would flood the log every second
+      spdlog::warn("GPU metrics: {}", st.message());
+      gpu_warned_ = true;
+    }
+  }
+  if (options_.host == nullptr) return;
+  auto cpu = ReadCpuTimes(*options_.host);
+  auto memory = ReadHostMemory(*options_.host);
+  if (cpu.ok()) {
+    if (last_cpu_) metrics_.SetHostCpu(CpuBusyFraction(*last_cpu_, *cpu));
+    last_cpu_ = *cpu;
+  }
+  if (memory.ok()) metrics_.SetHostMemory(static_cast<int64_t>(memory->total_bytes), static_cast<int64_t>(memory->used_bytes));
+  if ((!cpu.ok() || !memory.ok()) && !host_warned_) {
+    spdlog::warn("host CPU metrics: {}", (!cpu.ok() ? cpu.status() : memory.status()).message());
+    host_warned_ = true;
+  }
 }
 
 GpuMetricsPoller::~GpuMetricsPoller() { Stop(); }
@@ -50,7 +71,6 @@ void GpuMetricsPoller::Stop() {
 }
 
 void GpuMetricsPoller::Loop() {
-  bool warned = false;
   MutexLock lock(&mu_);
   while (true) {
     const auto next = std::chrono::steady_clock::now() + options_.interval;
@@ -58,11 +78,7 @@ void GpuMetricsPoller::Loop() {
     }
     if (stop_) return;
     lock.Unlock();
-    Status st = SampleGpuMetrics(*nvml_, metrics_);
-    if (!st.ok() && !warned) {  // once: a failing device would flood the log every second
-      spdlog::warn("GPU metrics: {}", st.message());
-      warned = true;
-    }
+    Sample();
     lock.Lock();
   }
 }

@@ -76,6 +76,15 @@ Metrics::Metrics()
       gpu_used_(BuildGauge()
                     .Name("nv_gpu_memory_used_bytes")
                     .Help("GPU used memory, in bytes")
+                    .Register(*registry_)),
+      cpu_util_(BuildGauge().Name("nv_cpu_utilization").Help("CPU utilization rate [0.0 - 1.0]").Register(*registry_)),
+      cpu_total_(BuildGauge()
+                     .Name("nv_cpu_memory_total_bytes")
+                     .Help("CPU total memory (RAM), in bytes")
+                     .Register(*registry_)),
+      cpu_used_(BuildGauge()
+                    .Name("nv_cpu_memory_used_bytes")
+                    .Help("CPU used memory (RAM), in bytes")
                     .Register(*registry_)) {}
 
 Metrics::ModelSeries& Metrics::Series(const std::string& model, const std::string& version) {
@@ -135,6 +144,17 @@ void Metrics::SetGpu(const std::string& uuid, double utilization, int64_t memory
   gpu_util_.Add(labels).Set(utilization);
   gpu_total_.Add(labels).Set(static_cast<double>(memory_total_bytes));
   gpu_used_.Add(labels).Set(static_cast<double>(memory_used_bytes));
+}
+
+void Metrics::SetHostCpu(double utilization) {
+  MutexLock lock(&mu_);
+  cpu_util_.Add({}).Set(utilization);
+}
+
+void Metrics::SetHostMemory(int64_t total_bytes, int64_t used_bytes) {
+  MutexLock lock(&mu_);
+  cpu_total_.Add({}).Set(static_cast<double>(total_bytes));
+  cpu_used_.Add({}).Set(static_cast<double>(used_bytes));
 }
 
 std::string Metrics::Serialize() const {

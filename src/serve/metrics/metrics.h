@@ -23,6 +23,8 @@
 //   nv_gpu_utilization{gpu_uuid}                          gauge, 0.0 .. 1.0
 //   nv_gpu_memory_total_bytes{gpu_uuid}                   gauge
 //   nv_gpu_memory_used_bytes{gpu_uuid}                    gauge
+//   nv_cpu_utilization                                    gauge, 0.0 .. 1.0, the host's every core
+//   nv_cpu_memory_total_bytes, nv_cpu_memory_used_bytes   gauges, the host's memory (used: total less available)
 #pragma once
 
 #include <cstdint>
@@ -67,6 +69,10 @@ class Metrics {
   void SetPending(const std::string& model, const std::string& version, int64_t n);
   // GPU gauges. `utilization` in [0, 1].
   void SetGpu(const std::string& uuid, double utilization, int64_t memory_total_bytes, int64_t memory_used_bytes);
+  // The host's CPU gauge, `utilization` in [0, 1] over every core.
+  void SetHostCpu(double utilization);
+  // The host's memory gauges.
+  void SetHostMemory(int64_t total_bytes, int64_t used_bytes);
 
   // The Prometheus text exposition format, version 0.0.4.
   std::string Serialize() const;
@@ -109,6 +115,9 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& gpu_util_;
   prometheus::Family<prometheus::Gauge>& gpu_total_;
   prometheus::Family<prometheus::Gauge>& gpu_used_;
+  prometheus::Family<prometheus::Gauge>& cpu_util_;
+  prometheus::Family<prometheus::Gauge>& cpu_total_;
+  prometheus::Family<prometheus::Gauge>& cpu_used_;
 
   Mutex mu_;
   std::map<std::pair<std::string, std::string>, ModelSeries> series_ GUARDED_BY(mu_);
