@@ -19,6 +19,7 @@
 #   steps.txt                          what ran when
 #
 #   scripts/h200_issue27.sh /tmp/i27
+#   PARTS="three" scripts/h200_issue27.sh /tmp/i27    only the parts named (bench serve refuse three)
 set -u
 L=${1:?usage: scripts/h200_issue27.sh LOGDIR}
 mkdir -p "$L"
@@ -28,6 +29,7 @@ M=/tmp/models MC=/tmp/mc27
 mkdir -p $M
 rm -rf $MC  # the profiles of this run only: serve1 measures, serve2 predicts from it
 step() { echo "== $(date -u +%T) +$(( $(date +%s) - T0 ))s $*" | tee -a "$L/steps.txt"; }
+want() { [[ " ${PARTS:-bench serve refuse three} " == *" $1 "* ]]; }
 left() { echo $(( 530 - ($(date +%s) - T0) )); }  # seconds before the 9-minute mark, less a margin
 smi() { nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader >> "$1" 2>&1; }
 http() {  # METHOD URL [BODY]: prints the status line and body
@@ -85,6 +87,7 @@ R=$M/resnet50.onnx B=$M/bert.onnx P=$M/mlp.onnx
 smi "$L/nvidia_smi_idle.txt"
 
 # 1. bench --memory: measured against predicted at 1, 8, 32, 64; fp32 and fp16; one and two sessions.
+if want bench; then
 step bench-resnet
 timeout 100 ortgpu bench $R --provider cuda --memory --precision fp32,fp16 --io bound --batch 1,8,32,64 \
   --iterations 20 --warmup 3 --no-check --no-progress --html "$L/bench_resnet.html" > "$L/bench_resnet.txt" 2>&1
@@ -102,9 +105,11 @@ for m in resnet bert; do
     > "$L/bench_${m}_x2.txt" 2>&1
   echo "rc=$?" >> "$L/bench_${m}_x2.txt"
 done
+fi
 
 # 2. serve with 1, then 2 instances: the second load is planned from the first one's profiles.
 for n in 1 2; do
+  want serve || continue
   [ "$(left)" -gt 200 ] || { step "skip serve$n (time)"; continue; }
   step serve$n
   d=/tmp/repo27_$n
@@ -120,7 +125,7 @@ for n in 1 2; do
 done
 
 # 3. A load that would not fit, refused while ResNet-50 serves under perf with no error.
-if [ "$(left)" -gt 130 ]; then
+if want refuse && [ "$(left)" -gt 130 ]; then
   step refuse
   d=/tmp/repo27_refuse
   repo $d resnet50:$R:1:64:64 bert16:$B:16:32:32 bert4:$B:4:32:32 bert1:$B:1:32:32
@@ -148,7 +153,7 @@ else
 fi
 
 # 4. Three models on one GPU: each alone, then together under one perf; goodput within 50 ms.
-if [ "$(left)" -gt 60 ]; then
+if want three && [ "$(left)" -gt 60 ]; then
   step three
   d=/tmp/repo27_three
   repo $d resnet50:$R:1:64:64 bert:$B:1:32:32 mlp:$P:1:64:64

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Issue 30 item 6, "no figure gets worse": the served ResNet-50 hand config ([32], 2 instances,
 # CUDA graphs, NHWC; 1 and 64 connections over binary HTTP) with this build against the build
-# before several-GPU serving (327fd24, its binary carried xz-compressed in .oldbin/ortgpu-old.xz),
+# before several-GPU serving (327fd24: its binary bundled as `ortgpu-old` by `make-carry --bundle
+# build/ortgpu OLD/ortgpu-old`, or carried xz-compressed in .oldbin/ortgpu-old.xz),
 # alternating, on the same machine in one call; this build also with `gpus: [0]`. LOGDIR: $1;
 # PASSES (default 2).
 set -u
 L=${1:-/tmp/ab30}; mkdir -p "$L"
 source scripts/h200_serve_lib.sh
 command -v ortgpu > /dev/null || { echo "ortgpu is not on PATH: send .gpu-carry along (carry)" >&2; exit 3; }
-xz -dc .oldbin/ortgpu-old.xz > /tmp/ortgpu-gpu/bin/ortgpu-old && chmod +x /tmp/ortgpu-gpu/bin/ortgpu-old
+if [ -f .oldbin/ortgpu-old.xz ]; then
+  xz -dc .oldbin/ortgpu-old.xz > /tmp/ortgpu-gpu/bin/ortgpu-old && chmod +x /tmp/ortgpu-gpu/bin/ortgpu-old
+fi
+[ -x /tmp/ortgpu-gpu/bin/ortgpu-old ] || { echo "no old build: bundle it as ortgpu-old or carry .oldbin" >&2; exit 3; }
 cp /tmp/ortgpu-gpu/bin/ortgpu /tmp/ortgpu-gpu/bin/ortgpu-new
 HAND='max_batch_size: 32
 instance_group [{ count: 2 kind: KIND_GPU GPUS }]
