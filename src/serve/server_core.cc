@@ -17,18 +17,6 @@
 namespace ortgpu::serve {
 namespace {
 
-// Where a version stands for clients: its slot's state and reason, except
-// that a READY version whose every GPU was lost while serving reads as
-// UNAVAILABLE with the batcher's reason. Nothing is written: the version is
-// replaced by a reload (load API, or a change in the repository).
-std::pair<ModelState, std::string> Standing(ModelState state, const std::string& reason, const LoadedModel* model) {
-  if (state == ModelState::kReady && model != nullptr && model->batcher) {
-    Status serving = model->batcher->CanServe();
-    if (!serving.ok()) return {ModelState::kUnavailable, serving.message()};
-  }
-  return {state, reason};
-}
-
 bool ParseVersion(const std::string& text, int64_t& out) {
   if (text.empty() || text.size() > 18) return false;
   for (char c : text) {
@@ -101,7 +89,7 @@ uint64_t ServerCore::ReadyModelsMemory(int gpu) const {
   uint64_t total = 0;
   for (const auto& [name, rec] : models_) {
     for (const auto& [v, slot] : rec.versions) {
-      if (slot.model) total += slot.model->memory.GpuTotal(gpu);
+      if (slot.model()) total += slot.model()->memory.GpuTotal(gpu);
     }
   }
   return total;
@@ -271,8 +259,7 @@ void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
     auto it = models_.find(name);
     if (it == models_.end()) return;
     for (auto& [v, slot] : it->second.versions) {
-      slot.state = ModelState::kUnloading;
-      if (slot.model) leaving.push_back(std::move(slot.model));
+      if (auto m = slot.Unload()) leaving.push_back(std::move(m));
     }
   }
   // Drain outside the lock: queued requests finish, new ones are refused.
@@ -289,37 +276,70 @@ void ServerCore::UnloadAll(const std::string& name, const std::string& reason) {
 }
 
 Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_ptr<const LoadOverride> load_override) {
-  auto source = load_override ? load_override->Source(repository_, name) : repository_.ReadModel(name);
-  if (!source.ok()) {
-    // A load whose parameters name a model the repository lacks changes
-    // nothing; nor does a plain load of a model that came from file:
-    // parameters (it is in no repository): what serves keeps serving.
-    if (load_override) return source.status();
-    {
-      MutexLock lock(&mu_);
-      auto it = models_.find(name);
-      if (it != models_.end() && it->second.load_override && it->second.load_override->has_files()) {
-        return Status(source.status().code(), source.status().message() +
-                                                  "; it serves what its file: parameters loaded: send them again "
-                                                  "to reload it");
-      }
-    }
-    UnloadAll(name, "removed from the repository");
-    MutexLock lock(&mu_);
-    models_.erase(name);
-    return source.status();
-  }
+  auto source = ReadSource(name, load_override.get());
+  if (!source.ok()) return source.status();
   inference::ModelConfig config;
+  std::string config_error = ParseConfigOf(name, *source, config);
+  std::set<int64_t> settled;  // READY with nothing to retry: reloaded only on force or a config edit
+  const bool config_changed = RecordSource(name, *source, config_error, settled);
+  if (load_override) config_error = load_override->ClientPaths(config_error);
+  if (!config_error.empty()) {
+    spdlog::error("model '{}' is unavailable: {}", name, config_error);
+    // Versions already serving keep serving until a valid config arrives.
+    return InvalidArgument(config_error);
+  }
+  const auto wanted = SelectVersions(config.version_policy(), source->versions);
+  Status first_error;
+  // The override the serving versions came from before, once one loaded
+  // from this sync's source replaced it: released (its folder removed) after
+  // the versions it served have stopped.
+  std::shared_ptr<const LoadOverride> retired_override;
+  for (int64_t v : wanted) {
+    // A version that failed (say its folder was caught half-copied) is retried
+    // on every rescan; nothing else would ever bring it back.
+    if (!force && !config_changed && settled.count(v) > 0) continue;
+    Status loaded = LoadOne(name, *source, config, v, load_override, retired_override);
+    if (!loaded.ok() && first_error.ok()) first_error = loaded;
+  }
+  RetireUnwanted(name, wanted);
+  retired_override.reset();
+  return first_error;
+}
+
+Expected<ModelSource> ServerCore::ReadSource(const std::string& name, const LoadOverride* load_override) {
+  auto source = load_override ? load_override->Source(repository_, name) : repository_.ReadModel(name);
+  if (source.ok()) return source;
+  // A load whose parameters name a model the repository lacks changes
+  // nothing; nor does a plain load of a model that came from file:
+  // parameters (it is in no repository): what serves keeps serving.
+  if (load_override) return source.status();
+  {
+    MutexLock lock(&mu_);
+    auto it = models_.find(name);
+    if (it != models_.end() && it->second.load_override && it->second.load_override->has_files()) {
+      return Status(source.status().code(), source.status().message() +
+                                                "; it serves what its file: parameters loaded: send them again "
+                                                "to reload it");
+    }
+  }
+  UnloadAll(name, "removed from the repository");
+  MutexLock lock(&mu_);
+  models_.erase(name);
+  return source.status();
+}
+
+std::string ServerCore::ParseConfigOf(const std::string& name, const ModelSource& source,
+                                      inference::ModelConfig& config) {
   std::string config_error;
-  if (source->has_config) {
-    auto parsed = ParseModelConfig(source->config_text, source->config_path);
+  if (source.has_config) {
+    auto parsed = ParseModelConfig(source.config_text, source.config_path);
     if (parsed.ok()) {
       config = std::move(parsed->config);
       bool seen = false;
       {
         MutexLock lock(&mu_);
         auto it = models_.find(name);
-        seen = it != models_.end() && it->second.config_text == source->config_text && !it->second.versions.empty();
+        seen = it != models_.end() && it->second.config_text == source.config_text && !it->second.versions.empty();
       }
       if (!seen) {
         for (const auto& w : parsed->warnings) Warn(w);
@@ -329,126 +349,97 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
     }
   }
   if (!config.name().empty() && config.name() != name) {
-    config_error = source->config_path + " names the model '" + config.name() + "' but its folder is '" + name +
+    config_error = source.config_path + " names the model '" + config.name() + "' but its folder is '" + name +
                    "'; make them equal";
   }
-  if (config_error.empty() && source->versions.empty()) {
-    config_error = "model '" + name + "' has no version folders; put the model at " + source->dir + "/1/model.onnx";
+  if (config_error.empty() && source.versions.empty()) {
+    config_error = "model '" + name + "' has no version folders; put the model at " + source.dir + "/1/model.onnx";
   }
-  bool config_changed = false;
-  std::set<int64_t> settled;  // READY with nothing to retry: reloaded only on force or a config edit
+  return config_error;
+}
+
+bool ServerCore::RecordSource(const std::string& name, const ModelSource& source, const std::string& config_error,
+                              std::set<int64_t>& settled) {
+  MutexLock lock(&mu_);
+  auto& rec = models_[name];
+  const bool config_changed = rec.config_text != source.config_text || rec.has_config != source.has_config;
+  rec.loaded = true;
+  rec.config_text = source.config_text;
+  rec.has_config = source.has_config;
+  rec.error = config_error;
+  for (const auto& [v, slot] : rec.versions) {
+    auto now = source.fingerprints.find(v);
+    if (slot.Settled(now != source.fingerprints.end() ? std::optional<std::string>(now->second) : std::nullopt)) {
+      settled.insert(v);
+    }
+  }
+  return config_changed;
+}
+
+namespace {
+
+// The READY line of a version: its warm-up, sessions, workers, graphs,
+// turns, weights, precision and memory.
+std::string DescribeLoad(const LoadedModel& m) {
+  std::string sessions;
+  for (int64_t rows : m.session_per_batch_size) {
+    sessions += (sessions.empty() ? "; one session per batch size on each GPU instance: " : ", ") + std::to_string(rows);
+  }
+  if (m.workers_per_instance > 1) {
+    sessions += "; " + std::to_string(m.workers_per_instance) + " workers per instance" +
+                (m.own_worker_sessions ? ", each with sessions of its own" : " sharing its sessions");
+  }
+  if (m.cuda_graphs) sessions += "; CUDA graphs captured for every executed batch size and worker";
+  if (m.gpu_turns) sessions += "; batches take turns on the GPU";
+  for (const std::string& line : m.weights) sessions += "; " + line;
+  if (!m.precision.precision.empty()) sessions += "; precision " + m.precision.Describe();
+  if (const std::string memory = m.memory.Describe(); !memory.empty()) sessions += "; memory " + memory;
+  return m.warmup.Describe() + sessions;
+}
+
+}  // namespace
+
+Status ServerCore::LoadOne(const std::string& name, const ModelSource& source, const inference::ModelConfig& config,
+                           int64_t v, const std::shared_ptr<const LoadOverride>& load_override,
+                           std::shared_ptr<const LoadOverride>& retired_override) {
+  bool retry = false;
+  {
+    MutexLock lock(&mu_);
+    auto& slot = models_[name].versions[v];
+    retry = !slot.failed_load().empty();
+    slot.BeginLoad();
+  }
+  if (retry) {
+    spdlog::debug("retrying model '{}' version {}", name, v);
+  } else {
+    spdlog::info("loading model '{}' version {}", name, v);
+  }
+  auto loaded = LoadVersion(source, config, v);
+  if (!loaded.ok() && load_override) {
+    loaded = Status(loaded.status().code(), load_override->ClientPaths(loaded.status().message()));
+  }
+  std::shared_ptr<LoadedModel> old;
+  bool kept = false;      // a failed reload left the previous load serving
+  bool repeated = false;  // failed as the last attempt did: logged already
   {
     MutexLock lock(&mu_);
     auto& rec = models_[name];
-    config_changed = rec.config_text != source->config_text || rec.has_config != source->has_config;
-    rec.loaded = true;
-    rec.config_text = source->config_text;
-    rec.has_config = source->has_config;
-    rec.error = config_error;
-    for (const auto& [v, slot] : rec.versions) {
-      auto now = source->fingerprints.find(v);
-      const bool changed = now != source->fingerprints.end() && now->second != slot.fingerprint;
-      if (slot.state == ModelState::kReady && slot.model && slot.failed_load.empty() && !changed) settled.insert(v);
-    }
-  }
-  if (load_override) config_error = load_override->ClientPaths(config_error);
-  if (!config_error.empty()) {
-    spdlog::error("model '{}' is unavailable: {}", name, config_error);
-    // Versions already serving keep serving until a valid config arrives.
-    return InvalidArgument(config_error);
-  }
-  const auto wanted = SelectVersions(config.version_policy(), source->versions);
-  std::vector<int64_t> to_load;
-  for (int64_t v : wanted) {
-    // A version that failed (say its folder was caught half-copied) is retried
-    // on every rescan; nothing else would ever bring it back.
-    if (force || config_changed || settled.count(v) == 0) to_load.push_back(v);
-  }
-  Status first_error;
-  // The override the serving versions came from before, once one loaded
-  // from this sync's source replaced it: released (its folder removed) after
-  // the versions it served have stopped.
-  std::shared_ptr<const LoadOverride> retired_override;
-  for (int64_t v : to_load) {
-    bool retry = false;
-    {
-      MutexLock lock(&mu_);
-      auto& slot = models_[name].versions[v];
-      retry = !slot.failed_load.empty();
-      // A version being replaced keeps serving (state READY) while its successor loads.
-      if (!slot.model) slot.state = ModelState::kLoading;
-    }
-    if (retry) {
-      spdlog::debug("retrying model '{}' version {}", name, v);
-    } else {
-      spdlog::info("loading model '{}' version {}", name, v);
-    }
-    auto loaded = LoadVersion(*source, config, v);
-    if (!loaded.ok() && load_override) {
-      loaded = Status(loaded.status().code(), load_override->ClientPaths(loaded.status().message()));
-    }
-    std::shared_ptr<LoadedModel> old;
-    bool kept = false;      // a failed reload left the previous load serving
-    bool repeated = false;  // failed as the last attempt did: logged already
-    {
-      MutexLock lock(&mu_);
-      auto& rec = models_[name];
-      auto& slot = rec.versions[v];
-      if (loaded.ok()) {
-        if (rec.load_override != load_override) {
-          retired_override = std::move(rec.load_override);
-          rec.load_override = load_override;
-        }
-        old = std::move(slot.model);
-        slot.model = *loaded;
-        if (auto f = source->fingerprints.find(v); f != source->fingerprints.end()) slot.fingerprint = f->second;
-        slot.state = ModelState::kReady;
-        // READY without a proven warm-up says so in the index too (docs/SERVING.md, Warm-up).
-        slot.reason = (*loaded)->warmup.warning;
-        slot.failed_load.clear();
-      } else {
-        const std::string why = loaded.status().message();
-        repeated = slot.failed_load == why;
-        slot.failed_load = why;
-        kept = slot.model != nullptr;
-        if (kept) {
-          // The version that was serving keeps serving: a failed reload must not take it down.
-          slot.state = ModelState::kReady;
-          slot.reason = "reloading failed, the version loaded before keeps serving: " + why;
-        } else {
-          slot.state = ModelState::kUnavailable;
-          slot.reason = why;
-        }
-      }
-    }
-    if (old) old->batcher->Stop();
+    auto& slot = rec.versions[v];
     if (loaded.ok()) {
-      std::string sessions;
-      for (int64_t rows : (*loaded)->session_per_batch_size) {
-        sessions += (sessions.empty() ? "; one session per batch size on each GPU instance: " : ", ") +
-                    std::to_string(rows);
+      if (rec.load_override != load_override) {
+        retired_override = std::move(rec.load_override);
+        rec.load_override = load_override;
       }
-      if ((*loaded)->workers_per_instance > 1) {
-        sessions += "; " + std::to_string((*loaded)->workers_per_instance) + " workers per instance" +
-                    ((*loaded)->own_worker_sessions ? ", each with sessions of its own" : " sharing its sessions");
-      }
-      if ((*loaded)->cuda_graphs) sessions += "; CUDA graphs captured for every executed batch size and worker";
-      if ((*loaded)->gpu_turns) sessions += "; batches take turns on the GPU";
-      for (const std::string& line : (*loaded)->weights) sessions += "; " + line;
-      if (!(*loaded)->precision.precision.empty()) sessions += "; precision " + (*loaded)->precision.Describe();
-      if (deps_.observer) {
-        deps_.observer->OnModelPrecision(name, std::to_string(v), PrecisionFiguresOf((*loaded)->precision));
-        if (auto figures = GpuMemoryFigures((*loaded)->memory)) deps_.observer->OnModelMemory(name, std::to_string(v), *figures);
-      }
-      if (const std::string memory = (*loaded)->memory.Describe(); !memory.empty()) sessions += "; memory " + memory;
-      spdlog::info("model '{}' version {} is READY ({}{})", name, v, (*loaded)->warmup.Describe(), sessions);
-      if (const std::string by_batch = (*loaded)->memory.DescribeByBatch(); !by_batch.empty()) {
-        spdlog::info("model '{}' version {}: instance 0's arena by batch size (its own weights included): {}", name, v,
-                     by_batch);
-      }
-      continue;
+      auto f = source.fingerprints.find(v);
+      old = slot.Loaded(*loaded, f != source.fingerprints.end() ? std::optional<std::string>(f->second) : std::nullopt,
+                        (*loaded)->warmup.warning);
+    } else {
+      repeated = slot.LoadFailed(loaded.status().message());
+      kept = slot.model() != nullptr;
     }
-    if (first_error.ok()) first_error = loaded.status();
+  }
+  if (old) old->batcher->Stop();
+  if (!loaded.ok()) {
     const auto level = repeated ? spdlog::level::debug : spdlog::level::err;
     if (kept) {
       spdlog::log(level, "model '{}' version {} failed to reload and keeps serving its previous load: {}", name, v,
@@ -456,10 +447,24 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
     } else {
       spdlog::log(level, "model '{}' version {} is UNAVAILABLE: {}", name, v, loaded.status().message());
     }
+    return loaded.status();
   }
-  // Versions the policy no longer wants leave after a wanted one is routed.
-  // Until then those still serving stay (as Triton does): a new version that
-  // failed must not take the model down.
+  const LoadedModel& m = **loaded;
+  if (deps_.observer) {
+    deps_.observer->OnModelPrecision(name, std::to_string(v), PrecisionFiguresOf(m.precision));
+    if (auto figures = GpuMemoryFigures(m.memory)) deps_.observer->OnModelMemory(name, std::to_string(v), *figures);
+  }
+  spdlog::info("model '{}' version {} is READY ({})", name, v, DescribeLoad(m));
+  if (const std::string by_batch = m.memory.DescribeByBatch(); !by_batch.empty()) {
+    spdlog::info("model '{}' version {}: instance 0's arena by batch size (its own weights included): {}", name, v,
+                 by_batch);
+  }
+  return Status::Ok();
+}
+
+void ServerCore::RetireUnwanted(const std::string& name, const std::vector<int64_t>& wanted) {
+  // Until a wanted version is READY those still serving stay (as Triton
+  // does): a new version that failed must not take the model down.
   std::vector<std::shared_ptr<LoadedModel>> leaving;
   {
     MutexLock lock(&mu_);
@@ -467,16 +472,17 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
     bool wanted_ready = false;
     for (int64_t v : wanted) {
       auto it = rec.versions.find(v);
-      if (it != rec.versions.end() && it->second.state == ModelState::kReady && it->second.model) wanted_ready = true;
+      if (it != rec.versions.end() && it->second.state() == ModelState::kReady && it->second.model()) {
+        wanted_ready = true;
+      }
     }
     for (auto it = rec.versions.begin(); it != rec.versions.end();) {
       const bool is_wanted = std::find(wanted.begin(), wanted.end(), it->first) != wanted.end();
-      if (is_wanted || (!wanted_ready && it->second.model)) {
+      if (is_wanted || (!wanted_ready && it->second.model())) {
         ++it;
         continue;
       }
-      it->second.state = ModelState::kUnloading;
-      if (it->second.model) leaving.push_back(std::move(it->second.model));
+      if (auto m = it->second.Unload()) leaving.push_back(std::move(m));
       it = rec.versions.erase(it);
     }
   }
@@ -486,8 +492,6 @@ Status ServerCore::SyncModel(const std::string& name, bool force, std::shared_pt
     if (deps_.observer) deps_.observer->OnVersionUnloaded(name, std::to_string(m->version));
   }
   ReleaseUnloaded(leaving);
-  retired_override.reset();
-  return first_error;
 }
 
 Expected<std::shared_ptr<LoadedModel>> ServerCore::LoadVersion(const ModelSource& source,
@@ -531,14 +535,11 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
   const ModelRecord& rec = it->second;
   if (version.empty()) {
     for (auto v = rec.versions.rbegin(); v != rec.versions.rend(); ++v) {
-      if (Standing(v->second.state, v->second.reason, v->second.model.get()).first == ModelState::kReady &&
-          v->second.model) {
-        return v->second.model;
-      }
+      if (v->second.ServesNow()) return v->second.model();
     }
     std::string why = rec.error;
     for (const auto& [v, slot] : rec.versions) {
-      const std::string reason = Standing(slot.state, slot.reason, slot.model.get()).second;
+      const std::string reason = slot.Standing().second;
       if (!reason.empty()) why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + reason);
     }
     return Unavailable("model '" + model + "' has no READY version" + (why.empty() ? "" : ": " + why));
@@ -551,12 +552,12 @@ Expected<std::shared_ptr<LoadedModel>> ServerCore::Resolve(const std::string& mo
     return NotFound("Request for unknown model: '" + model + "' version " + version + " is not found; loaded "
                     "versions: " + (have.empty() ? "none" : have));
   }
-  const auto [state, reason] = Standing(slot->second.state, slot->second.reason, slot->second.model.get());
-  if (state != ModelState::kReady || !slot->second.model) {
+  const auto [state, reason] = slot->second.Standing();
+  if (state != ModelState::kReady || !slot->second.model()) {
     return Unavailable("model '" + model + "' version " + version + " is " + std::string(ModelStateName(state)) +
                        (reason.empty() ? "" : ": " + reason));
   }
-  return slot->second.model;
+  return slot->second.model();
 }
 
 std::shared_ptr<const LoadedModel> ServerCore::FindLoaded(const std::string& model, const std::string& version) const {
@@ -574,7 +575,7 @@ bool ServerCore::IsReady() const {
     if (!rec.loaded) continue;
     if (!rec.error.empty()) return false;
     for (const auto& [v, slot] : rec.versions) {
-      if (Standing(slot.state, slot.reason, slot.model.get()).first != ModelState::kReady) return false;
+      if (slot.Standing().first != ModelState::kReady) return false;
     }
   }
   return true;
@@ -587,7 +588,7 @@ Expected<ModelMetadata> ServerCore::Metadata(const std::string& model, const std
   ModelMetadata md;
   md.name = model;
   for (const auto& [v, slot] : models_.at(model).versions) {
-    if (Standing(slot.state, slot.reason, slot.model.get()).first == ModelState::kReady) {
+    if (slot.Standing().first == ModelState::kReady) {
       md.versions.push_back(std::to_string(v));
     }
   }
@@ -622,13 +623,13 @@ Expected<std::vector<StatsSnapshot>> ServerCore::Statistics(const std::string& m
     if (!version.empty()) return std::vector<StatsSnapshot>{SnapshotOf(*m, model)};
     // Every READY version, as Triton lists them.
     for (const auto& [v, slot] : models_.at(model).versions) {
-      if (slot.model) stats.push_back(SnapshotOf(*slot.model, model));
+      if (slot.model()) stats.push_back(SnapshotOf(*slot.model(), model));
     }
     return stats;
   }
   for (const auto& [name, rec] : models_) {
     for (const auto& [v, slot] : rec.versions) {
-      if (slot.model) stats.push_back(SnapshotOf(*slot.model, name));
+      if (slot.model()) stats.push_back(SnapshotOf(*slot.model(), name));
     }
   }
   return stats;
@@ -636,35 +637,16 @@ Expected<std::vector<StatsSnapshot>> ServerCore::Statistics(const std::string& m
 
 Expected<std::vector<std::string>> ServerCore::OutputLabels(const std::string& model, const std::string& version,
                                                             const std::string& output) const {
-  std::string label_file;
-  std::shared_ptr<const LoadOverride> load_override;
+  std::shared_ptr<LoadedModel> m;
   {
     MutexLock lock(&mu_);
-    ORTGPU_ASSIGN_OR_RETURN(auto m, Resolve(model, version));
-    for (const auto& o : m->config.output()) {
-      if (o.name() == output) label_file = o.label_filename();
-    }
-    load_override = models_.at(model).load_override;
+    ORTGPU_ASSIGN_OR_RETURN(m, Resolve(model, version));
   }
-  std::vector<std::string> labels;
-  if (label_file.empty()) return labels;
-  ORTGPU_ASSIGN_OR_RETURN(ModelSource source, load_override ? load_override->Source(repository_, model)
-                                                            : repository_.ReadModel(model));
-  auto text = RealFileSystem().ReadFile(source.dir + "/" + label_file);
-  if (!text.ok()) {
-    return NotFound(fmt::format("model '{}' output '{}': its label_filename '{}' cannot be read; put the file in "
-                                "the model's folder",
-                                model, output, label_file));
-  }
-  std::string_view rest = *text;
-  while (!rest.empty()) {
-    const size_t nl = rest.find('\n');
-    std::string_view line = rest.substr(0, nl);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    labels.emplace_back(line);
-    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-  }
-  return labels;
+  // Read at load (LoadedModel::labels); an output without a label_filename has none.
+  auto it = m->labels.find(output);
+  if (it == m->labels.end()) return std::vector<std::string>{};
+  if (!it->second.error.empty()) return NotFound(it->second.error);
+  return it->second.labels;
 }
 
 std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) const {
@@ -684,7 +666,7 @@ std::vector<ModelVersionStatus> ServerCore::RepositoryIndex(bool ready_only) con
       continue;
     }
     for (const auto& [v, slot] : it->second.versions) {
-      auto [state, reason] = Standing(slot.state, slot.reason, slot.model.get());
+      auto [state, reason] = slot.Standing();
       if (ready_only && state != ModelState::kReady) continue;
       out.push_back({name, std::to_string(v), state, std::move(reason)});
     }

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -38,6 +39,7 @@
 
 #include "gpu/nvml.h"
 #include "serve/model_server.h"
+#include "serve/version_slot.h"
 #include "serve/repository/load_override.h"
 #include "serve/repository/model_loader.h"
 #include "serve/repository/model_repository.h"
@@ -127,7 +129,7 @@ class ServerCore : public ModelServer {
   Expected<bool> IsModelReady(const std::string& model, const std::string& version) const override;
   Expected<inference::ModelConfig> ModelConfig(const std::string& model, const std::string& version) const override;
   Expected<std::vector<StatsSnapshot>> Statistics(const std::string& model, const std::string& version) const override;
-  // Reads the label file on each call (classification requests only).
+  // The labels read at load (LoadedModel::labels); no disk read per request.
   Expected<std::vector<std::string>> OutputLabels(const std::string& model, const std::string& version,
                                                   const std::string& output) const override;
   std::vector<ModelVersionStatus> RepositoryIndex(bool ready_only) const override;
@@ -139,18 +141,6 @@ class ServerCore : public ModelServer {
   std::vector<std::string> ClientTextRoots() const override;
 
  private:
-  struct VersionSlot {
-    ModelState state = ModelState::kLoading;
-    std::string reason;
-    std::shared_ptr<LoadedModel> model;  // set when READY
-    // Message of the last load attempt when it failed, "" after a success.
-    // Non-empty with `model` set: a reload failed and the previous load
-    // keeps serving; the reload is retried on every rescan.
-    std::string failed_load;
-    // ModelSource::fingerprints of the folder `model` was loaded from: a
-    // poll reloads the version when it changes (a file replaced in place).
-    std::string fingerprint;
-  };
   struct ModelRecord {
     bool loaded = true;        // false: explicitly unloaded or never loaded
     std::string config_text;   // as last read, to notice edits
@@ -169,6 +159,28 @@ class ServerCore : public ModelServer {
   // repository's config or folder; it becomes the record's once a version
   // loaded from it serves. REQUIRES: control_mu_ held, mu_ not held.
   Status SyncModel(const std::string& name, bool force, std::shared_ptr<const LoadOverride> load_override = nullptr)
+      REQUIRES(control_mu_) EXCLUDES(mu_);
+  // SyncModel's steps. The model's source (the repository's folder or the
+  // override's); a model the repository no longer has is unloaded and
+  // forgotten here (its error returned).
+  Expected<ModelSource> ReadSource(const std::string& name, const LoadOverride* load_override)
+      REQUIRES(control_mu_) EXCLUDES(mu_);
+  // The parsed config of `source` (its warnings logged once per config
+  // text) and what makes it unusable ("" when nothing does).
+  std::string ParseConfigOf(const std::string& name, const ModelSource& source, inference::ModelConfig& config)
+      EXCLUDES(mu_);
+  // Records the source's config on the model's record; returns whether the
+  // config changed and fills `settled` with the versions that need no load.
+  bool RecordSource(const std::string& name, const ModelSource& source, const std::string& config_error,
+                    std::set<int64_t>& settled) EXCLUDES(mu_);
+  // Loads one version and records the outcome on its slot; the override the
+  // serving versions came from before, when this load replaced it, goes to
+  // `retired_override`.
+  Status LoadOne(const std::string& name, const ModelSource& source, const inference::ModelConfig& config,
+                 int64_t version, const std::shared_ptr<const LoadOverride>& load_override,
+                 std::shared_ptr<const LoadOverride>& retired_override) REQUIRES(control_mu_) EXCLUDES(mu_);
+  // Versions the policy no longer wants leave once a wanted one is READY.
+  void RetireUnwanted(const std::string& name, const std::vector<int64_t>& wanted)
       REQUIRES(control_mu_) EXCLUDES(mu_);
   // Loads one version; a thrown std::exception becomes the returned error.
   Expected<std::shared_ptr<LoadedModel>> LoadVersion(const ModelSource& source, const inference::ModelConfig& config,

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "serve/core/test_repository.h"
 #include "serve/server_core.h"
@@ -16,6 +17,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace serve::testing;
 
 Tensor Floats2d(std::vector<float> v, int64_t rows) {
@@ -48,18 +50,24 @@ TEST(ClassificationTest, ClassCountMustBePositive) {
   EXPECT_THAT(bad.status().message(), HasSubstr("output 'y': classification must be a positive integer"));
 }
 
-TEST(ClassificationTest, ServerCoreReadsTheLabelFile) {
-  TempRepository repo;
+// A CPU model "scale" whose output y names labels.txt, holding `labels`.
+ServerOptions LabelledScaleModel(TempRepository& repo, const std::string& labels) {
   repo.AddModel("scale", 1, ScaleModel(2));
   repo.WriteConfig("scale", R"(name: "scale"
 max_batch_size: 8
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] label_filename: "labels.txt" } ]
 instance_group [ { kind: KIND_CPU } ])");
-  repo.WriteFile("scale/labels.txt", "zero\none\ntwo\nthree\n");
+  repo.WriteFile("scale/labels.txt", labels);
   ServerOptions o;
   o.repository = repo.root();
   o.loader.default_instance_kind = InstanceKind::kCpu;
+  return o;
+}
+
+TEST(ClassificationTest, ServerCoreReadsTheLabelFile) {
+  TempRepository repo;
+  const ServerOptions o = LabelledScaleModel(repo, "zero\none\ntwo\nthree\n");
   auto core = ServerCore::Create(o);
   ASSERT_TRUE(core.ok()) << core.status().ToString();
   auto labels = (*core)->OutputLabels("scale", "", "y");
@@ -73,6 +81,33 @@ instance_group [ { kind: KIND_CPU } ])");
   EXPECT_THAT(response->outputs[0].shape, ElementsAre(1, 2));
   EXPECT_THAT(response->outputs[0].strings, ElementsAre("18:1:one", "8:3:three"));
   (*core)->Shutdown();
+}
+
+TEST(ClassificationTest, LabelsAreReadOnceAtLoadAndAMissingFileFailsOnlyClassification) {
+  TempRepository repo;
+  const ServerOptions o = LabelledScaleModel(repo, "zero\r\none\r\ntwo\r\nthree\r\n");
+  auto core = ServerCore::Create(o);
+  ASSERT_TRUE(core.ok()) << core.status().ToString();
+  // Edited after the load: the served labels are the ones read at load (no disk read per request).
+  repo.WriteFile("scale/labels.txt", "a\nb\n");
+  auto labels = (*core)->OutputLabels("scale", "", "y");
+  ASSERT_TRUE(labels.ok()) << labels.status().ToString();
+  EXPECT_THAT(*labels, ElementsAre("zero", "one", "two", "three"));
+  (*core)->Shutdown();
+
+  std::filesystem::remove(repo.root() + "/scale/labels.txt");
+  auto without = ServerCore::Create(o);
+  ASSERT_TRUE(without.ok()) << without.status().ToString();
+  EXPECT_TRUE(*(*without)->IsModelReady("scale", ""));  // the version loads; only classification fails
+  auto response = InferSync(**without, Request("scale", {Input({1, 9, 3, 4})}));
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  RequestedOutput y{"y", false, {{"classification", "2"}}};
+  Status classified = ApplyClassification(**without, {y}, *response);
+  ASSERT_FALSE(classified.ok());
+  EXPECT_EQ(classified.code(), Code::kNotFound);
+  EXPECT_THAT(classified.message(), HasSubstr("output 'y': its label_filename 'labels.txt' cannot be read"));
+  EXPECT_THAT(classified.message(), Not(HasSubstr(repo.root())));  // no server path to the client
+  (*without)->Shutdown();
 }
 
 }  // namespace

@@ -225,6 +225,16 @@ struct LoadedModel {
   // What the version holds in memory, measured at the end of its warm-up
   // (model_memory.h): the split per device and the profile plans use.
   ModelMemory memory;
+  // The labels of each output whose config names a label_filename, read
+  // from the model's folder once, at load (as Triton does): classification
+  // responses take them from here. An output whose file could not be read
+  // keeps the reason instead; the version still loads, and only
+  // classification requests on that output fail with it.
+  struct OutputLabels {
+    std::vector<std::string> labels;
+    std::string error;  // "" when read
+  };
+  std::map<std::string, OutputLabels> labels;
   // Declared last: stopped (and joined) first on destruction.
   std::unique_ptr<DynamicBatcher> batcher;
 };

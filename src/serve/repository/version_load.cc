@@ -252,6 +252,7 @@ class VersionLoad {
   Status ChooseGeneratedWarmup(InstanceBuild& b);
   void WarmOnWorkers(InstanceBuild& b, bool measure_costs);
   Status CheckPlacement();
+  void ReadLabels();
   Expected<std::shared_ptr<LoadedModel>> Finish();
 
   void PlaceOnGpu(const InstanceBuild& b, SessionRunner& r) const {
@@ -844,6 +845,31 @@ Status VersionLoad::CheckPlacement() {
   return Status::Ok();
 }
 
+// The label file of each output that names one (label_filename), from the
+// folder the model loaded from, one label per line (a trailing \r dropped).
+void VersionLoad::ReadLabels() {
+  for (const auto& o : model_->config.output()) {
+    if (o.label_filename().empty()) continue;
+    LoadedModel::OutputLabels& entry = model_->labels[o.name()];
+    auto text = RealFileSystem().ReadFile(source_.dir + "/" + o.label_filename());
+    if (!text.ok()) {
+      entry.error = fmt::format("model '{}' output '{}': its label_filename '{}' cannot be read; put the file in "
+                                "the model's folder and load the model again",
+                                source_.name, o.name(), o.label_filename());
+      spdlog::warn("{}", entry.error);
+      continue;
+    }
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      std::string_view line = rest.substr(0, nl);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      entry.labels.emplace_back(line);
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    }
+  }
+}
+
 // The weights' report, the completed interface, the batcher started (and,
 // with CUDA graphs, its workers warmed and captured), and the memory the
 // load measured, kept as the model's profile for later plans.
@@ -861,6 +887,7 @@ Expected<std::shared_ptr<LoadedModel>> VersionLoad::Finish() {
     params["precision_accuracy"].set_string_value(model_->precision.AccuracyText());
     params["precision_cache"].set_string_value(model_->precision.cache);
   }
+  ReadLabels();
   const int mbs = model_->config.max_batch_size();
   model_->inputs = Describe(model_->config.input(), mbs);
   model_->outputs = Describe(model_->config.output(), mbs);
