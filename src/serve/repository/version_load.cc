@@ -252,7 +252,7 @@ class VersionLoad {
   Status ChooseGeneratedWarmup(InstanceBuild& b);
   void WarmOnWorkers(InstanceBuild& b, bool measure_costs);
   Status CheckPlacement();
-  void ReadLabels();
+  Status ReadLabels();
   Expected<std::shared_ptr<LoadedModel>> Finish();
 
   void PlaceOnGpu(const InstanceBuild& b, SessionRunner& r) const {
@@ -328,6 +328,7 @@ Status VersionLoad::Prepare() {
   }
   // A FIFO or device would block the load (and the server's start) forever.
   ORTGPU_RETURN_IF_ERROR(CheckRegularFile(path_, "model file"));
+  ORTGPU_RETURN_IF_ERROR(ReadLabels().WithContext("config of model '" + source_.name + "'"));
   ORTGPU_ASSIGN_OR_RETURN(base_, BaseSessionOptions(config));
   mem_limit_from_plan_ = base_.cuda_options.count("gpu_mem_limit") > 0 && base_.cuda_options["gpu_mem_limit"] == "plan";
   if (mem_limit_from_plan_) base_.cuda_options.erase("gpu_mem_limit");
@@ -846,12 +847,15 @@ Status VersionLoad::CheckPlacement() {
 }
 
 // The label file of each output that names one (label_filename), from the
-// folder the model loaded from, one label per line (a trailing \r dropped).
-void VersionLoad::ReadLabels() {
+// folder the model loads from, one label per line (a trailing \r dropped).
+// A name leading out of that folder is a config error (ResolveInside); a
+// file that cannot be read fails only classification on that output.
+Status VersionLoad::ReadLabels() {
   for (const auto& o : model_->config.output()) {
     if (o.label_filename().empty()) continue;
+    ORTGPU_ASSIGN_OR_RETURN(const std::string file, ResolveInside(source_.dir, o.label_filename(), "label_filename"));
     LoadedModel::OutputLabels& entry = model_->labels[o.name()];
-    auto text = RealFileSystem().ReadFile(source_.dir + "/" + o.label_filename());
+    auto text = RealFileSystem().ReadFile(file);
     if (!text.ok()) {
       entry.error = fmt::format("model '{}' output '{}': its label_filename '{}' cannot be read; put the file in "
                                 "the model's folder and load the model again",
@@ -868,6 +872,7 @@ void VersionLoad::ReadLabels() {
       rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
     }
   }
+  return Status::Ok();
 }
 
 // The weights' report, the completed interface, the batcher started (and,
@@ -887,7 +892,6 @@ Expected<std::shared_ptr<LoadedModel>> VersionLoad::Finish() {
     params["precision_accuracy"].set_string_value(model_->precision.AccuracyText());
     params["precision_cache"].set_string_value(model_->precision.cache);
   }
-  ReadLabels();
   const int mbs = model_->config.max_batch_size();
   model_->inputs = Describe(model_->config.input(), mbs);
   model_->outputs = Describe(model_->config.output(), mbs);

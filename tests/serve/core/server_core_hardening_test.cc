@@ -22,6 +22,7 @@ namespace ortgpu::serve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Floats;
 using testing::InferSync;
 using testing::Input;
@@ -103,6 +104,19 @@ model_warmup [ { name: "w" batch_size: 1
   inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: "../config.pbtxt" } } } ]
 )");
   EXPECT_THAT(UnavailableReason(repo, "m"), HasSubstr("input_data_file"));
+}
+
+TEST(ServerCoreHardeningTest, LabelFilenameOutsideTheModelsFolderIsRefused) {
+  TempRepository repo;
+  repo.AddModel("m", 1, ScaleModel(2));
+  repo.WriteFile("secret.txt", "password\n");
+  repo.WriteConfig("m", R"(max_batch_size: 4
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] label_filename: "../secret.txt" } ]
+)");
+  const std::string reason = UnavailableReason(repo, "m");
+  EXPECT_THAT(reason, HasSubstr("label_filename"));
+  EXPECT_THAT(reason, Not(HasSubstr(repo.root())));
 }
 
 TEST(ServerCoreHardeningTest, OutputCapRefusesBeforeTheRunWhenTheDimsAreFixed) {
