@@ -2,7 +2,8 @@
 # serve's per-request overhead on the CPU (issue 8: the tiny MLP served on the
 # CPU EP, 1 connection, adds <= 50 us to the in-process p50): a 256 -> 64 ->
 # 10 MLP, `ortgpu bench` in process, then `ortgpu serve` loaded by wrk with one
-# connection sending batch-1 binary requests, three rounds alternating.
+# connection sending batch-1 binary requests, three rounds alternating; each
+# round also times GET /v2/health/live (no model: the machine's HTTP floor).
 #
 #   scripts/cpu_overhead_bench.sh [build/ortgpu] [EXTRA SERVE FLAGS...]   (needs wrk, python3-onnx)
 set -euo pipefail
@@ -35,6 +36,8 @@ for round in 1 2 3; do
     --no-progress --json | /usr/bin/python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["results"][0]["latency_ms"]["p50"] * 1000))')
   served=$(BODY_FILE=$work/req.bin JSON_LEN=$len wrk -t1 -c1 -d5s --latency -s "$here/benchmarks/wrk_binary_infer.lua" \
     "http://127.0.0.1:$port/v2/models/mlp/infer" | awk '$1 == "50%" {v=$2; if (v ~ /ms$/) {sub("ms","",v); v*=1000} else sub("us","",v); print v}')
-  printf 'round %d: in-process p50 %6.1f us   served p50 %6.1f us   overhead %6.1f us\n' $round "$inproc" "$served" \
-    "$(echo "$served - $inproc" | bc -l)"
+  # The HTTP floor of this machine and flags: a request that touches no model (GET /v2/health/live).
+  floor=$(wrk -t1 -c1 -d3s --latency "http://127.0.0.1:$port/v2/health/live" | awk '$1 == "50%" {v=$2; if (v ~ /ms$/) {sub("ms","",v); v*=1000} else sub("us","",v); print v}')
+  printf 'round %d: in-process p50 %6.1f us   served p50 %6.1f us   overhead %6.1f us   (HTTP floor: health p50 %6.1f us)\n' \
+    $round "$inproc" "$served" "$(echo "$served - $inproc" | bc -l)" "$floor"
 done

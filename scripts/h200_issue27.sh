@@ -13,13 +13,15 @@
 #   refuse.*                           --gpu-memory-margin leaving ~12 GiB (88 on the H200): BERT with 16 and 4 instances asked
 #                                      for beside a ResNet-50 under perf (refused before they
 #                                      allocate), then 1 instance (fits); perf must see 0 errors
+#   growth_w{1,2}_*                    ResNet-50 and the MLP with 1, then 2 workers per instance:
+#                                      NVML after READY and after load (the memory load adds)
 #   three.*                            ResNet-50, BERT and the MLP served together: each alone under
 #                                      perf, then all three under one multi-model perf; goodput
 #                                      within 50 ms, the memory the plan predicted against NVML
 #   steps.txt                          what ran when
 #
 #   scripts/h200_issue27.sh /tmp/i27
-#   PARTS="three" scripts/h200_issue27.sh /tmp/i27    only the parts named (bench serve refuse three)
+#   PARTS="three" scripts/h200_issue27.sh /tmp/i27    only the parts named (bench serve refuse three growth)
 set -u
 L=${1:?usage: scripts/h200_issue27.sh LOGDIR}
 mkdir -p "$L"
@@ -29,7 +31,7 @@ M=/tmp/models MC=/tmp/mc27
 mkdir -p $M
 rm -rf $MC  # the profiles of this run only: serve1 measures, serve2 predicts from it
 step() { echo "== $(date -u +%T) +$(( $(date +%s) - T0 ))s $*" | tee -a "$L/steps.txt"; }
-want() { [[ " ${PARTS:-bench serve refuse three} " == *" $1 "* ]]; }
+want() { [[ " ${PARTS:-bench serve refuse three growth} " == *" $1 "* ]]; }
 left() { echo $(( 530 - ($(date +%s) - T0) )); }  # seconds before the 9-minute mark, less a margin
 smi() { nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader >> "$1" 2>&1; }
 http() {  # METHOD URL [BODY]: prints the status line and body
@@ -176,5 +178,27 @@ if want three && [ "$(left)" -gt 60 ]; then
   grep -E "memory plan|is READY|arena by batch" "$L/three.log" > "$L/three_memory.txt"
 else
   step "skip three (time)"
+fi
+# 5. Growth under load (why run m3's three-model total was 14% under): ResNet-50 (1 instance, [64])
+# and the MLP served with 1, then 2 workers per instance sharing the sessions; NVML after READY,
+# after perf at 32 connections per model, and each model's stats memory_usage.
+if want growth && [ "$(left)" -gt 50 ]; then
+  for w in 1 2; do
+    step "growth: $w worker(s)"
+    d=/tmp/repo27_growth
+    repo $d resnet50:$R:1:64:64 mlp:$P:1:64:64
+    for m in resnet50 mlp; do printf 'parameters { key: "workers_per_instance" value { string_value: "%s" } }\n' $w >> $d/$m/config.pbtxt; done
+    rm -rf $MC
+    start_serve growth_w$w $d
+    smi "$L/growth_w${w}_smi.txt"
+    PERF="ortgpu perf --url http://127.0.0.1:8000 --measurement-interval 2000 --no-progress"
+    timeout 25 $PERF --model resnet50:1,mlp:1 --concurrency 64 > "$L/growth_w${w}_perf.txt" 2>&1
+    smi "$L/growth_w${w}_smi.txt"
+    for m in resnet50 mlp; do http GET http://127.0.0.1:8000/v2/models/$m/stats > "$L/growth_w${w}_stats_$m.json"; done
+    kill $pid; wait $pid
+    grep -E "is READY|arena by batch|unloaded" "$L/growth_w$w.log" > "$L/growth_w${w}_memory.txt"
+  done
+else
+  step "skip growth (time)"
 fi
 step done
