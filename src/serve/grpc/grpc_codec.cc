@@ -70,38 +70,24 @@ void CopyParameters(const google::protobuf::Map<std::string, inference::InferPar
   for (const auto& [key, value] : from) to[key] = GrpcParameterToJsonText(value);
 }
 
-// A tensor's bytes in a shared memory region: host bytes (a system
-// region, or a CUDA region's copied to the host), or a CUDA region's device
-// memory left where it is.
-struct RegionBytes {
-  SharedMemoryRegistry::View host;
-  std::optional<DeviceView> device;
-};
-
-// The tensor's shared memory region, when its parameters name one. With
-// `on_device` a CUDA region is not copied: its device memory is returned
-// (fixed-size inputs, and outputs, whose region is only checked here).
-Expected<std::optional<RegionBytes>> SharedMemoryOf(
+// The tensor's shared memory parameters when they name a region (the
+// region is read after decoding, PrepareExtensions; infer_extensions.h).
+// InvalidArgument when they are malformed, Unimplemented without `shm`.
+Expected<std::optional<Parameters>> RegionParameters(
     const google::protobuf::Map<std::string, inference::InferParameter>& params, const std::string& where,
-    const SharedMemoryRegistry* shm, bool on_device) {
+    const SharedMemoryRegistry* shm) {
   Parameters p;
   CopyParameters(params, p);
   ORTGPU_ASSIGN_OR_RETURN(auto ref, SharedMemoryRefFromParameters(p, where));
-  if (!ref) return std::optional<RegionBytes>();
+  if (!ref) return std::optional<Parameters>();
   if (shm == nullptr) return Unimplemented(fmt::format("{}: this server has no shared memory", where));
-  RegionBytes bytes;
-  if (on_device) {
-    ORTGPU_ASSIGN_OR_RETURN(bytes.device, shm->FindOnDevice(ref->region, ref->offset, ref->byte_size));
-    if (bytes.device) return std::optional<RegionBytes>(std::move(bytes));
-  }
-  ORTGPU_ASSIGN_OR_RETURN(bytes.host, shm->Find(ref->region, ref->offset, ref->byte_size));
-  return std::optional<RegionBytes>(std::move(bytes));
+  return std::optional<Parameters>(std::move(p));
 }
 
-// `raw` (moved from) or `region` holds the bytes; neither: typed contents.
-Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in, std::string* raw,
-                             const std::optional<RegionBytes>& bytes) {
-  const SharedMemoryRegistry::View* region = bytes ? &bytes->host : nullptr;
+// `raw` (moved from) holds the bytes, or the input is in a shared memory
+// region (`in_region`: its data is left empty, read after decoding), or
+// neither: typed contents.
+Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in, std::string* raw, bool in_region) {
   Tensor t;
   t.name = in.name();
   if (t.name.empty()) return InvalidArgument("an input has no name");
@@ -120,27 +106,13 @@ Expected<Tensor> DecodeInput(inference::ModelInferRequest::InferInputTensor& in,
   const auto count = ElementCount(t.shape);
   if (!count) return InvalidArgument(fmt::format("input '{}': shape {} is too large", t.name, ShapeText(in.shape())));
 
-  if (region) {
+  if (in_region) {
     if (in.has_contents()) {
       return InvalidArgument(fmt::format("input '{}' names a shared memory region and sets contents; use one", t.name));
     }
-    if (t.dtype == DataType::kString) {
-      ORTGPU_RETURN_IF_ERROR(
-          ParseSerializedStrings(std::string_view(reinterpret_cast<const char*>(region->data), region->size), t));
-    } else {
-      const size_t want = static_cast<size_t>(*count) * ElementSize(t.dtype);
-      const size_t got = bytes->device ? bytes->device->size : region->size;
-      if (got != want) {
-        return InvalidArgument(fmt::format("input '{}': shared_memory_byte_size is {}, but shape {} of {} needs {}",
-                                           t.name, got, ShapeText(in.shape()), in.datatype(), want));
-      }
-      if (bytes->device) {
-        t.device = bytes->device;  // stays on the device: a GPU instance joins it device to device
-      } else {
-        t.data.Borrow(region->owner, region->data, region->size);  // read in place, no copy
-      }
-    }
-  } else if (raw != nullptr) {
+    return t;  // ReadSharedMemoryInputs checks the region's size against the shape
+  }
+  if (raw != nullptr) {
     if (t.dtype == DataType::kString) {
       ORTGPU_RETURN_IF_ERROR(ParseSerializedStrings(*raw, t));
     } else {
@@ -181,12 +153,10 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   r.model_version = request.model_version();
   r.id = request.id();
   CopyParameters(request.parameters(), r.parameters);
-  std::vector<std::optional<RegionBytes>> regions;
+  std::vector<std::optional<Parameters>> regions;
   int in_memory = 0;  // inputs not in a shared memory region
   for (const auto& in : request.inputs()) {
-    // Strings are parsed on the host; other inputs may stay on the device.
-    ORTGPU_ASSIGN_OR_RETURN(auto region, SharedMemoryOf(in.parameters(), fmt::format("input '{}'", in.name()), shm,
-                                                        /*on_device=*/in.datatype() != "BYTES"));
+    ORTGPU_ASSIGN_OR_RETURN(auto region, RegionParameters(in.parameters(), fmt::format("input '{}'", in.name()), shm));
     if (!region) ++in_memory;
     regions.push_back(std::move(region));
   }
@@ -200,31 +170,29 @@ Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& requ
   int next_raw = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     auto& in = *request.mutable_inputs(i);
-    const auto& region = regions[static_cast<size_t>(i)];
+    auto& region = regions[static_cast<size_t>(i)];
     if (raw_count > 0 && !region && in.has_contents()) {
       return InvalidArgument(fmt::format("input '{}' sets contents while the request uses raw_input_contents; use "
                                          "one or the other",
                                          in.name()));
     }
     std::string* raw = raw_count > 0 && !region ? request.mutable_raw_input_contents(next_raw++) : nullptr;
-    ORTGPU_ASSIGN_OR_RETURN(Tensor t, DecodeInput(in, raw, region));
+    ORTGPU_ASSIGN_OR_RETURN(Tensor t, DecodeInput(in, raw, region.has_value()));
     for (const Tensor& other : r.inputs) {
       if (other.name == t.name) return InvalidArgument(fmt::format("input '{}' is given twice", t.name));
     }
+    if (region) r.shared_memory_inputs[t.name] = std::move(*region);
     r.inputs.push_back(std::move(t));
   }
   for (const auto& out : request.outputs()) {
     if (out.name().empty()) return InvalidArgument("a requested output has no name");
-    const std::string where = fmt::format("output '{}'", out.name());
-    // The region exists, early (and a CUDA one is not read for it).
-    ORTGPU_RETURN_IF_ERROR(SharedMemoryOf(out.parameters(), where, shm, /*on_device=*/true).status());
+    // Its region is checked with the inputs' (PrepareExtensions).
+    ORTGPU_RETURN_IF_ERROR(RegionParameters(out.parameters(), fmt::format("output '{}'", out.name()), shm).status());
     RequestedOutput o;
     o.name = out.name();
     CopyParameters(out.parameters(), o.parameters);
     r.outputs.push_back(std::move(o));
   }
-  // Outputs in CUDA regions a GPU instance may write device to device.
-  if (shm != nullptr) ORTGPU_RETURN_IF_ERROR(ResolveDeviceOutputs(r, *shm));
   return r;
 }
 

@@ -43,9 +43,11 @@
 namespace ortgpu::serve {
 
 // Decodes `request`, moving its raw_input_contents into the returned
-// tensors (the message is left without them). InvalidArgument naming the
-// input and the problem for any inconsistency; NotFound for an unknown
-// shared memory region; Unimplemented for shared memory when `shm` is null.
+// tensors (the message is left without them). An input placed in a shared
+// memory region is recorded in InferRequest::shared_memory_inputs with no
+// data: PrepareExtensions (infer_extensions.h) reads it, as for HTTP.
+// InvalidArgument naming the input and the problem for any inconsistency;
+// Unimplemented for shared memory when `shm` is null.
 Expected<InferRequest> DecodeGrpcInferRequest(inference::ModelInferRequest& request,
                                               const SharedMemoryRegistry* shm = nullptr);
 

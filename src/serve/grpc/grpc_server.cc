@@ -16,7 +16,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "kserve/grpc_runtime.h"
-#include "serve/classification.h"
+#include "serve/infer_extensions.h"
 #include "serve/grpc/grpc_call_queues.h"
 #include "serve/grpc/grpc_codec.h"
 #include "serve/grpc/grpc_settings.h"
@@ -145,6 +145,9 @@ struct GrpcServer::State {
       return;
     }
     auto decoded = DecodeGrpcInferRequest(request, &settings.system_shm);
+    if (decoded) {
+      if (Status st = PrepareExtensions(*decoded, &settings.system_shm); !st.ok()) decoded = st;
+    }
     if (!decoded) {
       complete(decoded.status());
       return;
@@ -152,19 +155,13 @@ struct GrpcServer::State {
     decoded->deadline_ns = DeadlineNs(ctx, options.request_timeout);
     // What the response needs of the request: the outputs to classify or
     // to write into shared memory.
-    std::vector<RequestedOutput> special;
-    for (const auto& o : decoded->outputs) {
-      if (o.parameters.count("shared_memory_region") > 0 || o.parameters.count("classification") > 0) {
-        special.push_back(o);
-      }
-    }
+    std::vector<RequestedOutput> special = ExtendedOutputs(decoded->outputs);
     auto on_done = [this, out, complete, special = std::move(special)](Expected<InferResponse> result) mutable {
       auto finish = [this, out, complete, special](Expected<InferResponse> result) {
         Status st;
         try {
           st = result.status();
-          if (st.ok() && WantsClassification(special)) st = ApplyClassification(core, special, *result);
-          if (st.ok() && !special.empty()) st = WriteSharedMemoryOutputs(*result, special, settings.system_shm);
+          if (st.ok() && !special.empty()) st = FinishExtensions(core, special, *result, &settings.system_shm);
           if (st.ok()) st = EncodeGrpcInferResponse(*result, *out);
         } catch (...) {
           st = CaughtException("ModelInfer");

@@ -11,7 +11,7 @@
 #include "serve/protocol/client_text.h"
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
-#include "serve/classification.h"
+#include "serve/infer_extensions.h"
 #include "serve/http/content_encoding.h"
 #include "serve/http/raw_binary_request.h"
 #include "serve/http/settings_json.h"
@@ -247,14 +247,8 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
     decoded->cancelled = std::move(request.cancelled);
   }
   SharedMemoryRegistry* shm = request.settings != nullptr ? &request.settings->system_shm : nullptr;
-  if (decoded && !decoded->shared_memory_inputs.empty()) {
-    Status st = shm != nullptr ? ReadSharedMemoryInputs(*decoded, *shm)
-                               : Unimplemented("this server has no shared memory");
-    if (!st.ok()) decoded = st;
-  }
-  if (decoded && shm != nullptr) {
-    // Outputs in CUDA regions a GPU instance may write device to device.
-    if (Status st = ResolveDeviceOutputs(*decoded, *shm); !st.ok()) decoded = st;
+  if (decoded) {
+    if (Status st = PrepareExtensions(*decoded, shm); !st.ok()) decoded = st;
   }
   if (!decoded) {
     HttpReply r = ErrorReply(decoded.status());
@@ -282,11 +276,8 @@ void Infer(ModelServer& server, EndpointRequest request, ReplyCallback reply) {
                  deferred.model = model;
                  deferred.finish = [response = std::make_shared<InferResponse>(std::move(result).value()), req,
                                     model, shm, answer_coding, &server]() {
-                   Status written = WantsClassification(req.outputs)
-                                        ? ApplyClassification(server, req.outputs, *response)
-                                        : Status::Ok();
+                   Status written = FinishExtensions(server, req.outputs, *response, shm);
                    response->output_binary = protocol::ResolveOutputBinary(req, *response);
-                   if (written.ok() && shm != nullptr) written = WriteSharedMemoryOutputs(*response, req.outputs, *shm);
                    auto encoded = written.ok() ? protocol::EncodeInferResponse(*response)
                                                : Expected<protocol::EncodedBody>(written);
                    HttpReply r;
