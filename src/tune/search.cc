@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -59,12 +60,19 @@ double Mean(const std::vector<double>& x) { return MeanInterval(x, 0.95).mean; }
 
 bool Usable(const ServedOutcome& s) { return s.error.empty() && !s.goodputs.empty(); }
 
-// The best goodput measured so far among believable outcomes.
+// Stage 4 walks by each served candidate's first believable goodput only
+// (repeat 0, or the measurement again that replaced an anomalous one), never
+// by its later repeats: a rerun with the same history recalls every repeat
+// at once, the leaders' included, and must walk the same path (the same
+// order, the same candidates left below the best) to measure nothing new.
+double Walked(const ServedOutcome& s) { return s.goodputs.front(); }
+
+// The best first goodput so far among believable outcomes.
 double Best(const std::vector<ServedOutcome>& served) {
   double best = 0;
   for (const ServedOutcome& s : served) {
     if (!Usable(s) || s.anomalous) continue;
-    for (double g : s.goodputs) best = std::max(best, g);
+    best = std::max(best, Walked(s));
   }
   return best;
 }
@@ -85,8 +93,8 @@ struct Pending {
 };
 
 // What the measurements so far say of the model's estimates near `c`: the
-// mean ratio of measured to estimated goodput over the measured candidates
-// most like it; 1 before any.
+// mean ratio of measured (Walked) to estimated goodput over the measured
+// candidates most like it; 1 before any.
 double Calibration(const ServedCandidate& c, const std::vector<ServedOutcome>& served,
                    const std::map<std::string, double>& estimates) {
   int best_similarity = -1;
@@ -96,7 +104,7 @@ double Calibration(const ServedCandidate& c, const std::vector<ServedOutcome>& s
     auto e = estimates.find(s.candidate.Key());
     if (!Usable(s) || s.anomalous || e == estimates.end() || e->second <= 0) continue;
     const int sim = Similarity(c, s.candidate);
-    const double ratio = Mean(s.goodputs) / e->second;
+    const double ratio = Walked(s) / e->second;
     if (sim > best_similarity) {
       best_similarity = sim;
       sum = 0;
@@ -362,13 +370,12 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
   return true;
 }
 
-// Stage 5: the leaders measured again, then the decision.
-Status RepeatLeaders(const SearchOptions& options, Measurer& measurer, Evaluator& eval, SearchResult& result) {
-  // The leaders: believable outcomes by mean goodput; anomalous ones only
-  // when nothing else met the budget.
+// The leaders: believable outcomes by mean goodput, the best
+// `options.leaders`; anomalous ones only when nothing else met the budget.
+std::vector<ServedOutcome*> RankLeaders(std::vector<ServedOutcome>& served, const SearchOptions& options) {
   std::vector<ServedOutcome*> ranked;
   for (bool anomalous : {false, true}) {
-    for (ServedOutcome& s : result.served) {
+    for (ServedOutcome& s : served) {
       if (Usable(s) && s.goodputs.front() > 0 && s.anomalous == anomalous) ranked.push_back(&s);
     }
     if (!ranked.empty()) break;
@@ -376,8 +383,23 @@ Status RepeatLeaders(const SearchOptions& options, Measurer& measurer, Evaluator
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const ServedOutcome* a, const ServedOutcome* b) { return Mean(a->goodputs) > Mean(b->goodputs); });
   if (static_cast<int>(ranked.size()) > options.leaders) ranked.resize(std::max(options.leaders, 1));
+  return ranked;
+}
+
+// Stage 5: the leaders measured again, then the decision. A leader's repeats
+// move the means, so the leaders are ranked again after each one's repeats
+// until every leader has had its turn: the leaders the decision is taken
+// over are the best by all their repeats (what a rerun with the same
+// history ranks first, finding nothing left to measure).
+Status RepeatLeaders(const SearchOptions& options, Measurer& measurer, Evaluator& eval, SearchResult& result) {
+  std::set<const ServedOutcome*> repeated;
+  std::vector<ServedOutcome*> ranked = RankLeaders(result.served, options);
   bool out_of_time = false;
-  for (ServedOutcome* s : ranked) {
+  for (;;) {
+    auto next = std::find_if(ranked.begin(), ranked.end(), [&](const ServedOutcome* s) { return repeated.count(s) == 0; });
+    if (next == ranked.end()) break;
+    ServedOutcome* s = *next;
+    repeated.insert(s);
     // Repeat indices already taken (an anomaly's second measurement is 1).
     int rep = static_cast<int>(s->goodputs.size() + s->discarded.size());
     while (static_cast<int>(s->goodputs.size()) < options.repeats && rep <= options.repeats) {
@@ -396,8 +418,9 @@ Status RepeatLeaders(const SearchOptions& options, Measurer& measurer, Evaluator
       AddRepeat(*s, *entry, options);
       ++rep;
     }
-    result.leaders.push_back({s->candidate, s->goodputs});
+    ranked = RankLeaders(result.served, options);
   }
+  for (const ServedOutcome* s : ranked) result.leaders.push_back({s->candidate, s->goodputs});
   result.decision = Decide(result.leaders, options.decision);
   if (result.decision.winner >= 0) result.winner = result.leaders[result.decision.winner].candidate;
   if (!result.winner) {

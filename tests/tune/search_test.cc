@@ -1,6 +1,7 @@
 #include "tune/search.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -499,6 +500,50 @@ TEST(Search, ResumeSkipsWhatWasMeasured) {
   EXPECT_EQ(r->evaluations, 0);
   EXPECT_GE(r->reused, static_cast<int>(first.in_process_calls.size() + first.served_calls.size()));
   EXPECT_EQ(r->winner, winner);
+}
+
+// What CI's two cores saw (a served goodput of 2,431 one time and 12,469
+// the next): a search run to its end, then run again with the same history,
+// measures nothing new, however noisy the repeats. The rerun recalls every
+// repeat from the start, so the search must not decide differently from
+// what it knew when it first walked the path.
+TEST(Search, ARerunOfAFinishedSearchMeasuresNothingNewUnderNoise) {
+  for (const double on_start : {0.9, 0.0}) {
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << ", repeat_on_start_ratio " << on_start);
+      const std::string path = TempPath();
+      uint32_t state = seed;
+      // Served goodput times a factor in 0.2..1.8 drawn per measurement.
+      auto noisy = [&state](const ServedCandidate& c, double budget) -> Expected<Measurement> {
+        state = state * 1664525u + 1013904223u;
+        const double factor = 0.2 + 1.6 * static_cast<double>(state >> 8) / static_cast<double>(1u << 24);
+        Expected<Measurement> m = ScriptedServed(c, budget);
+        m->items_per_s *= factor;
+        return m;
+      };
+      const SearchOptions options{.repeat_on_start_ratio = on_start};
+      FakeClock clock;
+      for (const int limit : {6, 0}) {  // stopped by a limit, then run to its end
+        FakeMeasurer m;
+        m.SetInProcess(ScriptedInProcess);
+        m.SetServed(noisy);
+        SearchOptions o = options;
+        o.max_evaluations = limit;
+        auto h = History::Open(path, nullptr);
+        ASSERT_TRUE(h.ok());
+        ASSERT_TRUE(RunSearch(Resnet(), SmallSpace(), o, m, *h, clock).ok());
+      }
+      FakeMeasurer third;
+      third.SetInProcess(ScriptedInProcess);
+      third.SetServed(noisy);
+      auto h = History::Open(path, nullptr);
+      ASSERT_TRUE(h.ok());
+      auto r = RunSearch(Resnet(), SmallSpace(), options, third, *h, clock);
+      ASSERT_TRUE(r.ok());
+      EXPECT_TRUE(third.served_calls.empty()) << third.served_calls.front().Key();
+      EXPECT_EQ(r->evaluations, 0);
+    }
+  }
 }
 
 TEST(Search, ResumeSurvivesATruncatedLastLine) {
