@@ -73,9 +73,19 @@ std::string MemorySplit::Describe() const {
   return out;
 }
 
+double PredictInstanceBytes(const MemoryProfile& profile, const std::vector<int64_t>& session_rows,
+                            int runs_per_session) {
+  const double more_runs = std::max(runs_per_session, 1) - 1;
+  double sum = 0;
+  for (int64_t rows : session_rows) {
+    sum += profile.session.Predict(rows) +
+           more_runs * std::max(0.0, profile.session.per_row_bytes) * static_cast<double>(std::max<int64_t>(rows, 0));
+  }
+  return sum;
+}
+
 uint64_t PredictPeak(const MemoryProfile& profile, const MemoryShape& shape) {
-  double per_instance = 0;
-  for (int64_t rows : shape.session_rows) per_instance += profile.session.Predict(rows);
+  const double per_instance = PredictInstanceBytes(profile, shape.session_rows, shape.runs_per_session);
   const double total = static_cast<double>(profile.shared_weights) + static_cast<double>(profile.other) +
                        static_cast<double>(std::max(shape.instances, 0)) * per_instance;
   return static_cast<uint64_t>(std::llround(total));

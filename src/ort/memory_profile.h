@@ -81,10 +81,14 @@ struct MemorySplit {
 };
 
 // What a load runs: per instance, the largest rows each of its sessions runs
-// (one entry per session; with CUDA graphs each worker's sessions too).
+// (one entry per session; with CUDA graphs each worker's sessions too), and
+// how many runs a session may hold at once (the workers that share it: each
+// concurrent run takes its own activations from the session's arena, which
+// keeps them).
 struct MemoryShape {
   std::vector<int64_t> session_rows;
   int instances = 1;
+  int runs_per_session = 1;
 };
 
 // A model's memory as measured at one load, from which other loads of the
@@ -100,8 +104,17 @@ struct MemoryProfile {
   uint64_t measured_total = 0;
 };
 
-// The peak `shape` needs: shared_weights + other + instances x (the sum of
-// session.Predict over session_rows).
+// What one instance's sessions need: the sum of session.Predict over
+// `session_rows`, plus, for each further run a session may hold at once
+// (`runs_per_session` - 1), another set of its activations (the per-row
+// term times its rows: the session's own weights and constant part are not
+// repeated). The worst case of a long-running server: sooner or later every
+// session runs on all of its workers at once.
+double PredictInstanceBytes(const MemoryProfile& profile, const std::vector<int64_t>& session_rows,
+                            int runs_per_session = 1);
+
+// The peak `shape` needs: shared_weights + other + instances x
+// PredictInstanceBytes(session_rows, runs_per_session).
 uint64_t PredictPeak(const MemoryProfile& profile, const MemoryShape& shape);
 
 nlohmann::json MemoryProfileToJson(const MemoryProfile& profile);

@@ -71,6 +71,10 @@ TEST(MemoryProfileTest, InstancesMultiplyTheSessionsAndSharedWeightsAndOtherCoun
   EXPECT_EQ(PredictPeak(p, {{1, 2, 32}, 1}), static_cast<uint64_t>((900 + 650) * kMiB));
   EXPECT_EQ(PredictPeak(p, {{1, 2, 32}, 2}), static_cast<uint64_t>((900 + 2 * 650) * kMiB));
   EXPECT_EQ(PredictPeak(p, {{64}, 1}), static_cast<uint64_t>((900 + 740) * kMiB));
+  // Two runs at once on each session (workers sharing them): each run's
+  // activations again, not the session's constant part: 650 + 350.
+  EXPECT_EQ(PredictPeak(p, {{1, 2, 32}, 1, 2}), static_cast<uint64_t>((900 + 650 + 350) * kMiB));
+  EXPECT_EQ(PredictInstanceBytes(p, {32}, 3), static_cast<double>((420 + 2 * 320) * kMiB));
 }
 
 TEST(MemoryProfileTest, RoundTripsThroughJsonAndRefusesOtherJson) {

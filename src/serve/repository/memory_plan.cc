@@ -40,22 +40,24 @@ Expected<double> ParseMarginPercent(const std::string& text) {
 }
 
 std::vector<int64_t> SessionRowsFor(const std::vector<int64_t>& sizes, bool per_size_sessions, bool graphs,
-                                    int workers) {
-  if (sizes.empty()) return {1};
-  const int64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  if (!per_size_sessions) return {largest};
+                                    int workers, bool own_sessions) {
   std::vector<int64_t> one;
-  if (graphs) {
+  if (sizes.empty()) {
+    one.push_back(1);
+  } else if (!per_size_sessions) {
+    one.push_back(*std::max_element(sizes.begin(), sizes.end()));
+  } else if (graphs) {
     one.push_back(1);  // the main session: unpadded runs only
     one.insert(one.end(), sizes.begin(), sizes.end());
   } else {
+    const int64_t largest = *std::max_element(sizes.begin(), sizes.end());
     one.push_back(largest);
     for (int64_t s : sizes) {
       if (s != largest) one.push_back(s);
     }
   }
   std::vector<int64_t> out;
-  for (int w = 0; w < (graphs ? std::max(workers, 1) : 1); ++w) out.insert(out.end(), one.begin(), one.end());
+  for (int w = 0; w < (own_sessions ? std::max(workers, 1) : 1); ++w) out.insert(out.end(), one.begin(), one.end());
   return out;
 }
 
@@ -192,7 +194,7 @@ std::vector<int64_t> LoadLayout::SessionRows(int64_t max_batch_size) const {
     }
     p.preferred_batch_sizes = kept;
   }
-  return SessionRowsFor(WarmupBatchSizes(p.Normalized()).sizes, per_size_sessions, graphs, workers);
+  return SessionRowsFor(WarmupBatchSizes(p.Normalized()).sizes, per_size_sessions, graphs, workers, own_sessions);
 }
 
 std::set<int> LoadLayout::gpus() const {
@@ -218,6 +220,8 @@ LoadLayout LayoutOf(const inference::ModelConfig& config, bool sets_max_batch_si
   if (auto w = params.find("workers_per_instance"); w != params.end()) {
     l.workers = std::clamp(std::atoi(w->second.c_str()), 1, 8);
   }
+  const auto worker_sessions = params.find("worker_sessions");
+  l.own_sessions = l.graphs || (worker_sessions != params.end() && worker_sessions->second == "own");
   l.share = share;
   l.suggest_fp16 = suggest_fp16;
   return l;
@@ -244,18 +248,26 @@ std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, c
   return text;
 }
 
-uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin_percent) {
-  const double bytes = profile.session.Predict(rows) * (1 + margin_percent / 100.0);
+uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin_percent, int runs) {
+  const double bytes = PredictInstanceBytes(profile, {rows}, runs) * (1 + margin_percent / 100.0);
   constexpr double kMiB = 1024.0 * 1024.0;
   return static_cast<uint64_t>(std::ceil(bytes / kMiB) * kMiB);
 }
 
 namespace {
 
-uint64_t PredictInstance(const MemoryProfile& profile, const std::vector<int64_t>& rows) {
-  double sum = 0;
-  for (int64_t r : rows) sum += profile.session.Predict(r);
-  return static_cast<uint64_t>(std::llround(sum));
+uint64_t PredictInstance(const MemoryProfile& profile, const std::vector<int64_t>& rows, int runs_per_session) {
+  return static_cast<uint64_t>(std::llround(PredictInstanceBytes(profile, rows, runs_per_session)));
+}
+
+// ", its 2 workers sharing them (each session's activations counted 2
+// times)" or "".
+std::string SharingClause(const LoadLayout& layout) {
+  const int runs = layout.RunsPerSession();
+  if (runs < 2) return "";
+  return fmt::format(", its {} workers sharing them (each session's activations counted {} times: each worker's run "
+                     "takes its own)",
+                     runs, runs);
 }
 
 uint64_t ReadyModelsOn(const MemoryPlanner& planner, int gpu) {
@@ -285,11 +297,15 @@ Status PlanLoad(const MemoryPlanner& planner, const std::string& model, int64_t 
     if (profile) {
       const std::vector<int64_t> rows = layout.sizes_known ? layout.SessionRows() : profile->measured_shape.session_rows;
       r.fixed = profile->shared_weights + profile->other;
-      r.per_instance = PredictInstance(*profile, rows);
+      const int runs = layout.RunsPerSession();
+      r.per_instance = PredictInstance(*profile, rows, runs);
       r.basis = "the memory profile measured at an earlier load of this model file and settings: per session " +
-                profile->session.Describe() + ", " + std::to_string(rows.size()) + " session(s) per instance";
+                profile->session.Describe() + ", " + std::to_string(rows.size()) + " session(s) per instance" +
+                SharingClause(layout);
       if (layout.sizes_known) {
-        r.per_instance_at = [&layout, &profile](int64_t b) { return PredictInstance(*profile, layout.SessionRows(b)); };
+        r.per_instance_at = [&layout, &profile, runs](int64_t b) {
+          return PredictInstance(*profile, layout.SessionRows(b), runs);
+        };
       }
     } else {
       if (!weights) {
@@ -326,7 +342,7 @@ Status PlanLoad(const MemoryPlanner& planner, const std::string& model, int64_t 
 }
 
 Status PlanRemainingInstances(const MemoryPlanner& planner, const std::string& model, int64_t version, int gpu,
-                              int remaining, uint64_t per_instance, const LoadLayout& layout) {
+                              int remaining, uint64_t per_instance, uint64_t activations, const LoadLayout& layout) {
   if (!planner.active() || remaining < 1) return Status::Ok();
   auto state = planner.State(gpu);
   if (!state.ok()) return Status::Ok();
@@ -335,11 +351,17 @@ Status PlanRemainingInstances(const MemoryPlanner& planner, const std::string& m
   r.version = version;
   r.gpu = gpu;
   r.instances = remaining;
-  r.per_instance = per_instance;
+  const int runs = layout.RunsPerSession();
+  r.per_instance = per_instance + static_cast<uint64_t>(runs - 1) * activations;
   r.suggest_fp16 = layout.suggest_fp16;
   r.ready_models = ReadyModelsOn(planner, gpu);
   r.what = fmt::format("the other {} instance{}", remaining, remaining == 1 ? "" : "s");
   r.basis = fmt::format("instance 0, loaded and warmed, holds {} in its arenas", MiB(per_instance));
+  if (runs > 1) {
+    r.basis += fmt::format(" ({} of them activations), and its {} workers share its sessions: {} per instance under "
+                           "load",
+                           MiB(activations), runs, MiB(r.per_instance));
+  }
   const PlanVerdict v = JudgePlan(r, *state, planner.options().margin_percent);
   if (!v.fits) return ResourceExhausted(v.message);
   return Status::Ok();

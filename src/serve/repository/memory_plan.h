@@ -24,6 +24,7 @@
 // no other thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -61,14 +62,15 @@ struct MemoryPlanOptions {
 Expected<double> ParseMarginPercent(const std::string& text);
 
 // The sessions one instance of a model holds and the most rows each runs,
-// as the loader makes them (model_loader.cc): with one session per batch
+// as the loader makes them (version_load.cc): with one session per batch
 // size (`per_size_sessions`) each of `sizes` but the largest gets its own
 // and the main session runs the largest; with CUDA graphs every size gets a
-// graph session, the main one runs unpadded runs only (1 row), and each of
-// `workers` has its own set; otherwise one session runs every size. `sizes`
-// empty: one session of 1 row (no batching).
+// graph session and the main one runs unpadded runs only (1 row); otherwise
+// one session runs every size. With `own_sessions` (CUDA graphs, or
+// worker_sessions "own") each of `workers` has its own set; otherwise the
+// workers share one. `sizes` empty: one session of 1 row (no batching).
 std::vector<int64_t> SessionRowsFor(const std::vector<int64_t>& sizes, bool per_size_sessions, bool graphs,
-                                    int workers);
+                                    int workers, bool own_sessions);
 
 // The bytes of the initializers of the ONNX file at `model_path` (each
 // one's shape times its element size; external data is counted by shape,
@@ -168,6 +170,11 @@ struct LoadLayout {
   bool per_size_sessions = false;
   bool graphs = false;
   int workers = 1;
+  // Each worker has sessions of its own (CUDA graphs, worker_sessions
+  // "own"); otherwise the workers share the instance's sessions, and each
+  // session may hold `workers` runs at once.
+  bool own_sessions = false;
+  int RunsPerSession() const { return own_sessions ? 1 : std::max(workers, 1); }
   ShareWeights share = ShareWeights::kAuto;
   bool suggest_fp16 = true;  // the model is not converted to float16 already
   // The session rows of one instance at max_batch_size `b` (the policy
@@ -191,8 +198,9 @@ std::string PlanSettings(const SessionOptions& base, const LoadLayout& layout, c
                          const std::string& precision, bool fp16_io);
 
 // gpu_mem_limit "plan": a session's arena bound, what the profile predicts
-// for its rows plus `margin_percent` of it, rounded up to a MiB.
-uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin_percent);
+// for its rows (with `runs` runs at once: the workers that share it) plus
+// `margin_percent` of it, rounded up to a MiB.
+uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin_percent, int runs = 1);
 
 // The plan of a whole load before it allocates, on each GPU it uses: from
 // `profile` when there is one, else from the weights of the file at
@@ -203,11 +211,14 @@ uint64_t ArenaLimitFor(const MemoryProfile& profile, int64_t rows, double margin
 Status PlanLoad(const MemoryPlanner& planner, const std::string& model, int64_t version, const std::string& model_path,
                 const LoadLayout& layout, const std::optional<MemoryProfile>& profile, int* refused_gpu = nullptr);
 
-// After instance 0 warmed on `gpu`, measured at `per_instance` there: do
-// the `remaining` instances still to be made there fit? OK or
+// After instance 0 warmed on `gpu`, measured at `per_instance` there, of
+// which `activations` are its sessions' activations (their arenas beyond
+// their own weights): do the `remaining` instances still to be made there
+// fit, each holding `per_instance` plus, when its workers share its
+// sessions, another `activations` per further worker? OK or
 // ResourceExhausted as PlanLoad.
 Status PlanRemainingInstances(const MemoryPlanner& planner, const std::string& model, int64_t version, int gpu,
-                              int remaining, uint64_t per_instance, const LoadLayout& layout);
+                              int remaining, uint64_t per_instance, uint64_t activations, const LoadLayout& layout);
 
 // The name of a model's memory profile: a digest of the model file (and its
 // external data) and of `settings` (provider, GPU, ORT version, CUDA

@@ -186,6 +186,19 @@ uint64_t MemoryRecorder::FirstInstanceBytes() const {
   return total;
 }
 
+uint64_t MemoryRecorder::FirstInstanceActivationBytes() const {
+  uint64_t total = 0;
+  for (const auto& e : sessions_) {
+    if (!e.first) continue;
+    auto stats = ReadArenaStats(*e.session);
+    if (!stats.ok()) continue;
+    auto own = own_weights_.find(e.session);
+    const uint64_t weights = own == own_weights_.end() ? 0 : own->second;
+    total += stats->reserved > weights ? stats->reserved - weights : 0;
+  }
+  return total;
+}
+
 ModelMemory MemoryRecorder::Finish() {
   ModelMemory out;
   std::map<std::pair<bool, int>, MemoryOnDevice> devices;

@@ -128,6 +128,9 @@ class MemoryRecorder {
   // What instance 0's sessions hold in their arenas now (their own weights
   // included).
   uint64_t FirstInstanceBytes() const;
+  // Of those, what is beyond each session's own weights: the activations
+  // of the runs it made.
+  uint64_t FirstInstanceActivationBytes() const;
   // Reads every arena and NVML, and makes the split of each device and the
   // profile.
   ModelMemory Finish();

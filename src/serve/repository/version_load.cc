@@ -415,7 +415,8 @@ Status VersionLoad::PlanMemory() {
 Expected<std::unique_ptr<Session>> VersionLoad::MakeSession(SessionOptions so, int64_t rows) {
   if (mem_limit_from_plan_ && profile_ && so.provider == Provider::kCuda) {
     so.cuda_options["gpu_mem_limit"] = std::to_string(
-        ArenaLimitFor(*profile_, rows, deps_.planner != nullptr ? deps_.planner->options().margin_percent : 10));
+        ArenaLimitFor(*profile_, rows, deps_.planner != nullptr ? deps_.planner->options().margin_percent : 10,
+                      layout_.RunsPerSession()));
   }
   DeviceWeights* shared = nullptr;
   // auto on a GPU makes the copy at the device's second session: a
@@ -505,7 +506,8 @@ Status VersionLoad::LoadInstance(size_t i) {
     const int remaining =
         layout_.gpu_instances.count(instances_[0].gpu) ? layout_.gpu_instances.at(instances_[0].gpu) - 1 : 0;
     ORTGPU_RETURN_IF_ERROR(PlanRemainingInstances(*deps_.planner, source_.name, version_, instances_[0].gpu, remaining,
-                                                  memory_.FirstInstanceBytes(), layout_));
+                                                  memory_.FirstInstanceBytes(),
+                                                  memory_.FirstInstanceActivationBytes(), layout_));
   }
   return Status::Ok();
 }

@@ -98,10 +98,62 @@ TEST(MemoryPlanTest, ParsesTheMarginAndRefusesWhatIsNotAShare) {
 }
 
 TEST(MemoryPlanTest, SessionRowsFollowTheLoadersLayout) {
-  EXPECT_EQ(SessionRowsFor({}, true, false, 2), (std::vector<int64_t>{1}));
-  EXPECT_EQ(SessionRowsFor({1, 2, 4, 8}, false, false, 2), (std::vector<int64_t>{8}));
-  EXPECT_EQ(SessionRowsFor({1, 2, 4, 8}, true, false, 2), (std::vector<int64_t>{8, 1, 2, 4}));
-  EXPECT_EQ(SessionRowsFor({2, 4}, true, true, 2), (std::vector<int64_t>{1, 2, 4, 1, 2, 4})) << "graphs: per worker";
+  EXPECT_EQ(SessionRowsFor({}, true, false, 2, false), (std::vector<int64_t>{1}));
+  EXPECT_EQ(SessionRowsFor({1, 2, 4, 8}, false, false, 2, false), (std::vector<int64_t>{8}));
+  EXPECT_EQ(SessionRowsFor({1, 2, 4, 8}, true, false, 2, false), (std::vector<int64_t>{8, 1, 2, 4}));
+  EXPECT_EQ(SessionRowsFor({2, 4}, true, true, 2, true), (std::vector<int64_t>{1, 2, 4, 1, 2, 4})) << "graphs: per worker";
+  EXPECT_EQ(SessionRowsFor({1, 2, 4, 8}, true, false, 2, true), (std::vector<int64_t>{8, 1, 2, 4, 8, 1, 2, 4}))
+      << "worker_sessions own: per worker";
+  EXPECT_EQ(SessionRowsFor({1, 8}, false, false, 3, true), (std::vector<int64_t>{8, 8, 8}));
+}
+
+// Run q2 (docs/MEMORY.md): two workers sharing a session run it at once
+// under load, each with its own activations, and the arena keeps both.
+TEST(MemoryPlanTest, WorkersThatShareSessionsCountEachSessionsActivationsOncePerWorker) {
+  inference::ModelConfig config;
+  config.set_max_batch_size(8);
+  config.mutable_dynamic_batching()->add_preferred_batch_size(8);
+  const LoadLayout shared = LayoutOf(config, true, {{0, 1}}, ShareWeights::kAuto, false, true);
+  EXPECT_EQ(shared.workers, 2) << "serve's default on a GPU instance that batches";
+  EXPECT_FALSE(shared.own_sessions);
+  EXPECT_EQ(shared.RunsPerSession(), 2);
+  (*config.mutable_parameters())["worker_sessions"].set_string_value("own");
+  const LoadLayout own = LayoutOf(config, true, {{0, 1}}, ShareWeights::kAuto, false, true);
+  EXPECT_TRUE(own.own_sessions);
+  EXPECT_EQ(own.RunsPerSession(), 1);
+  EXPECT_EQ(own.SessionRows().size(), 2 * shared.SessionRows().size()) << "each worker its own sessions";
+  const LoadLayout cpu = LayoutOf(config, true, {}, ShareWeights::kAuto, false, true);
+  EXPECT_EQ(cpu.RunsPerSession(), 1) << "one worker on the CPU";
+
+  // A session of 100 MiB + 10 MiB per row: at 8 rows 180 MiB, and a second
+  // run's 80 MiB of activations on top; the arena bound follows.
+  MemoryProfile p;
+  p.session.fixed_bytes = 100 * kMiB;
+  p.session.per_row_bytes = 10 * kMiB;
+  p.session.through = {1, 8};
+  EXPECT_EQ(ArenaLimitFor(p, 8, 0), 180 * kMiB);
+  EXPECT_EQ(ArenaLimitFor(p, 8, 0, 2), 260 * kMiB);
+}
+
+TEST(MemoryPlanTest, AfterInstanceZeroTheOthersCountTheirWorkersActivations) {
+  FakeNvml nvml;
+  nvml.AddDevice("NVIDIA H100", "GPU-0", 9, 0, 80 * kGiB, 10 * kGiB);  // 70 GiB free, 62 available
+  ASSERT_TRUE(nvml.Load().ok());
+  FakeEnvironment env;
+  MemoryPlanner planner({}, &nvml, {}, env);
+  LoadLayout layout;
+  layout.gpu_instances = {{0, 3}};
+  layout.workers = 2;
+  // 20 GiB an instance, 12 of them activations: 32 under load, and two
+  // more instances need 64 GiB, 2 more than there is.
+  const Status st = PlanRemainingInstances(planner, "resnet", 1, 0, 2, 20 * kGiB, 12 * kGiB, layout);
+  ASSERT_EQ(st.code(), Code::kResourceExhausted);
+  EXPECT_NE(st.message().find("(12.00 GiB of them activations), and its 2 workers share its sessions: 32.00 GiB per "
+                              "instance under load"),
+            std::string::npos)
+      << st.message();
+  layout.own_sessions = true;  // each worker's own sessions were measured already
+  EXPECT_TRUE(PlanRemainingInstances(planner, "resnet", 1, 0, 2, 20 * kGiB, 12 * kGiB, layout).ok());
 }
 
 TEST(MemoryPlanTest, CountsTheInitializerBytesOfAModelFile) {
@@ -183,10 +235,10 @@ TEST(MemoryPlanTest, OnAMigInstanceThePlanHasTheInstancesMemoryNotTheGpus) {
   EXPECT_TRUE(JudgePlan(Request(1, 0, 10 * kGiB), *state, planner.options().margin_percent).fits);
   // Through the planner, as the loader asks after instance 0.
   LoadLayout layout;
-  const Status st = PlanRemainingInstances(planner, "resnet", 1, 2, 1, 20 * kGiB, layout);
+  const Status st = PlanRemainingInstances(planner, "resnet", 1, 2, 1, 20 * kGiB, 0, layout);
   EXPECT_EQ(st.code(), Code::kResourceExhausted);
   EXPECT_NE(st.message().find("free of 18.00 GiB"), std::string::npos) << st.message();
-  EXPECT_TRUE(PlanRemainingInstances(planner, "resnet", 1, 2, 1, 10 * kGiB, layout).ok());
+  EXPECT_TRUE(PlanRemainingInstances(planner, "resnet", 1, 2, 1, 10 * kGiB, 0, layout).ok());
 }
 
 TEST(MemoryPlanTest, KeepsProfilesByKeyAndIgnoresADamagedOne) {
@@ -396,7 +448,8 @@ TEST(MemoryPlanTest, ASecondLoadIsPlannedFromTheFirstOnesProfileAndCanBoundItsAr
   repo.WriteConfig("g", std::string(config).replace(config.find("count: 1"), 8, "count: 4"));
   ASSERT_TRUE((*m)->memory.profile.has_value());
   const MemoryProfile& profile = *(*m)->memory.profile;
-  const uint64_t room = PredictPeak(profile, {profile.measured_shape.session_rows, 4}) - kMiB;
+  // (The GPU instance's two workers share its sessions: two runs each.)
+  const uint64_t room = PredictPeak(profile, {profile.measured_shape.session_rows, 4, 2}) - kMiB;
   GpuLoad second;
   second.nvml.devices[0].memory = {80 * kGiB, 72 * kGiB - room, 8 * kGiB + room};
   MemoryPlanner planner2(o, &second.nvml);  // with the profile folder
