@@ -83,6 +83,8 @@ struct LoaderOptions {
   CompletionOptions completion;
   // BatcherOptions::busy_poll_ns for every model (serve --busy-poll-us).
   int64_t busy_poll_ns = 0;
+  // BatcherOptions::inline_max_run_ns for every model (serve --inline-max-us).
+  int64_t inline_max_run_ns = kDefaultInlineMaxRunNs;
   // A model without model_warmup whose generated warm-up inputs all fail
   // (warmup_inputs.h) is READY with a warning by default, as Triton serves
   // models it did not warm up; true keeps it UNAVAILABLE (serve

@@ -29,6 +29,7 @@ class RejectionExplainingRunner : public InstanceRunner {
   GpuTurn* gpu_turn() const override { return inner_->gpu_turn(); }
   int device() const override { return inner_->device(); }
   const BatchCosts* batch_costs() const override { return inner_->batch_costs(); }
+  bool RunsInline() const override { return inner_->RunsInline(); }
   Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                          int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,

@@ -910,6 +910,7 @@ Expected<std::shared_ptr<LoadedModel>> VersionLoad::Finish() {
   bo.batching = policy_;
   bo.max_queue_size = model_->config.dynamic_batching().default_queue_policy().max_queue_size();
   bo.busy_poll_ns = options_.busy_poll_ns;
+  bo.inline_max_run_ns = options_.inline_max_run_ns;
   model_->stats = std::make_unique<ModelStats>();
   model_->batcher =
       std::make_unique<DynamicBatcher>(bo, std::move(runners_), *deps_.clock, *model_->stats, deps_.observer);

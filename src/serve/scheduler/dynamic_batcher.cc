@@ -96,6 +96,10 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_p
     balance_ = balance_ || devices_.back() != devices_.front();
   }
   free_.assign(runners_.size(), false);
+  idle_.assign(runners_.size(), false);
+  lent_.assign(runners_.size(), false);
+  last_run_ns_.assign(runners_.size(), -1);
+  for (auto& r : runners_) runs_inline_.push_back(r->RunsInline());
   for (size_t i = 0; i < runners_.size(); ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
@@ -111,6 +115,11 @@ void DynamicBatcher::Stop() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
+  {
+    // A runner lent to a caller comes back before the runners can go.
+    MutexLock lock(&mu_);
+    while (lent_count_ > 0) cv_.Wait(&mu_);
+  }
   for (auto& r : runners_) {
     if (GpuTurn* turn = r->gpu_turn()) turn->SetReleaseListener(nullptr);
   }
@@ -125,12 +134,79 @@ size_t DynamicBatcher::QueueLimit() const {
   return options_.max_queue_size > 0 ? options_.max_queue_size : kDefaultMaxQueueSize;
 }
 
+namespace {
+
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::optional<size_t> DynamicBatcher::InlineWorker(const Pending& p) const {
+  if (options_.inline_max_run_ns <= 0 || !queue_.empty() || stopping_ || balance_ || !lost_gpus_.empty()) {
+    return std::nullopt;
+  }
+  if (p.item.request.is_cancelled()) return std::nullopt;
+  for (size_t w = 0; w < runners_.size(); ++w) {
+    if (!runs_inline_[w] || !idle_[w] || lent_[w]) continue;
+    if (last_run_ns_[w] < 0 || last_run_ns_[w] > options_.inline_max_run_ns) continue;
+    // Only what a worker would run at once, alone: not a request that
+    // batching would hold for others to join.
+    const GpuTurn* turn = runners_[w]->gpu_turn();
+    const PlanMode mode = turn != nullptr && turn->busy() ? PlanMode::kGpuBusy : PlanMode::kServing;
+    if (PlanBatch(policy_, {p.rows}, p.enqueue_ns, p.enqueue_ns, mode).requests != 1) return std::nullopt;
+    return w;
+  }
+  return std::nullopt;
+}
+
+void DynamicBatcher::RunLent(size_t worker, Pending p) {
+  std::vector<Pending> batch;
+  batch.push_back(std::move(p));
+  const int64_t took = ExecuteGuarded(*runners_[worker], batch);
+  bool wake = false;
+  {
+    MutexLock lock(&mu_);
+    lent_[worker] = false;
+    --lent_count_;
+    idle_[worker] = true;
+    --executing_;
+    if (took >= 0) last_run_ns_[worker] = took;
+    ++inline_runs_;
+    // The lending worker has work only if requests queued meanwhile; Stop
+    // waits for the runner. Otherwise no one is woken: a worker woken for
+    // nothing costs a thread wake-up per request.
+    wake = !queue_.empty() || stopping_;
+  }
+  if (wake) cv_.SignalAll();
+}
+
+void DynamicBatcher::WakeForQueued() {
+  if (lent_count_ > 0) {
+    cv_.SignalAll();
+  } else {
+    cv_.Signal();
+  }
+}
+
+int64_t DynamicBatcher::inline_runs() const {
+  MutexLock lock(&mu_);
+  return inline_runs_;
+}
+
+bool DynamicBatcher::idle() const {
+  MutexLock lock(&mu_);
+  return queue_.empty() && std::all_of(idle_.begin(), idle_.end(), [](bool b) { return b; });
+}
+
 Status DynamicBatcher::Enqueue(QueuedRequest& item) {
   Pending p;
   p.key = BatchKey(item.request.inputs);
   if (policy_.max_batch_size > 0 && !item.request.inputs.empty()) p.rows = item.request.inputs[0].shape[0];
   p.enqueue_ns = clock_.NowNanos();
   Status refused;
+  std::optional<size_t> lent;
   {
     MutexLock lock(&mu_);
     if (stopping_) {
@@ -150,6 +226,15 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
                                   (options_.max_queue_size > 0 ? "" : " (the default)") +
                                   "); retry later, add instances, or raise "
                                   "dynamic_batching.default_queue_policy.max_queue_size");
+    } else if (std::optional<size_t> w = InlineWorker(p)) {
+      // Run here, with worker *w's runner (see the header comment).
+      lent = w;
+      lent_[*w] = true;
+      ++lent_count_;
+      idle_[*w] = false;
+      ++executing_;
+      p.item = std::move(item);
+      if (observer_) observer_->OnQueued(options_.model_name, options_.model_version, 0);
     } else {
       p.item = std::move(item);
       queue_.push_back(std::move(p));
@@ -159,13 +244,14 @@ Status DynamicBatcher::Enqueue(QueuedRequest& item) {
       // OnSuccess/OnFailure for it cannot come first (the pending gauge
       // would otherwise drift).
       if (observer_) observer_->OnQueued(options_.model_name, options_.model_version, queue_.size());
+      WakeForQueued();
     }
   }
   if (!refused.ok()) {
     if (observer_) observer_->OnRejected(options_.model_name, options_.model_version, refused.code());
     return refused;
   }
-  cv_.Signal();
+  if (lent) RunLent(*lent, std::move(p));
   return Status::Ok();
 }
 
@@ -318,12 +404,19 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
     if (!prepared.ok() && prepare_error_.ok()) prepare_error_ = prepared;
     ++prepared_;
     free_[worker] = true;
+    idle_[worker] = true;
     ++dispatch_changes_;
   }
   prepared_cv_.SignalAll();
   MutexLock lock(&mu_);
   std::vector<size_t> joinable;
   while (true) {
+    if (lent_[worker]) {
+      // The runner runs a request on its caller's thread: nothing to take
+      // until it is back (RunLent wakes every worker then).
+      cv_.Wait(&mu_);
+      continue;
+    }
     if (lost_gpus_.count(devices_[worker])) {
       // This worker's GPU is lost: it leaves; the last one out answers what
       // is queued when no GPU is left.
@@ -351,8 +444,8 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
       }
       lock.Lock();
     }
-    while (!stopping_ && queue_.empty() && !lost_gpus_.count(devices_[worker])) cv_.Wait(&mu_);
-    if (lost_gpus_.count(devices_[worker])) continue;  // leaves at the top
+    while (!stopping_ && queue_.empty() && !lost_gpus_.count(devices_[worker]) && !lent_[worker]) cv_.Wait(&mu_);
+    if (lent_[worker] || lost_gpus_.count(devices_[worker])) continue;  // waits, or leaves, at the top
     if (queue_.empty()) return;  // stopping and drained
     if (auto expired = TakeExpired(); !expired.empty()) {
       lock.Unlock();
@@ -392,17 +485,20 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
     }
     std::reverse(batch.begin(), batch.end());
     // Requests wait behind this batch: another worker may take them.
-    if (!queue_.empty()) cv_.Signal();
+    if (!queue_.empty()) WakeForQueued();
     ++executing_;
+    idle_[worker] = false;
     if (balance_) {
       free_[worker] = false;
       ++running_on_[devices_[worker]];
       ++dispatch_changes_;
     }
     lock.Unlock();
-    ExecuteGuarded(*runner, batch);
+    const int64_t took = ExecuteGuarded(*runner, batch);
     lock.Lock();
     --executing_;
+    idle_[worker] = true;
+    if (took >= 0) last_run_ns_[worker] = took;
     if (balance_) {
       free_[worker] = true;
       --running_on_[devices_[worker]];
@@ -433,12 +529,13 @@ void DynamicBatcher::Answer(Pending& p, Expected<InferResponse> result, int64_t 
   }
 }
 
-void DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch) {
+int64_t DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch) {
   const char* phase = "preparing the batch";
+  int64_t run_ns = -1;
   Status failure;
   try {
-    Execute(runner, batch, phase);
-    return;
+    Execute(runner, batch, phase, run_ns);
+    return run_ns;
   } catch (const std::bad_alloc& e) {
     failure = ResourceExhausted("model '" + options_.model_name + "' version " + options_.model_version +
                                 " ran out of host memory while " + phase + " for a batch of " +
@@ -458,9 +555,11 @@ void DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>
   const int64_t now = clock_.NowNanos();
   const int64_t now_ms = WallMillis();
   for (Pending& p : batch) Answer(p, failure, now - p.enqueue_ns, 0, {}, now_ms);
+  return run_ns;
 }
 
-void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase) {
+void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase,
+                             int64_t& run_ns) {
   const int64_t start = clock_.NowNanos();
   ExecutionTimes t;
   std::vector<int64_t> rows;
@@ -486,7 +585,9 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
     destinations.clear();
     for (const auto& p : batch) destinations.push_back(&p.item.request.device_outputs);
   }
+  const int64_t run_start = SteadyNanos();
   auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start, WantedOutputs(batch), destinations);
+  run_ns = SteadyNanos() - run_start;
   const int64_t infer_end = clock_.NowNanos();
   if (!out.ok() && runner.device() >= 0 && IsStickyGpuError(out.status().message())) {
     // Before the batch is answered: a client that sees this error and

@@ -46,9 +46,21 @@
 // unanswered requests (ResourceExhausted for bad_alloc, otherwise Internal);
 // the worker keeps serving.
 //
+// A request that finds the queue empty and an idle instance whose runner
+// can run on any thread (InstanceRunner::RunsInline: CPU instances) and
+// whose last batch took at most BatcherOptions::inline_max_run_ns, and that
+// batching would run at once anyway (PlanBatch runs it alone now), is run
+// on the calling thread with that instance's runner, which its worker lends
+// for the run: no hand-over to the worker and back, each a thread wake-up
+// of tens of microseconds on a virtual machine (issue 29, item 4). The
+// worker takes no batch while its runner is lent; requests that arrive
+// meanwhile queue for the other workers, or for it once the run is done.
+//
 // Threads: Enqueue from any thread; the queue is guarded by mu_ and owned by
-// the batcher; runners are owned one each by the worker threads. Callbacks
-// run on worker threads with no lock held. The observer's OnQueued runs under
+// the batcher; runners are owned one each by the worker threads, and a
+// runner lent to an Enqueue caller is used by that caller alone until it
+// gives it back. Callbacks run on worker threads (or on the caller of
+// Enqueue, for a request run there) with no lock held. The observer's OnQueued runs under
 // mu_ (so it precedes the request's OnSuccess/OnFailure); its other methods
 // run with no lock held. The destructor (or Stop) finishes every queued
 // request, then joins the workers.
@@ -59,6 +71,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +91,9 @@ namespace ortgpu::serve {
 // refuses requests with ResourceExhausted rather than queueing without limit.
 inline constexpr size_t kDefaultMaxQueueSize = 1024;
 
+// BatcherOptions::inline_max_run_ns by default (serve --inline-max-us).
+inline constexpr int64_t kDefaultInlineMaxRunNs = 200'000;
+
 struct BatcherOptions {
   std::string model_name;
   std::string model_version;
@@ -95,6 +111,12 @@ struct BatcherOptions {
   // microseconds to wake on a virtual machine; a request that arrives within
   // the window starts at once. 0: sleep at once.
   int64_t busy_poll_ns = 0;
+  // A lone request is run on the thread that queues it (see the header
+  // comment) when the instance's last batch took at most this long (steady
+  // time); 0: never. The bound keeps a front end's network thread from
+  // being held by a model that takes long (a run that is slow to start is
+  // never run there: the first batch of every instance goes to its worker).
+  int64_t inline_max_run_ns = kDefaultInlineMaxRunNs;
 };
 
 struct QueuedRequest {
@@ -133,6 +155,11 @@ class DynamicBatcher {
   // and why once all the GPUs it ran on are lost (the server then reads the
   // version as UNAVAILABLE). Takes no lock while a GPU is left.
   Status CanServe() const;
+  // Requests run on the thread that queued them so far (see above).
+  int64_t inline_runs() const;
+  // Every worker waits for work (prepared, no batch in hand, runner not
+  // lent) and the queue is empty.
+  bool idle() const;
 
  private:
   struct Pending {
@@ -143,6 +170,16 @@ class DynamicBatcher {
   };
 
   void WorkerLoop(size_t worker);
+  // The worker whose runner may run `p` on the calling thread now, or
+  // nullopt (see the header comment). REQUIRES: mu_ held.
+  std::optional<size_t> InlineWorker(const Pending& p) const REQUIRES(mu_);
+  // Runs `p` with worker `worker`'s lent runner on the calling thread, then
+  // gives the runner back. REQUIRES: mu_ not held; lent_[worker] set.
+  void RunLent(size_t worker, Pending p) EXCLUDES(mu_);
+  // Wakes a worker for a queued request: one, or all while a runner is lent
+  // (a woken worker whose runner is lent would take nothing and let the
+  // wake-up go to waste). REQUIRES: mu_ held.
+  void WakeForQueued() REQUIRES(mu_);
   // Whether free worker `worker` should leave the batch it planned to a
   // free worker on a GPU that runs fewer batches now (whose turn, if any,
   // is free). REQUIRES: mu_ held.
@@ -169,10 +206,13 @@ class DynamicBatcher {
   // Answers each of `expired` DeadlineExceeded. REQUIRES: mu_ not held.
   void AnswerExpired(std::vector<Pending> expired) EXCLUDES(mu_);
   // Runs `batch` and answers every request of it, exceptions included.
-  void ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch);
+  // Returns how long the runner's RunBatch took (steady ns; answering not
+  // included), -1 when it did not return.
+  int64_t ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch);
   // Runs `batch`; answers each request (and clears its `done`) as it goes.
-  // May throw; `phase` then says what it was doing.
-  void Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase);
+  // May throw; `phase` then says what it was doing. Sets `run_ns` to the
+  // steady time of the runner's RunBatch.
+  void Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase, int64_t& run_ns);
   // Answers `p` with `result` (unless answered already) and records it; a
   // callback that throws is logged, not propagated.
   void Answer(Pending& p, Expected<InferResponse> result, int64_t request_ns, int64_t queue_ns,
@@ -208,6 +248,16 @@ class DynamicBatcher {
   std::map<int, int> running_on_ GUARDED_BY(mu_);
   uint64_t dispatch_changes_ GUARDED_BY(mu_) = 0;
   std::map<int, std::string> lost_gpus_ GUARDED_BY(mu_);  // GPU -> the sticky error
+  // Per worker: waiting for work (prepared, no batch in hand, runner not
+  // lent); its runner lent to an Enqueue caller; how long its last batch
+  // took in its runner (steady ns; -1 before its first). runs_inline_ is fixed at
+  // construction (InstanceRunner::RunsInline).
+  std::vector<bool> idle_ GUARDED_BY(mu_);
+  std::vector<bool> lent_ GUARDED_BY(mu_);
+  std::vector<int64_t> last_run_ns_ GUARDED_BY(mu_);
+  std::vector<bool> runs_inline_;
+  size_t lent_count_ GUARDED_BY(mu_) = 0;
+  int64_t inline_runs_ GUARDED_BY(mu_) = 0;
   Mutex stop_mu_;                         // serialises Stop
 };
 

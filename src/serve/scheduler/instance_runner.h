@@ -53,6 +53,12 @@ class InstanceRunner {
   // every batch (ExecutedBatchSize). Set before the runner's first batch,
   // on the thread that runs it, and not changed after.
   virtual const BatchCosts* batch_costs() const { return nullptr; }
+  // Whether a batch may run on a thread other than the worker's (the
+  // batcher's caller, while the worker lends it: DynamicBatcher's inline
+  // runs). False by default: a runner with per-thread state (a GPU bound
+  // to the worker's thread, CUDA graphs captured there) runs on its worker
+  // only.
+  virtual bool RunsInline() const { return false; }
   // Runs one (possibly batched) request; returns every output, named.
   virtual Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) = 0;
   // Runs the inputs of `requests` joined along dimension 0, followed by
@@ -167,6 +173,10 @@ class SessionRunner : public InstanceRunner {
   // instance: its worker (PrepareOnWorker) and the loader before warm-up.
   Status BindDevice();
   int device() const override { return device_; }
+  // A CPU instance (no device memory, no GPU): ORT's CPU sessions run on
+  // any thread. GPU instances run on their worker (not measured on a GPU
+  // yet: the CUDA EP's per-thread state).
+  bool RunsInline() const override { return device_ < 0 && device_memory_ == nullptr && !sessions_->cuda_graphs; }
   // The turn this runner's batch runs take on the GPU (GpuTurn), shared
   // with the model's other runners on that GPU; none: batches run whenever
   // they are ready. With `whole_runs` every staged batch run takes it (ORT's

@@ -38,6 +38,7 @@ class DoublingRunner : public InstanceRunner {
       cv.notify_all();
       cv.wait(lock, [&] { return open; });
       batches.push_back(inputs[0].shape[0]);
+      threads.push_back(std::this_thread::get_id());
       before = throw_next;
       throw_next = nullptr;
     }
@@ -50,6 +51,7 @@ class DoublingRunner : public InstanceRunner {
   }
   GpuTurn* gpu_turn() const override { return turn; }
   const BatchCosts* batch_costs() const override { return costs.empty() ? nullptr : &costs; }
+  bool RunsInline() const override { return runs_inline; }
   void Open() {
     std::lock_guard<std::mutex> lock(mu);
     open = true;
@@ -64,6 +66,8 @@ class DoublingRunner : public InstanceRunner {
   bool open = true;
   int entered = 0;
   std::vector<int64_t> batches;
+  std::vector<std::thread::id> threads;  // the thread of each batch
+  bool runs_inline = false;              // what RunsInline() reports
   Status fail_with;
   std::function<void()> throw_next;  // run (and cleared) by the next Run, after the gate
   GpuTurn* turn = nullptr;           // what gpu_turn() reports (the test holds it)
@@ -89,6 +93,7 @@ struct HarnessOptions {
   bool gate_closed = false;
   int instances = 1;
   GpuTurn* turn = nullptr;  // every runner's gpu_turn()
+  bool runs_inline = false;  // every runner's RunsInline()
 };
 
 // A batcher over DoublingRunners on a FakeClock: time moves only when the
@@ -101,6 +106,7 @@ struct Harness {
       auto r = std::make_unique<DoublingRunner>();
       r->open = !ho.gate_closed;
       r->turn = ho.turn;
+      r->runs_inline = ho.runs_inline;
       all_runners.push_back(r.get());
       runners.push_back(std::move(r));
     }
@@ -669,6 +675,115 @@ TEST(DynamicBatcherTest, StopFinishesQueuedRequestsAndRefusesNewOnes) {
   Status refused;
   h.Send(Rows("x", {1, 2}, 2), &refused).get().status().IgnoreError();
   EXPECT_EQ(refused.code(), Code::kUnavailable);
+}
+
+// Issue 29 item 4: a lone request that finds an idle instance able to run
+// on any thread runs on the caller's thread, once the instance's last batch
+// shows it is quick; the first batch always goes to the worker.
+void WaitIdle(const DynamicBatcher& b) {
+  while (!b.idle()) std::this_thread::yield();
+}
+
+TEST(DynamicBatcherTest, ALoneRequestRunsOnTheCallersThreadOnceTheInstanceIsKnownQuick) {
+  BatcherOptions o;
+  o.batching.max_batch_size = 8;  // no dynamic batching: every request runs alone at once
+  Harness h(o, HarnessOptions{.runs_inline = true});
+  ASSERT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
+  WaitIdle(*h.batcher);
+  auto second = h.Send(Rows("x", {3, 4}, 2));
+  // Answered before Send returned: it ran here.
+  ASSERT_EQ(second.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  auto r = second.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FLOAT_EQ(r->outputs[0].data_as<float>()[1], 8.0f);
+  ASSERT_EQ(h.runner->threads.size(), 2u);
+  EXPECT_NE(h.runner->threads[0], std::this_thread::get_id()) << "the first batch: on the worker";
+  EXPECT_EQ(h.runner->threads[1], std::this_thread::get_id());
+  EXPECT_EQ(h.batcher->inline_runs(), 1);
+  auto json = StatsJson(h.stats);
+  EXPECT_EQ(json["inference_count"], 2) << "filed as any execution";
+  EXPECT_EQ(json["execution_count"], 2);
+}
+
+TEST(DynamicBatcherTest, NothingRunsInlineWhenTheBoundIsZeroTheRunnerCannotOrBatchingWouldWait) {
+  for (int c = 0; c < 3; ++c) {
+    BatcherOptions o;
+    o.batching.max_batch_size = 8;
+    if (c == 0) o.inline_max_run_ns = 0;
+    // A lone request of 1 row below the preferred 4 waits for others (the
+    // fake clock never reaches the delay: the worker runs it at Stop).
+    if (c == 2) o.batching = Batching(8, {4}, 60'000'000'000);
+    Harness h(o, HarnessOptions{.runs_inline = c != 1});
+    if (c == 2) {
+      // A first batch of the preferred size, so the runner is known quick.
+      std::vector<std::future<Expected<InferResponse>>> four;
+      for (int i = 0; i < 4; ++i) four.push_back(h.Send(Rows("x", {1, 2}, 2)));
+      for (auto& f : four) ASSERT_TRUE(f.get().ok());
+    } else {
+      ASSERT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
+    }
+    WaitIdle(*h.batcher);
+    auto lone = h.Send(Rows("x", {3, 4}, 2));
+    if (c == 2) h.batcher->Stop();
+    ASSERT_TRUE(lone.get().ok());
+    EXPECT_EQ(h.batcher->inline_runs(), 0) << "case " << c;
+    for (auto id : h.runner->threads) EXPECT_NE(id, std::this_thread::get_id()) << "case " << c;
+  }
+}
+
+TEST(DynamicBatcherTest, WhileItsRunnerIsLentTheWorkerTakesNothingAndThenTheQueue) {
+  BatcherOptions o;
+  o.batching.max_batch_size = 8;
+  Harness h(o, HarnessOptions{.runs_inline = true});
+  ASSERT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());
+  WaitIdle(*h.batcher);
+  {
+    std::lock_guard<std::mutex> lock(h.runner->mu);
+    h.runner->open = false;
+  }
+  // A caller thread borrows the runner and is held in the run.
+  std::future<Expected<InferResponse>> lent;
+  std::thread caller([&] { lent = h.Send(Rows("x", {3, 4}, 2)); });
+  h.runner->WaitEntered(2);
+  // The one worker's runner is lent: this request queues.
+  auto queued = h.Send(Rows("x", {5, 6}, 2));
+  EXPECT_EQ(h.batcher->queue_size(), 1u);
+  {
+    std::lock_guard<std::mutex> lock(h.runner->mu);
+    EXPECT_EQ(h.runner->entered, 2) << "the worker took nothing while its runner was lent";
+  }
+  h.runner->Open();
+  caller.join();
+  ASSERT_TRUE(lent.get().ok());
+  auto r = queued.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FLOAT_EQ(r->outputs[0].data_as<float>()[0], 10.0f);
+  EXPECT_EQ(h.batcher->inline_runs(), 1);
+  ASSERT_EQ(h.runner->threads.size(), 3u);
+  EXPECT_NE(h.runner->threads[2], std::this_thread::get_id()) << "the queued one ran on the worker";
+}
+
+TEST(DynamicBatcherTest, StopWaitsForALentRunnerToComeBack) {
+  BatcherOptions o;
+  o.batching.max_batch_size = 8;
+  auto h = std::make_unique<Harness>(o, HarnessOptions{.runs_inline = true});
+  ASSERT_TRUE(h->Send(Rows("x", {1, 2}, 2)).get().ok());
+  WaitIdle(*h->batcher);
+  {
+    std::lock_guard<std::mutex> lock(h->runner->mu);
+    h->runner->open = false;
+  }
+  std::future<Expected<InferResponse>> lent;
+  std::thread caller([&] { lent = h->Send(Rows("x", {3, 4}, 2)); });
+  h->runner->WaitEntered(2);
+  std::thread stopper([&] { h->batcher->Stop(); });
+  // Stop cannot finish while the run holds the runner; the run then ends
+  // normally, and Stop with it.
+  h->runner->Open();
+  caller.join();
+  stopper.join();
+  ASSERT_TRUE(lent.get().ok());
+  EXPECT_EQ(h->batcher->inline_runs(), 1);
 }
 
 }  // namespace
