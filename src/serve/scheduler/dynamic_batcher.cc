@@ -413,7 +413,8 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
   while (true) {
     if (lent_[worker]) {
       // The runner runs a request on its caller's thread: nothing to take
-      // until it is back (RunLent wakes every worker then).
+      // until it is back (RunLent wakes the workers then if requests queued
+      // meanwhile; otherwise the next request's wake-up finds it back).
       cv_.Wait(&mu_);
       continue;
     }
