@@ -276,8 +276,8 @@ void AddServeFlags(CLI::App& cmd, ServeFlags& flags) {
          "--inline-max-us",
          [&o](int64_t us) { o.core.loader.inline_max_run_ns = us * 1000; },
          "A lone request that finds a CPU instance idle runs on the thread that received it, with no hand-over to "
-         "the instance's worker and back, when the instance's last batch took at most this long (0: always hand "
-         "over)")
+         "the instance's worker and back, when the instance's last batch (scaled to the request's rows) took at "
+         "most this long (0: always hand over)")
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))
       ->default_str(std::to_string(o.core.loader.inline_max_run_ns / 1000));
   AddDurationOption(cmd, "--drain-timeout-ms", o.drain_timeout,

@@ -98,7 +98,7 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, std::vector<std::unique_p
   free_.assign(runners_.size(), false);
   idle_.assign(runners_.size(), false);
   lent_.assign(runners_.size(), false);
-  last_run_ns_.assign(runners_.size(), -1);
+  last_run_.assign(runners_.size(), RunCost{});
   for (auto& r : runners_) runs_inline_.push_back(r->RunsInline());
   for (size_t i = 0; i < runners_.size(); ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
@@ -134,15 +134,6 @@ size_t DynamicBatcher::QueueLimit() const {
   return options_.max_queue_size > 0 ? options_.max_queue_size : kDefaultMaxQueueSize;
 }
 
-namespace {
-
-int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 std::optional<size_t> DynamicBatcher::InlineWorker(const Pending& p) const {
   if (options_.inline_max_run_ns <= 0 || !queue_.empty() || stopping_ || balance_ || !lost_gpus_.empty()) {
     return std::nullopt;
@@ -150,7 +141,13 @@ std::optional<size_t> DynamicBatcher::InlineWorker(const Pending& p) const {
   if (p.item.request.is_cancelled()) return std::nullopt;
   for (size_t w = 0; w < runners_.size(); ++w) {
     if (!runs_inline_[w] || !idle_[w] || lent_[w]) continue;
-    if (last_run_ns_[w] < 0 || last_run_ns_[w] > options_.inline_max_run_ns) continue;
+    // What this request should take: the last batch's time, scaled up when
+    // it has more rows (a CPU run grows about linearly with them).
+    const RunCost& last = last_run_[w];
+    if (last.ns < 0) continue;
+    const double estimate = static_cast<double>(last.ns) *
+                            std::max(1.0, static_cast<double>(p.rows) / static_cast<double>(std::max<int64_t>(last.rows, 1)));
+    if (estimate > static_cast<double>(options_.inline_max_run_ns)) continue;
     // Only what a worker would run at once, alone: not a request that
     // batching would hold for others to join.
     const GpuTurn* turn = runners_[w]->gpu_turn();
@@ -164,7 +161,7 @@ std::optional<size_t> DynamicBatcher::InlineWorker(const Pending& p) const {
 void DynamicBatcher::RunLent(size_t worker, Pending p) {
   std::vector<Pending> batch;
   batch.push_back(std::move(p));
-  const int64_t took = ExecuteGuarded(*runners_[worker], batch);
+  const RunCost took = ExecuteGuarded(*runners_[worker], batch);
   bool wake = false;
   {
     MutexLock lock(&mu_);
@@ -172,7 +169,7 @@ void DynamicBatcher::RunLent(size_t worker, Pending p) {
     --lent_count_;
     idle_[worker] = true;
     --executing_;
-    if (took >= 0) last_run_ns_[worker] = took;
+    if (took.ns >= 0) last_run_[worker] = took;
     ++inline_runs_;
     // The lending worker has work only if requests queued meanwhile; Stop
     // waits for the runner. Otherwise no one is woken: a worker woken for
@@ -495,11 +492,11 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
       ++dispatch_changes_;
     }
     lock.Unlock();
-    const int64_t took = ExecuteGuarded(*runner, batch);
+    const RunCost took = ExecuteGuarded(*runner, batch);
     lock.Lock();
     --executing_;
     idle_[worker] = true;
-    if (took >= 0) last_run_ns_[worker] = took;
+    if (took.ns >= 0) last_run_[worker] = took;
     if (balance_) {
       free_[worker] = true;
       --running_on_[devices_[worker]];
@@ -530,13 +527,13 @@ void DynamicBatcher::Answer(Pending& p, Expected<InferResponse> result, int64_t 
   }
 }
 
-int64_t DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch) {
+DynamicBatcher::RunCost DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch) {
   const char* phase = "preparing the batch";
-  int64_t run_ns = -1;
+  RunCost cost;
   Status failure;
   try {
-    Execute(runner, batch, phase, run_ns);
-    return run_ns;
+    Execute(runner, batch, phase, cost);
+    return cost;
   } catch (const std::bad_alloc& e) {
     failure = ResourceExhausted("model '" + options_.model_name + "' version " + options_.model_version +
                                 " ran out of host memory while " + phase + " for a batch of " +
@@ -556,11 +553,11 @@ int64_t DynamicBatcher::ExecuteGuarded(InstanceRunner& runner, std::vector<Pendi
   const int64_t now = clock_.NowNanos();
   const int64_t now_ms = WallMillis();
   for (Pending& p : batch) Answer(p, failure, now - p.enqueue_ns, 0, {}, now_ms);
-  return run_ns;
+  return cost;
 }
 
 void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase,
-                             int64_t& run_ns) {
+                             RunCost& cost) {
   const int64_t start = clock_.NowNanos();
   ExecutionTimes t;
   std::vector<int64_t> rows;
@@ -586,10 +583,10 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
     destinations.clear();
     for (const auto& p : batch) destinations.push_back(&p.item.request.device_outputs);
   }
-  const int64_t run_start = SteadyNanos();
+  const int64_t run_start = clock_.NowNanos();
   auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start, WantedOutputs(batch), destinations);
-  run_ns = SteadyNanos() - run_start;
   const int64_t infer_end = clock_.NowNanos();
+  cost = RunCost{infer_end - run_start, executed_rows};
   if (!out.ok() && runner.device() >= 0 && IsStickyGpuError(out.status().message())) {
     // Before the batch is answered: a client that sees this error and
     // retries finds the GPU already taken out.

@@ -48,7 +48,8 @@
 //
 // A request that finds the queue empty and an idle instance whose runner
 // can run on any thread (InstanceRunner::RunsInline: CPU instances) and
-// whose last batch took at most BatcherOptions::inline_max_run_ns, and that
+// whose last batch took at most BatcherOptions::inline_max_run_ns (scaled
+// by the request's rows against that batch's), and that
 // batching would run at once anyway (PlanBatch runs it alone now), is run
 // on the calling thread with that instance's runner, which its worker lends
 // for the run: no hand-over to the worker and back, each a thread wake-up
@@ -112,8 +113,9 @@ struct BatcherOptions {
   // the window starts at once. 0: sleep at once.
   int64_t busy_poll_ns = 0;
   // A lone request is run on the thread that queues it (see the header
-  // comment) when the instance's last batch took at most this long (steady
-  // time); 0: never. The bound keeps a front end's network thread from
+  // comment) when the instance's last batch took at most this long (scaled
+  // up by the request's rows against that batch's, on the batcher's clock);
+  // 0: never. The bound keeps a front end's network thread from
   // being held by a model that takes long (a run that is slow to start is
   // never run there: the first batch of every instance goes to its worker).
   int64_t inline_max_run_ns = kDefaultInlineMaxRunNs;
@@ -205,14 +207,18 @@ class DynamicBatcher {
   std::vector<Pending> TakeExpired() REQUIRES(mu_);
   // Answers each of `expired` DeadlineExceeded. REQUIRES: mu_ not held.
   void AnswerExpired(std::vector<Pending> expired) EXCLUDES(mu_);
+  // What a batch took in its runner's RunBatch (on clock_; answering not
+  // included) and the rows it executed; ns -1: not known.
+  struct RunCost {
+    int64_t ns = -1;
+    int64_t rows = 0;
+  };
   // Runs `batch` and answers every request of it, exceptions included.
-  // Returns how long the runner's RunBatch took (steady ns; answering not
-  // included), -1 when it did not return.
-  int64_t ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch);
+  // Returns its RunCost (ns -1 when RunBatch did not return).
+  RunCost ExecuteGuarded(InstanceRunner& runner, std::vector<Pending>& batch);
   // Runs `batch`; answers each request (and clears its `done`) as it goes.
-  // May throw; `phase` then says what it was doing. Sets `run_ns` to the
-  // steady time of the runner's RunBatch.
-  void Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase, int64_t& run_ns);
+  // May throw; `phase` then says what it was doing. Sets `cost`.
+  void Execute(InstanceRunner& runner, std::vector<Pending>& batch, const char*& phase, RunCost& cost);
   // Answers `p` with `result` (unless answered already) and records it; a
   // callback that throws is logged, not propagated.
   void Answer(Pending& p, Expected<InferResponse> result, int64_t request_ns, int64_t queue_ns,
@@ -249,12 +255,12 @@ class DynamicBatcher {
   uint64_t dispatch_changes_ GUARDED_BY(mu_) = 0;
   std::map<int, std::string> lost_gpus_ GUARDED_BY(mu_);  // GPU -> the sticky error
   // Per worker: waiting for work (prepared, no batch in hand, runner not
-  // lent); its runner lent to an Enqueue caller; how long its last batch
-  // took in its runner (steady ns; -1 before its first). runs_inline_ is fixed at
-  // construction (InstanceRunner::RunsInline).
+  // lent); its runner lent to an Enqueue caller; what its last batch cost
+  // (ns -1 before its first). runs_inline_ is fixed at construction
+  // (InstanceRunner::RunsInline).
   std::vector<bool> idle_ GUARDED_BY(mu_);
   std::vector<bool> lent_ GUARDED_BY(mu_);
-  std::vector<int64_t> last_run_ns_ GUARDED_BY(mu_);
+  std::vector<RunCost> last_run_ GUARDED_BY(mu_);
   std::vector<bool> runs_inline_;
   size_t lent_count_ GUARDED_BY(mu_) = 0;
   int64_t inline_runs_ GUARDED_BY(mu_) = 0;

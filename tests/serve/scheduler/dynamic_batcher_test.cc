@@ -43,6 +43,7 @@ class DoublingRunner : public InstanceRunner {
       throw_next = nullptr;
     }
     if (before) before();  // throws
+    if (clock != nullptr) clock->Advance(ns_per_row * inputs[0].shape[0]);
     if (fail_with.code() != Code::kOk) return fail_with;
     Tensor y = inputs[0];
     y.name = "y";
@@ -68,6 +69,8 @@ class DoublingRunner : public InstanceRunner {
   std::vector<int64_t> batches;
   std::vector<std::thread::id> threads;  // the thread of each batch
   bool runs_inline = false;              // what RunsInline() reports
+  testing::FakeClock* clock = nullptr;   // advanced by ns_per_row per row of each run
+  int64_t ns_per_row = 0;
   Status fail_with;
   std::function<void()> throw_next;  // run (and cleared) by the next Run, after the gate
   GpuTurn* turn = nullptr;           // what gpu_turn() reports (the test holds it)
@@ -94,6 +97,7 @@ struct HarnessOptions {
   int instances = 1;
   GpuTurn* turn = nullptr;  // every runner's gpu_turn()
   bool runs_inline = false;  // every runner's RunsInline()
+  int64_t ns_per_row = 0;    // what each run takes on the harness's clock, per row
 };
 
 // A batcher over DoublingRunners on a FakeClock: time moves only when the
@@ -107,6 +111,10 @@ struct Harness {
       r->open = !ho.gate_closed;
       r->turn = ho.turn;
       r->runs_inline = ho.runs_inline;
+      if (ho.ns_per_row > 0) {
+        r->clock = &clock;
+        r->ns_per_row = ho.ns_per_row;
+      }
       all_runners.push_back(r.get());
       runners.push_back(std::move(r));
     }
@@ -729,6 +737,26 @@ TEST(DynamicBatcherTest, NothingRunsInlineWhenTheBoundIsZeroTheRunnerCannotOrBat
     EXPECT_EQ(h.batcher->inline_runs(), 0) << "case " << c;
     for (auto id : h.runner->threads) EXPECT_NE(id, std::this_thread::get_id()) << "case " << c;
   }
+}
+
+// The bound is on what the request should take: the last batch's time
+// scaled by the rows (50 us a row here, 200 us allowed).
+TEST(DynamicBatcherTest, ARequestWithMoreRowsThanTheBoundAllowsGoesToTheWorker) {
+  BatcherOptions o;
+  o.batching.max_batch_size = 8;
+  Harness h(o, HarnessOptions{.runs_inline = true, .ns_per_row = 50'000});
+  ASSERT_TRUE(h.Send(Rows("x", {1, 2}, 2)).get().ok());  // 1 row, 50 us: on the worker (the first)
+  WaitIdle(*h.batcher);
+  ASSERT_TRUE(h.Send(Rows("x", {1, 2, 3, 4, 5, 6, 7, 8}, 2)).get().ok());  // 4 rows, 200 us: inline
+  WaitIdle(*h.batcher);
+  EXPECT_EQ(h.batcher->inline_runs(), 1);
+  // The last batch: 4 rows in 200 us; 5 rows should take 250 us.
+  ASSERT_TRUE(h.Send(Rows("x", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 2)).get().ok());
+  WaitIdle(*h.batcher);
+  EXPECT_EQ(h.batcher->inline_runs(), 1);
+  ASSERT_EQ(h.runner->threads.size(), 3u);
+  EXPECT_EQ(h.runner->threads[1], std::this_thread::get_id());
+  EXPECT_NE(h.runner->threads[2], std::this_thread::get_id());
 }
 
 TEST(DynamicBatcherTest, WhileItsRunnerIsLentTheWorkerTakesNothingAndThenTheQueue) {
