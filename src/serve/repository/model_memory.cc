@@ -176,27 +176,18 @@ void MemoryRecorder::AddInstance(bool gpu, int device) { ++instances_[{gpu, devi
 
 void MemoryRecorder::SharedWeights(bool gpu, int device, uint64_t bytes) { shared_[{gpu, device}] += bytes; }
 
-uint64_t MemoryRecorder::FirstInstanceBytes() const {
-  uint64_t total = 0;
-  for (const auto& e : sessions_) {
-    if (!e.first) continue;
-    auto stats = ReadArenaStats(*e.session);
-    if (stats.ok()) total += stats->reserved;
-  }
-  return total;
-}
-
-uint64_t MemoryRecorder::FirstInstanceActivationBytes() const {
-  uint64_t total = 0;
+MemoryRecorder::InstanceBytes MemoryRecorder::FirstInstanceBytes() const {
+  InstanceBytes out;
   for (const auto& e : sessions_) {
     if (!e.first) continue;
     auto stats = ReadArenaStats(*e.session);
     if (!stats.ok()) continue;
     auto own = own_weights_.find(e.session);
     const uint64_t weights = own == own_weights_.end() ? 0 : own->second;
-    total += stats->reserved > weights ? stats->reserved - weights : 0;
+    out.total += stats->reserved;
+    out.activations += stats->reserved > weights ? stats->reserved - weights : 0;
   }
-  return total;
+  return out;
 }
 
 ModelMemory MemoryRecorder::Finish() {

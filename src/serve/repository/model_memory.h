@@ -126,11 +126,13 @@ class MemoryRecorder {
   // A copy of the weights the sessions of a device share.
   void SharedWeights(bool gpu, int device, uint64_t bytes);
   // What instance 0's sessions hold in their arenas now (their own weights
-  // included).
-  uint64_t FirstInstanceBytes() const;
-  // Of those, what is beyond each session's own weights: the activations
-  // of the runs it made.
-  uint64_t FirstInstanceActivationBytes() const;
+  // included), and of that, what is beyond each session's own weights: the
+  // activations of the runs it made.
+  struct InstanceBytes {
+    uint64_t total = 0;
+    uint64_t activations = 0;
+  };
+  InstanceBytes FirstInstanceBytes() const;
   // Reads every arena and NVML, and makes the split of each device and the
   // profile.
   ModelMemory Finish();

@@ -505,9 +505,9 @@ Status VersionLoad::LoadInstance(size_t i) {
   if (i == 0 && !profile_ && !b.graphs && b.on_gpu && deps_.planner != nullptr) {
     const int remaining =
         layout_.gpu_instances.count(instances_[0].gpu) ? layout_.gpu_instances.at(instances_[0].gpu) - 1 : 0;
+    const MemoryRecorder::InstanceBytes first = memory_.FirstInstanceBytes();
     ORTGPU_RETURN_IF_ERROR(PlanRemainingInstances(*deps_.planner, source_.name, version_, instances_[0].gpu, remaining,
-                                                  memory_.FirstInstanceBytes(),
-                                                  memory_.FirstInstanceActivationBytes(), layout_));
+                                                  first.total, first.activations, layout_));
   }
   return Status::Ok();
 }

@@ -583,10 +583,9 @@ void DynamicBatcher::Execute(InstanceRunner& runner, std::vector<Pending>& batch
     destinations.clear();
     for (const auto& p : batch) destinations.push_back(&p.item.request.device_outputs);
   }
-  const int64_t run_start = clock_.NowNanos();
   auto out = runner.RunBatch(inputs, padding_rows, clock_, infer_start, WantedOutputs(batch), destinations);
   const int64_t infer_end = clock_.NowNanos();
-  cost = RunCost{infer_end - run_start, executed_rows};
+  cost = RunCost{infer_end - start, executed_rows};
   if (!out.ok() && runner.device() >= 0 && IsStickyGpuError(out.status().message())) {
     // Before the batch is answered: a client that sees this error and
     // retries finds the GPU already taken out.

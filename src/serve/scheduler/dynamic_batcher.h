@@ -207,8 +207,9 @@ class DynamicBatcher {
   std::vector<Pending> TakeExpired() REQUIRES(mu_);
   // Answers each of `expired` DeadlineExceeded. REQUIRES: mu_ not held.
   void AnswerExpired(std::vector<Pending> expired) EXCLUDES(mu_);
-  // What a batch took in its runner's RunBatch (on clock_; answering not
-  // included) and the rows it executed; ns -1: not known.
+  // What a batch took, from its start to the end of its runner's RunBatch
+  // (on clock_; answering not included), and the rows it executed; ns -1:
+  // not known.
   struct RunCost {
     int64_t ns = -1;
     int64_t rows = 0;
