@@ -70,6 +70,11 @@ struct ServedCandidate {
   // " adaptive=0" when padded without adaptive padding.
   std::string Key() const;
   bool operator==(const ServedCandidate&) const = default;
+
+  // Whether serve makes this candidate's batches take turns on the GPU
+  // (config parameter gpu_turns "auto": with CUDA graphs): one batch's graph
+  // replays at a time, so a batch in flight beyond the second only waits.
+  bool TakesGpuTurns() const { return engine.cuda_graphs; }
 };
 
 // What is known of the model and the machine before measuring.

@@ -36,6 +36,7 @@ void Evaluator::Reused(const std::string& key, int repeat) {
 
 void Evaluator::Record(MeasureKind kind, int64_t ns) {
   spent_ns_[static_cast<int>(kind)] += ns;
+  longest_ns_[static_cast<int>(kind)] = std::max(longest_ns_[static_cast<int>(kind)], ns);
   ++count_[static_cast<int>(kind)];
 }
 
@@ -50,7 +51,11 @@ int64_t Evaluator::ExpectedNs(MeasureKind kind) const {
 
 bool Evaluator::Fits(MeasureKind kind, int count, int64_t reserve_ns) const {
   if (options_.max_wall_ns <= 0) return true;
-  return ElapsedNs() + count * ExpectedNs(kind) + reserve_ns <= options_.max_wall_ns;
+  // A new candidate is taken to load and measure as long as the longest
+  // served so far: candidates differ most there (instances to load).
+  const int64_t each = kind == MeasureKind::kServed ? std::max(ExpectedNs(kind), longest_ns_[static_cast<int>(kind)])
+                                                    : ExpectedNs(kind);
+  return ElapsedNs() + count * each + reserve_ns <= options_.max_wall_ns;
 }
 
 Expected<std::optional<HistoryEntry>> Evaluator::Take(const std::string& key, int repeat, MeasureKind kind,

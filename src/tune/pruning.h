@@ -89,7 +89,9 @@ struct EstimateOptions {
   // What each further batch running at once adds to one batch's in-process
   // items/s (up to the engine's best): concurrent batches fill each other's
   // gaps on the GPU, but small ones do not become as efficient as a large
-  // one (a prior, until served figures calibrate it).
+  // one (a prior, until served figures calibrate it). Batches that take GPU
+  // turns (CUDA graphs) overlap two deep at most: one replays its graph
+  // while another's inputs and outputs are copied.
   double overlap_per_batch = 0.1;
   // The time a batch spends outside the GPU (requests arriving and parsed,
   // gathered, responses written and the next requests sent back), as a
@@ -106,8 +108,9 @@ struct EstimateOptions {
 // with one (a worker waits for its batch to fill), each running batches
 // of min(batch, C / busy) rows (padded: `batch`); the items/s are the lower
 // of the GPU's bound (together the batches reach the batch's in-process
-// items/s plus overlap_per_batch of it per further batch, at most the
-// engine's in-process best, padding rows wasted) and the slots' bound (each
+// items/s plus overlap_per_batch of it per further batch, at most one
+// further under GPU turns, at most the engine's in-process best, padding
+// rows wasted) and the slots' bound (each
 // batch in flight completes once per in-process latency plus host_fraction
 // of it); the mean latency follows from Little's law (plus the queue delay
 // when batches do not fill) and the p99 from p99_over_mean. The estimate is

@@ -122,15 +122,20 @@ double Calibration(const ServedCandidate& c, const std::vector<ServedOutcome>& s
 // the served candidates each is (Similarity to the most like one): a
 // prediction higher by more than 5% first (the model is no surer than that);
 // else the shape of the hand-found optima: padded to the preferred size,
-// CUDA graphs, more instances, more workers, a shorter delay; else the one
-// less like what was served (it teaches the calibration more); else the
+// CUDA graphs, more instances, more workers (fewer under GPU turns: there a
+// further worker only adds turn-takers and a graph set to load, and run q2
+// served 2 instances x 1 worker 7% above 2 x 2), a shorter delay; else the
+// one less like what was served (it teaches the calibration more); else the
 // higher prediction; else the simpler.
 bool ServeBefore(double pa, int like_a, const ServedCandidate& a, double pb, int like_b, const ServedCandidate& b) {
   if (std::abs(pa - pb) > 0.05 * std::max(pa, pb)) return pa > pb;
   if (a.pad_to_preferred != b.pad_to_preferred) return a.pad_to_preferred;
   if (a.engine.cuda_graphs != b.engine.cuda_graphs) return a.engine.cuda_graphs;
   if (a.instances != b.instances) return a.instances > b.instances;
-  if (a.workers_per_instance != b.workers_per_instance) return a.workers_per_instance > b.workers_per_instance;
+  if (a.workers_per_instance != b.workers_per_instance) {
+    return a.TakesGpuTurns() ? a.workers_per_instance < b.workers_per_instance
+                             : a.workers_per_instance > b.workers_per_instance;
+  }
   if (a.max_queue_delay_us != b.max_queue_delay_us) return a.max_queue_delay_us < b.max_queue_delay_us;
   if (like_a != like_b) return like_a < like_b;
   if (pa != pb) return pa > pb;

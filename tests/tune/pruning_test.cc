@@ -80,6 +80,41 @@ TEST(Pruning, TheEstimatePrefersFullPaddedBatchesAndMoreWorkersForSmallOnes) {
   EXPECT_EQ(EstimateGoodput({.instances = 2, .batch = 32, .pad_to_preferred = true}, curves, o), 0);
 }
 
+// With CUDA graphs serve's batches take GPU turns: one replays while
+// another's copies run, so a second batch in flight adds its overlap and a
+// third or fourth adds nothing (run q2: 2 instances x 2 workers served 7%
+// below 2 x 1; run u1: [16] on 2 x 1 served 14% above the batch's own
+// in-process rate).
+TEST(Pruning, UnderGpuTurnsOnlyTheSecondBatchInFlightOverlaps) {
+  EngineChoice graphs;
+  graphs.cuda_graphs = true;
+  LatencyCurves curves;
+  curves.Add(graphs, 1, 0.5);
+  curves.Add(graphs, 16, 1.6);   // 10,000 items/s
+  curves.Add(graphs, 128, 10.0);  // 12,800 items/s: the in-process best
+  EstimateOptions o;
+  auto estimate = [&](int instances, int workers) {
+    return EstimateGoodput({.engine = graphs, .instances = instances, .batch = 16, .pad_to_preferred = true,
+                            .adaptive_padding = false, .workers_per_instance = workers},
+                           curves, o);
+  };
+  EXPECT_NEAR(estimate(2, 1), 10'000 * (1 + o.overlap_per_batch), 1);
+  EXPECT_NEAR(estimate(1, 2), estimate(2, 1), 1);
+  EXPECT_NEAR(estimate(2, 2), estimate(2, 1), 1);  // four in flight: two only wait
+  EXPECT_LT(estimate(1, 1), estimate(2, 1));
+  // Without graphs the four overlap: the same candidate is estimated higher.
+  EXPECT_GT(EstimateGoodput({.instances = 2, .batch = 16, .pad_to_preferred = true, .adaptive_padding = false},
+                            [&] {
+                              LatencyCurves plain;
+                              plain.Add(EngineChoice{}, 1, 0.5);
+                              plain.Add(EngineChoice{}, 16, 1.6);
+                              plain.Add(EngineChoice{}, 128, 10.0);
+                              return plain;
+                            }(),
+                            o),
+            estimate(2, 2));
+}
+
 TEST(Pruning, DropsWhatCannotMeetTheBudget) {
   const LatencyCurves curves = Curve();
   const std::vector<ServedCandidate> candidates = {

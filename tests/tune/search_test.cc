@@ -205,9 +205,12 @@ TEST(Search, AFlipThatFailsIsRejectedWithOrtsReason) {
 // took there: a session 3 s plus 0.5 s a batch (10 s more a batch with the
 // fusion's plan building), a served first measurement 25 s of load search
 // plus the load (2 s an instance, 11 s with the fusion), a repeat 12 s plus
-// the load, the fp16 judgment 20 s. The search ends within 10 minutes, and
-// its winner serves at least 95% of the best of the whole space.
-TEST(Search, TheH200ScenarioFitsTenMinutesAndFindsWithin95PercentOfTheBest) {
+// the load, the fp16 judgment 20 s. The search ends within its limit, and
+// its winner serves at least 95% of the best of the whole space: in 10
+// minutes, and in 4 (run q2: with 4 minutes the search served one
+// candidate, 2 instances x 2 workers under GPU turns, 92.6% of the best).
+void ExpectTheH200ScenarioWithin95PercentOfTheBest(int minutes) {
+  SCOPED_TRACE(::testing::Message() << minutes << " minutes");
   FakeClock clock;
   class Timed : public Measurer {
    public:
@@ -243,11 +246,14 @@ TEST(Search, TheH200ScenarioFitsTenMinutesAndFindsWithin95PercentOfTheBest) {
   History h;
   SpaceOptions space;
   space.adaptive_padding = {false};
-  SearchOptions options{.latency_budget_ms = 20, .max_wall_ns = int64_t{10} * 60'000'000'000};
+  SearchOptions options{.latency_budget_ms = 20, .max_wall_ns = int64_t{minutes} * 60'000'000'000};
   options.estimate.unpadded_factor = 0.5;
   auto r = RunSearch(Resnet(128), space, options, timed, h, clock);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LE(r->wall_s, 600.0);
+  // A measurement started within the limit finishes; only the first served
+  // candidate starts with nothing measured to say how long it takes (here
+  // 22 s of loading, 25 s of load search and two 12 s repeats on its start).
+  EXPECT_LE(r->wall_s, minutes * 60.0 + (r->served.size() == 1 ? 71.0 : 0.0));
   ASSERT_TRUE(r->winner.has_value());
   // The best of every valid served candidate on every engine choice.
   ModelTraits traits = Resnet(128);
@@ -266,6 +272,14 @@ TEST(Search, TheH200ScenarioFitsTenMinutesAndFindsWithin95PercentOfTheBest) {
   }
   const double found = H200Served(*r->winner, 20)->items_per_s;
   EXPECT_GE(found, 0.95 * best) << r->winner->Key() << " against " << best_key;
+}
+
+TEST(Search, TheH200ScenarioFitsTenMinutesAndFindsWithin95PercentOfTheBest) {
+  ExpectTheH200ScenarioWithin95PercentOfTheBest(10);
+}
+
+TEST(Search, TheH200ScenarioFindsWithin95PercentOfTheBestInFourMinutes) {
+  ExpectTheH200ScenarioWithin95PercentOfTheBest(4);
 }
 
 TEST(Search, KnobsThatCannotMatterAreSkippedWithAReason) {
