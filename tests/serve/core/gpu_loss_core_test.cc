@@ -5,7 +5,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <condition_variable>
 #include <future>
 #include <memory>
@@ -40,7 +39,8 @@ struct BrokenGpus {
   std::condition_variable changed;
   std::set<int> gpus;
   std::optional<int> held;  // the GPU whose runs wait
-  int waiting = 0;    // runs waiting on it
+  int waiting = 0;          // runs waiting on it
+  bool answered = false;    // the steered request was answered (MarkAnswered)
   bool Has(int gpu) {
     std::unique_lock lock(mu);
     if (gpu == held) {
@@ -58,15 +58,20 @@ struct BrokenGpus {
   void Release() {
     std::lock_guard lock(mu);
     held.reset();
+    answered = false;
     changed.notify_all();
   }
-  // Waits until a run waits on the held GPU or `done` is ready.
-  template <typename Future>
-  void WaitForHeldRunOr(Future& done) {
+  void MarkAnswered() {
+    std::lock_guard lock(mu);
+    answered = true;
+    changed.notify_all();
+  }
+  // Waits until a run waits on the held GPU or the request was answered;
+  // true in the first case.
+  bool WaitForHeldRunOrAnswer() {
     std::unique_lock lock(mu);
-    while (waiting == 0 && done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      changed.wait_for(lock, std::chrono::milliseconds(1));
-    }
+    changed.wait(lock, [&] { return waiting > 0 || answered; });
+    return waiting > 0;
   }
   void Break(int gpu) {
     std::lock_guard lock(mu);
@@ -135,10 +140,12 @@ struct TwoGpuServer {
     broken.Hold(0);
     std::promise<Expected<InferResponse>> first;
     auto first_done = first.get_future();
-    core->Infer(Request(model, {Input({1, 2, 3, 4})}), [&first](Expected<InferResponse> r) { first.set_value(std::move(r)); });
-    broken.WaitForHeldRunOr(first_done);
+    core->Infer(Request(model, {Input({1, 2, 3, 4})}), [this, &first](Expected<InferResponse> r) {
+      first.set_value(std::move(r));
+      broken.MarkAnswered();
+    });
     Status second = Status::Ok();
-    if (first_done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    if (broken.WaitForHeldRunOrAnswer()) {
       auto r = InferSync(*core, Request(model, {Input({1, 2, 3, 4})}));
       if (!r.ok()) second = r.status();
     }
