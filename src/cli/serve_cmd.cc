@@ -268,8 +268,9 @@ void AddServeFlags(CLI::App& cmd, ServeFlags& flags) {
            o.http.busy_poll = std::chrono::microseconds(us);
            o.core.loader.busy_poll_ns = us * 1000;
          },
-         "Network threads (HTTP and gRPC) and instance workers poll this long for work before they sleep: lower "
-         "latency for a few microseconds of CPU after each request (0: sleep at once)")
+         "After a request, one HTTP thread, the gRPC pollers and the instance's workers poll this long for the "
+         "next before they sleep, unless requests overlap: lower latency for a lone client at the cost of a core "
+         "while it sends; nothing when idle (0: sleep at once)")
       ->check(CLI::Range(int64_t{0}, int64_t{10'000}))
       ->default_str(std::to_string(o.http.busy_poll.count()));
   cmd.add_option_function<int64_t>(

@@ -19,5 +19,8 @@ inline constexpr uint16_t kDefaultMetricsPort = 8002;
 inline constexpr size_t kDefaultMaxBodyBytes = size_t{64} << 20;
 // An inference not answered within this is dropped (504, DEADLINE_EXCEEDED).
 inline constexpr std::chrono::milliseconds kDefaultRequestTimeout{60'000};
+// How long network threads and instance workers poll for work after their
+// last before they sleep (serve --busy-poll-us; BusyPoll says when they do).
+inline constexpr std::chrono::microseconds kDefaultBusyPoll{200};
 
 }  // namespace ortgpu::serve

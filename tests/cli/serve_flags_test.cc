@@ -4,6 +4,7 @@
 // the gRPC pollers.
 #include "cli/serve_flags.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,14 @@ TEST_F(ServeFlagsTest, ParsedDefaultsAreTheOptionsStructs) {
   EXPECT_EQ(o.core.loader.require_gpu, defaults_.core.loader.require_gpu);
   EXPECT_EQ(o.core.memory_plan.enabled, defaults_.core.memory_plan.enabled);
   EXPECT_EQ(o.core.memory_plan.margin_percent, defaults_.core.memory_plan.margin_percent);
+}
+
+// Busy polling is on by default (issue 29), with one window for the network
+// threads and the instance workers, as the one flag sets both.
+TEST_F(ServeFlagsTest, BusyPollingIsOnByDefaultWithOneWindowForThreadsAndWorkers) {
+  EXPECT_EQ(defaults_.http.busy_poll, serve::kDefaultBusyPoll);
+  EXPECT_GT(defaults_.http.busy_poll.count(), 0);
+  EXPECT_EQ(defaults_.core.loader.busy_poll_ns, std::chrono::nanoseconds(defaults_.http.busy_poll).count());
 }
 
 TEST_F(ServeFlagsTest, HelpShowsTheOptionsStructsDefaults) {

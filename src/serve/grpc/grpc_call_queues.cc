@@ -5,7 +5,7 @@
 namespace ortgpu::serve {
 
 GrpcCallQueues::GrpcCallQueues(::grpc::ServerBuilder& builder, int threads, std::chrono::microseconds busy_poll)
-    : busy_poll_(busy_poll) {
+    : busy_poll_(busy_poll), busy_(busy_poll) {
   for (int i = 0; i < std::max(1, threads); ++i) queues_.push_back(builder.AddCompletionQueue());
 }
 
@@ -28,7 +28,7 @@ void GrpcCallQueues::Poll(::grpc::ServerCompletionQueue& cq) {
   void* tag = nullptr;
   bool ok = false;
   while (true) {
-    if (window.count() > 0 && std::chrono::steady_clock::now() - last_event < window) {
+    if (window.count() > 0 && std::chrono::steady_clock::now() - last_event < window && !busy_.Crowded()) {
       // Busy polling: look without blocking, so the next call is read the
       // moment it arrives instead of after a wake-up. The deadline is the
       // infinite past: gRPC rounds a deadline up to the next millisecond,

@@ -16,7 +16,10 @@
 // Threads: `threads` pollers, each on a completion queue of its own, on
 // which every method has calls requested ahead of arrivals (Method::ahead);
 // with `busy_poll` > 0 a poller keeps polling its queue that long after each
-// event before it blocks (serve --busy-poll-us). Each event's tag is a
+// event before it blocks (serve --busy-poll-us), except while requests
+// overlap (busy_poll(): BusyPoll's crowding, fed by the server's requests).
+// Every poller may poll at once: each drains a queue of its own, so one
+// cannot park while another polls as the HTTP threads do. Each event's tag is a
 // CallTag; its OnEvent runs on the poller. Operations on calls (Finish,
 // Read, Write, alarms) may be started from any thread, through IfOpen.
 //
@@ -35,6 +38,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "serve/busy_poll.h"
 #include "sys/mutex.h"
 
 namespace ortgpu::serve {
@@ -97,12 +101,16 @@ class GrpcCallQueues {
   }
 
   int threads() const { return static_cast<int>(queues_.size()); }
+  // What stops the pollers polling while requests overlap: the server counts
+  // its requests here (RequestStarted, RequestFinished).
+  BusyPoll& busy_poll() { return busy_; }
 
  private:
   void Poll(::grpc::ServerCompletionQueue& cq);
 
   std::vector<std::unique_ptr<::grpc::ServerCompletionQueue>> queues_;
   std::chrono::microseconds busy_poll_;
+  BusyPoll busy_;
   std::vector<Method> methods_;
   // Held shared by whoever starts an operation on a queue (IfOpen),
   // exclusively by Stop while it marks them closed: no operation may start

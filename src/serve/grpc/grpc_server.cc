@@ -127,10 +127,12 @@ struct GrpcServer::State {
       : core(c), settings(s), options(std::move(o)), workers(static_cast<size_t>(std::max(1, options.threads))) {}
 
   void Begin() EXCLUDES(mu) {
+    if (queues) queues->busy_poll().RequestStarted();
     MutexLock lock(&mu);
     ++in_flight;
   }
   void End() EXCLUDES(mu) {
+    if (queues) queues->busy_poll().RequestFinished();
     MutexLock lock(&mu);
     if (--in_flight == 0) idle.SignalAll();
   }

@@ -50,10 +50,11 @@ struct GrpcOptions {
   int threads = 2;
   // Threads that poll the completion queues, each reading, decoding and
   // handling the calls that arrive on its queue (GrpcCallQueues), and how
-  // long each keeps polling after an event before it blocks (0: block at
-  // once; serve --busy-poll-us). 0: one per core, at most 4.
+  // long each keeps polling after an event before it blocks while requests
+  // do not overlap (0: block at once; serve --busy-poll-us). 0: one per
+  // core, at most 4.
   int poller_threads = 0;
-  std::chrono::microseconds busy_poll{0};
+  std::chrono::microseconds busy_poll = kDefaultBusyPoll;
   // With a token (--auth-token-file) the repository, logging, trace and
   // shared-memory register/unregister RPCs need the metadata
   // "authorization: Bearer <token>" (UNAUTHENTICATED otherwise), as their

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "serve/busy_poll.h"
 #include "serve/http/endpoints.h"
 #include "serve/http/segments_body.h"
 #include "serve/protocol/infer_request_decoder.h"
@@ -55,7 +56,8 @@ constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
 constexpr size_t kRetainedReadBuffer = 256 * 1024;
 
 struct HttpServer::State {
-  State(ModelServer& s, HttpOptions o) : server(s), options(std::move(o)), acceptor(asio::make_strand(ioc)) {}
+  State(ModelServer& s, HttpOptions o)
+      : server(s), options(std::move(o)), acceptor(asio::make_strand(ioc)), busy_poll(options.busy_poll) {}
 
   ModelServer& server;
   const HttpOptions options;
@@ -68,12 +70,13 @@ struct HttpServer::State {
   asio::thread_pool blocking{2};
   asio::thread_pool decode{2};  // decodes large JSON infer bodies off the network threads
   std::vector<std::thread> threads;
+  int thread_count = 0;  // set before the first network thread starts
   uint16_t port = 0;
   std::shared_ptr<spdlog::logger> access_logger;
 
   std::atomic<bool> draining{false};
-  // steady_clock ns of the last handler any network thread ran (busy_poll).
-  std::atomic<int64_t> last_activity_ns{0};
+  // When the network threads poll instead of sleeping (HttpOptions::busy_poll).
+  BusyPoll busy_poll;
   std::atomic<bool> stopping{false};
 
   Mutex mu;
@@ -83,10 +86,12 @@ struct HttpServer::State {
   std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions GUARDED_BY(mu);
 
   void RequestStarted() EXCLUDES(mu) {
+    busy_poll.RequestStarted();
     MutexLock lock(&mu);
     ++in_flight;
   }
   void RequestFinished() EXCLUDES(mu) {
+    busy_poll.RequestFinished();
     MutexLock lock(&mu);
     if (--in_flight == 0) idle_cv.SignalAll();
   }
@@ -657,37 +662,57 @@ void Accept(std::shared_ptr<State> state) {
   });
 }
 
-// A network thread: runs handlers; with busy_poll it keeps polling (the
-// reactor too, with a zero timeout) while any network thread ran a handler
-// within the window, and blocks only once the whole server has been idle
-// that long (HttpOptions::busy_poll). The window is shared on purpose: a
-// thread that blocked in epoll would hold Asio's reactor, and the threads
-// still polling would then see no socket event until that one woke up.
-void RunNetworkLoop(State& s) {
-  const int64_t window = std::chrono::duration_cast<std::chrono::nanoseconds>(s.options.busy_poll).count();
-  if (window <= 0) {
+// A network thread: runs handlers. With busy polling (BusyPoll) a thread
+// that just ran a handler takes a seat when the server is lightly loaded and
+// keeps polling (the reactor too, with a zero timeout) while a handler ran
+// within the window; the threads without a seat park outside the io_context
+// meanwhile. They must: a thread blocked in run_one would hold Asio's reactor
+// in epoll_wait, and the polling ones would see no socket event until it
+// woke up. The first seat taken posts a no-op for every other thread, so
+// those blocked in run_one return and either take a free seat or park. A
+// seat is given up once the window passes with nothing to run, or the
+// server gets crowded (two requests in flight); the parked threads go back
+// to run_one when the last seat is. `seated` is the thread's own and
+// survives a handler's exception (RunNetworkThread).
+void RunNetworkLoop(State& s, bool& seated) {
+  BusyPoll& busy = s.busy_poll;
+  if (!busy.enabled()) {
     s.ioc.run();
     return;
   }
-  const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
   while (!s.ioc.stopped()) {
-    if (s.ioc.poll_one() > 0) {
-      s.last_activity_ns.store(now(), std::memory_order_relaxed);
+    if (seated) {
+      if (s.ioc.poll_one() > 0) {
+        busy.Activity();
+      } else if (!busy.ShouldPoll()) {
+        busy.ReleaseSeat();
+        seated = false;
+      }
       continue;
     }
-    if (now() - s.last_activity_ns.load(std::memory_order_relaxed) < window) continue;
-    if (s.ioc.run_one() == 0) return;  // out of work: stopped
-    s.last_activity_ns.store(now(), std::memory_order_relaxed);
+    busy.Park();  // returns at once unless some thread polls
+    if (s.ioc.stopped()) break;
+    if (s.ioc.run_one() == 0) break;  // out of work: stopped
+    busy.Activity();
+    if (!busy.ShouldPoll()) continue;
+    const BusyPoll::Seat seat = busy.TakeSeat();
+    seated = seat != BusyPoll::Seat::kNone;
+    if (seat == BusyPoll::Seat::kFirst) {
+      for (int i = 1; i < s.thread_count; ++i) asio::post(s.ioc, [] {});
+    }
   }
+  if (seated) busy.ReleaseSeat();
+  seated = false;
 }
 
 // A handler that throws would end ioc.run() and, from a std::thread,
 // the process: it is logged and the thread runs on. The connection the
 // handler served is dropped with it (its handlers released their hold).
 void RunNetworkThread(State& s) {
+  bool seated = false;
   while (true) {
     try {
-      RunNetworkLoop(s);
+      RunNetworkLoop(s, seated);
       return;
     } catch (const std::exception& e) {
       spdlog::error("an HTTP handler threw ({}); its connection is dropped, the server keeps serving", e.what());
@@ -758,6 +783,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::Start(ModelServer& server, Htt
                                                          "pick another --http-port or stop the process using it"}));
   state->work.emplace(state->ioc.get_executor());
   asio::dispatch(state->acceptor.get_executor(), [state] { Accept(state); });
+  state->thread_count = threads;
   for (int i = 0; i < threads; ++i) {
     state->threads.emplace_back([s = state.get()] { RunNetworkThread(*s); });
   }
@@ -817,6 +843,7 @@ void HttpServer::Stop() {
     if (auto s = weak.lock()) s->Shutdown();
   }
   state_->work.reset();
+  state_->busy_poll.Stop();
   for (std::thread& t : state_->threads) t.join();
   state_->threads.clear();
   state_->blocking.join();

@@ -27,6 +27,7 @@
 #include <spdlog/logger.h>
 
 #include "serve/front_end_defaults.h"
+#include "serve/busy_poll.h"
 #include "serve/http/connection_limits.h"
 #include "serve/http/request_access.h"
 #include "serve/model_server.h"
@@ -54,14 +55,14 @@ struct HttpOptions {
   std::chrono::milliseconds read_timeout{30'000};
   // How long writing a response may take (a client that stops reading).
   std::chrono::milliseconds write_timeout{30'000};
-  // Busy polling: while any network thread ran a handler within this
-  // window, every network thread keeps polling (socket events and posted
-  // replies) instead of blocking in epoll, so a reply posted by a worker, or
-  // the next request of a client, is taken at once instead of after a
-  // thread's wake-up (tens of microseconds on an idle virtual machine). 0:
-  // block at once. Costs a core per network thread while the server is
-  // active: pair it with few --http-threads.
-  std::chrono::microseconds busy_poll{0};
+  // Busy polling (BusyPoll, busy_poll.h): while a handler ran within this
+  // window and requests do not overlap, one network thread keeps polling
+  // (socket events and posted replies) instead of blocking in epoll, so a
+  // reply posted by a worker, or the next request of a lone client, is taken
+  // at once instead of after a thread's wake-up (tens of microseconds on a
+  // virtual machine). Costs one core while a lone client keeps the server
+  // busy, none when idle or crowded. 0: block at once.
+  std::chrono::microseconds busy_poll = kDefaultBusyPoll;
   // Connections open at once; one more is accepted and closed at once (and
   // counted in connection_events.refused). 0: DefaultMaxConnections(), the
   // file-descriptor limit less a reserve (connection_limits.h).

@@ -10,6 +10,7 @@
 // is owned by the core and shared with requests in flight (shared_ptr).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,6 +24,7 @@
 #include "ort/device_memory.h"
 #include "ort/random_inputs.h"
 #include "ort/session.h"
+#include "serve/front_end_defaults.h"
 #include "serve/model_server.h"
 #include "serve/repository/model_config.h"
 #include "serve/repository/instance_placement.h"
@@ -82,7 +84,7 @@ struct LoaderOptions {
   bool require_gpu = false;
   CompletionOptions completion;
   // BatcherOptions::busy_poll_ns for every model (serve --busy-poll-us).
-  int64_t busy_poll_ns = 0;
+  int64_t busy_poll_ns = std::chrono::nanoseconds(kDefaultBusyPoll).count();
   // BatcherOptions::inline_max_run_ns for every model (serve --inline-max-us).
   int64_t inline_max_run_ns = kDefaultInlineMaxRunNs;
   // A model without model_warmup whose generated warm-up inputs all fail

@@ -432,8 +432,12 @@ void DynamicBatcher::WorkerLoop(size_t worker) {
       lock.Lock();
       return;
     }
-    if (queue_.empty() && !stopping_ && options_.busy_poll_ns > 0) {
-      // Busy-poll for a request before sleeping (BatcherOptions::busy_poll_ns).
+    if (queue_.empty() && !stopping_ && options_.busy_poll_ns > 0 &&
+        !(runs_inline_[worker] && options_.inline_max_run_ns > 0)) {
+      // Busy-poll for a request before sleeping (BatcherOptions::busy_poll_ns);
+      // not on an instance that runs lone requests inline: its worker gets
+      // requests only while they overlap, when a polling thread takes the CPU
+      // the others need (docs/BENCHMARKS.md, default busy polling).
       const uint64_t seen = enqueued_count_.load(std::memory_order_acquire);
       lock.Unlock();
       const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.busy_poll_ns);

@@ -110,7 +110,9 @@ struct BatcherOptions {
   // sleeps on the condition variable (steady time, not the injected clock:
   // it only trades CPU for wake-up latency). A sleeping thread takes tens of
   // microseconds to wake on a virtual machine; a request that arrives within
-  // the window starts at once. 0: sleep at once.
+  // the window starts at once. 0: sleep at once. Not for the workers of
+  // an instance that runs lone requests inline (RunsInline, with
+  // inline_max_run_ns > 0).
   int64_t busy_poll_ns = 0;
   // A lone request is run on the thread that queues it (see the header
   // comment) when the instance's last batch took at most this long (scaled

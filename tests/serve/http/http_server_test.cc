@@ -1,8 +1,10 @@
 #include "serve/http/http_server.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -326,6 +328,34 @@ TEST_F(HttpServerTest, BusyPollingNetworkThreadsServeAndStop) {
   StartServer(o);
   TestHttpClient c(port());
   for (int i = 0; i < 20; ++i) ASSERT_EQ(c.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+  server_->Stop();
+}
+
+// The default (BusyPoll): lone requests with threads polling and parking,
+// then overlapping ones from several clients at once, which stop the polling
+// and wake the parked threads; every request is answered and the server
+// stops with threads seated or parked.
+TEST_F(HttpServerTest, DefaultBusyPollingServesLoneAndOverlappingRequests) {
+  HttpOptions o;
+  ASSERT_GT(o.busy_poll.count(), 0) << "busy polling is on by default";
+  o.threads = 4;
+  o.port = 0;
+  auto s = HttpServer::Start(fake_, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  server_ = std::move(s).value();
+  TestHttpClient lone(port());
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(lone.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 6; ++c) {
+    clients.emplace_back([&] {
+      TestHttpClient client(port());
+      for (int i = 0; i < 30; ++i) ok += client.Post("/v2/models/echo/infer", kEchoBody).status == 200u;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 180);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(lone.Post("/v2/models/echo/infer", kEchoBody).status, 200u);
   server_->Stop();
 }
 
