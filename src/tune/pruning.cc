@@ -103,10 +103,16 @@ double EstimateGoodput(const ServedCandidate& c, const LatencyCurves& curves, co
     const double n = static_cast<double>(conns);
     // Without a queue delay an idle worker takes whatever is queued, so every
     // slot runs a batch and the rows split over them (H200 run n1: [32] on 2
-    // instances x 2 workers ran 17-row batches at 64 connections); with one,
-    // a worker waits for its batch to fill and only the slots needed work.
-    const int busy = delay_ms > 0 ? std::clamp(static_cast<int>(std::ceil(n / b)), 1, slots)
-                                  : std::clamp(conns, 1, slots);
+    // instances x 2 workers ran 17-row batches at 64 connections). With one,
+    // a worker waits for its batch to fill, and only the slots needed work,
+    // when the delay lets a batch's rows come back: n connections each send
+    // about once per full batch's run, so about n x delay / run rows arrive
+    // within the delay. A shorter delay does no better than none (H200 run
+    // v1: [32] with 500 us on 2 x 2 at 64 connections, 4,793 items/s: 12.5
+    // rows come back in 500 us of a 2.56 ms batch; [16] with 2 ms, 10,063).
+    const std::optional<double> full_ms = curves.LatencyMs(c.engine, c.batch);
+    const bool fills = delay_ms > 0 && full_ms && *full_ms > 0 && n * delay_ms / *full_ms >= b;
+    const int busy = fills ? std::clamp(static_cast<int>(std::ceil(n / b)), 1, slots) : std::clamp(conns, 1, slots);
     const double rows = std::min(b, n / busy);
     // Rows executed: padded to the batch, or the rows themselves, at least 1.
     const double executed = c.pad_to_preferred ? b : std::max(1.0, std::floor(rows));
