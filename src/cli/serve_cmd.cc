@@ -252,7 +252,7 @@ void AddServeFlags(CLI::App& cmd, ServeFlags& flags) {
       ->check(CLI::Range(0, 256));
   auto* pollers = cmd.add_option("--grpc-poller-threads", o.grpc_poller_threads,
                                  "Threads that read, decode and handle gRPC calls (the only threads that read gRPC "
-                                 "sockets); 0: one per core, at most 4")
+                                 "sockets); 0: one per four cores, 1 to 4")
                       ->check(CLI::Range(0, 256));
   cmd.add_option("--grpc-threads", o.grpc_poller_threads, "Deprecated: the old name of --grpc-poller-threads")
       ->check(CLI::Range(0, 256))

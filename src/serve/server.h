@@ -65,7 +65,7 @@ struct ServeOptions {
   // (GrpcOptions::threads).
   int grpc_threads = GrpcOptions{}.threads;
   // Threads that poll for gRPC calls and handle them
-  // (GrpcOptions::poller_threads; 0: one per core, at most 4).
+  // (GrpcOptions::poller_threads; 0: DefaultGrpcPollers(), one per four cores, 1 to 4).
   int grpc_poller_threads = GrpcOptions{}.poller_threads;
   // How long Shutdown() lets requests in flight finish before closing connections.
   std::chrono::milliseconds drain_timeout{30'000};

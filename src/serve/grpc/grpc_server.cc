@@ -564,6 +564,8 @@ class Rpcs {
 
 }  // namespace
 
+int DefaultGrpcPollers() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u)); }
+
 Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, RuntimeSettings& settings,
                                                         GrpcOptions options) {
   std::unique_ptr<GrpcServer> g(new GrpcServer());
@@ -582,9 +584,7 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::Start(ModelServer& server, Run
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(s.options.max_message_bytes, INT_MAX)));
   builder.RegisterService(&s.service);
   builder.RegisterService(&s.health);
-  const int pollers = s.options.poller_threads > 0
-                          ? s.options.poller_threads
-                          : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  const int pollers = s.options.poller_threads > 0 ? s.options.poller_threads : DefaultGrpcPollers();
   s.queues = std::make_unique<GrpcCallQueues>(builder, pollers, s.options.busy_poll);
   s.server = builder.BuildAndStart();
   if (!s.server || selected_port == 0) {

@@ -51,8 +51,8 @@ struct GrpcOptions {
   // Threads that poll the completion queues, each reading, decoding and
   // handling the calls that arrive on its queue (GrpcCallQueues), and how
   // long each keeps polling after an event before it blocks while requests
-  // do not overlap (0: block at once; serve --busy-poll-us). 0: one per
-  // core, at most 4.
+  // do not overlap (0: block at once; serve --busy-poll-us). 0:
+  // DefaultGrpcPollers().
   int poller_threads = 0;
   std::chrono::microseconds busy_poll = kDefaultBusyPoll;
   // With a token (--auth-token-file) the repository, logging, trace and
@@ -64,6 +64,15 @@ struct GrpcOptions {
   // status (it sends the status each time it changed).
   std::chrono::milliseconds health_watch_poll{1000};
 };
+
+// The gRPC pollers when GrpcOptions::poller_threads is 0: one per four
+// hardware threads, 1 to 4. Calls of one connection land on every poller's
+// queue in turn, and the poller that read a call wakes the one it landed on:
+// on the 2-core build machine one lone client's calls took 103-110 us with
+// one poller against 123-128 us with two (docs/BENCHMARKS.md), so small
+// machines get one; large ones keep four for the throughput of many
+// connections.
+int DefaultGrpcPollers();
 
 class GrpcServer {
  public:
