@@ -68,8 +68,8 @@ struct GrpcOptions {
 // The gRPC pollers when GrpcOptions::poller_threads is 0: one per four
 // hardware threads, 1 to 4. Calls of one connection land on every poller's
 // queue in turn, and the poller that read a call wakes the one it landed on:
-// on the 2-core build machine one lone client's calls took 103-110 us with
-// one poller against 123-128 us with two (docs/BENCHMARKS.md), so small
+// on the 2-core build machine one lone client's calls took 87-112 us with
+// one poller against 137-174 us with two (docs/BENCHMARKS.md), so small
 // machines get one; large ones keep four for the throughput of many
 // connections.
 int DefaultGrpcPollers();
