@@ -18,8 +18,9 @@
 //    a seat poll; the others park until every seat is given up or the server
 //    gets crowded, so a lone client costs two cores, not one per network
 //    thread. One polling thread was measured slower than two on the 2-core
-//    build machine (+57.7-85.6 against +34.5-44.9 us over in process): a
-//    virtual CPU left idle halts, and waking it costs what polling saved.
+//    build machine (+57.7-85.6 against +34.5-44.9 us over in process): most
+//    likely because a virtual CPU left idle halts, and waking it costs what
+//    polling saved.
 //
 // Thread-safe. The clock is injected (tests/fakes/fake_clock.h).
 #pragma once
