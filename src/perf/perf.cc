@@ -279,6 +279,7 @@ void CompareInProcess(const PerfOptions& o, const ModelInfo& model, const std::v
     return;
   }
   if (!setup.cuda_graph_note.empty()) c.notes.push_back(setup.cuda_graph_note);
+  if (!setup.precision_note.empty()) c.notes.push_back(setup.precision_note);
   const double average_batch = best != nullptr && best->server ? best->server->average_batch : 0;
   const int64_t batch = ServedBatch(setup, o.rows, average_batch);
   if (!setup.dynamic_batching) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace ortgpu::perf {
@@ -12,10 +13,15 @@ namespace {
 
 using nlohmann::json;
 
-// serve's ParameterIsTrue: "true", "1" or "yes", any case.
-bool IsTrue(std::string v) {
+std::string Lower(std::string v) {
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  return v == "true" || v == "1" || v == "yes";
+  return v;
+}
+
+// serve's ParameterIsTrue: "true", "1" or "yes", any case.
+bool IsTrue(const std::string& v) {
+  const std::string l = Lower(v);
+  return l == "true" || l == "1" || l == "yes";
 }
 
 const json* Find(const json& j, std::initializer_list<const char*> path) {
@@ -109,6 +115,25 @@ Expected<ServedSetup> ParseServedSetup(const std::string& config_json) {
       s.reshapes[in.value("name", "")] = std::move(dims);
     }
   }
+  if (auto it = params.find("precision"); it != params.end() && !it->second.empty()) {
+    std::string v = Lower(it->second);
+    if (v == "float32") v = "fp32";
+    if (v == "float16") v = "fp16";
+    auto p = bench::ParsePrecision(v);
+    if (!p.ok()) return p.status().WithContext("the served configuration's parameter precision");
+    s.precision = *p;
+  }
+  std::vector<std::string> unrepeated;
+  for (const char* key : {"precision_op_block_list", "precision_node_block_list", "precision_budget"}) {
+    if (params.count(key) > 0) unrepeated.push_back(key);
+  }
+  if (auto it = params.find("precision_io"); it != params.end() && Lower(it->second) == "fp16") {
+    unrepeated.push_back("precision_io fp16 (in process keeps the float32 interface)");
+  }
+  if (!unrepeated.empty() && s.precision) {
+    s.precision_note = fmt::format("the in-process run converts to {} with bench's defaults, not the served "
+                                   "configuration's {}", bench::PrecisionName(*s.precision), fmt::join(unrepeated, ", "));
+  }
   return s;
 }
 
@@ -157,13 +182,17 @@ Expected<InProcessRun> InProcessRunFor(const ServedSetup& s, const std::string& 
     run.shapes[t.name] = shape;
     bo.inputs.shapes[t.name] = shape;
   }
-  bo.check_accuracy = false;
+  // Mixed precision is searched by the accuracy check; any other is only
+  // measured, as serve already judged it at load.
+  bo.check_accuracy = s.precision == bench::Precision::kMixed;
+  if (s.precision) bo.precisions = {*s.precision};
   run.command = fmt::format("ortgpu bench {} --provider {} --io {} --batch {}", model_path,
                             ProviderName(bo.session.provider), run.io, batch);
   for (const auto& [name, shape] : run.shapes) run.command += fmt::format(" --shape {}:{}", name, ShapeToString(shape));
   for (const auto& [k, v] : run.cuda_options) run.command += fmt::format(" --cuda-option {}={}", k, v);
   for (const auto& [name, r] : spec.int_ranges) run.command += fmt::format(" --int-range {}:{}:{}", name, r.lo, r.hi);
   for (const auto& [name, file] : spec.files) run.command += fmt::format(" --input {}={}", name, file);
+  if (s.precision) run.command += fmt::format(" --precision {}", bench::PrecisionName(*s.precision));
   if (spec.seed != 1) run.command += fmt::format(" --seed {}", spec.seed);
   if (bo.session.optimization != OptimizationLevel::kAll) {
     run.command += fmt::format(" --opt {}", OptimizationLevelName(bo.session.optimization));

@@ -14,10 +14,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/benchmark.h"
+#include "bench/precisions.h"
 #include "ort/session_options.h"
 #include "ort/tensor.h"
 #include "status/expected.h"
@@ -44,10 +46,17 @@ struct ServedSetup {
   std::string cuda_graph_note;
   // Input reshapes (config input.reshape), without the batch dimension.
   std::map<std::string, std::vector<int64_t>> reshapes;
+  // The precision serve runs the model at (parameter precision: fp32,
+  // tf32, fp16 or mixed, converted at load); none when the config names
+  // none (the provider's default).
+  std::optional<bench::Precision> precision;
+  // What of the precision settings the in-process run cannot repeat
+  // (block lists, a float16 interface); "" when nothing.
+  std::string precision_note;
 };
 
 // Parses Triton's configuration JSON. InvalidArgument when it is not a JSON
-// object or names a graph level serve does not know.
+// object or names a graph level or precision serve does not know.
 Expected<ServedSetup> ParseServedSetup(const std::string& config_json);
 
 // The batch size the server ran under the load: `average_batch` (its
@@ -69,7 +78,9 @@ struct InProcessRun {
 };
 
 // The bench options that run `model_path` as serve runs the served model at
-// `batch` rows, with `request` (perf's request tensors, `rows` rows each)
+// `batch` rows (converted in process to the served precision, as serve
+// converts at load; mixed is searched with the accuracy check on), with
+// `request` (perf's request tensors, `rows` rows each)
 // giving the shapes: their first dimension becomes `batch` for a batching
 // model, and an input with a config reshape takes it. `spec` keeps perf's
 // value ranges, seed and files. `provider` is used when the config names no

@@ -13,6 +13,8 @@
 namespace ortgpu::perf {
 namespace {
 
+using bench::Precision;
+
 // The config `ortgpu serve` returns for bench's recommended ResNet-50
 // fragment: [32], two GPU instances, NHWC, CUDA graphs.
 constexpr const char* kResNetConfig = R"({
@@ -101,6 +103,45 @@ TEST(ServedSetupTest, GraphsOnlyWhereServeUsesThemAndReshapesAndLevelsFollowTheC
 
   EXPECT_FALSE(ParseServedSetup("[1]").ok());
   EXPECT_FALSE(ParseServedSetup(R"({"optimization": {"graph": {"level": 7}}})").ok());
+}
+
+// tune writes `precision fp16` into the config it serves: comparing that
+// server with the float32 file run in float32 would credit serve with the
+// conversion's speed-up (or blame it for its absence).
+TEST(ServedSetupTest, TheServedPrecisionIsWhatTheInProcessRunConvertsTo) {
+  auto fp16 = ParseServedSetup(R"({"max_batch_size": 16, "dynamic_batching": {"preferred_batch_size": [16]},
+                                   "instance_group": [{"kind": "KIND_GPU", "count": 2}],
+                                   "parameters": {"precision": {"string_value": "FP16"}}})");
+  ASSERT_TRUE(fp16.ok()) << fp16.status().ToString();
+  ASSERT_TRUE(fp16->precision.has_value());
+  EXPECT_EQ(*fp16->precision, Precision::kFp16);
+  EXPECT_TRUE(fp16->precision_note.empty());
+  auto run = InProcessRunFor(*fp16, "resnet50.onnx", Provider::kCuda, {Zeros("input", DataType::kFloat, {1, 3, 8, 8})}, {}, 16);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->options.precisions, (std::vector<Precision>{Precision::kFp16}));
+  EXPECT_FALSE(run->options.check_accuracy) << "serve judged the conversion at load; this run only measures";
+  EXPECT_NE(run->command.find(" --precision fp16"), std::string::npos) << run->command;
+
+  auto mixed = ParseServedSetup(R"({"max_batch_size": 8, "parameters": {"precision": {"string_value": "mixed"},
+                                    "precision_node_block_list": {"string_value": "/fc/Gemm"}}})");
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(*mixed->precision, Precision::kMixed);
+  EXPECT_NE(mixed->precision_note.find("precision_node_block_list"), std::string::npos) << mixed->precision_note;
+  auto mixed_run = InProcessRunFor(*mixed, "m.onnx", Provider::kCuda, {Zeros("x", DataType::kFloat, {1, 4})}, {}, 8);
+  ASSERT_TRUE(mixed_run.ok());
+  EXPECT_TRUE(mixed_run->options.check_accuracy) << "mixed precision is searched by the accuracy check";
+
+  auto none = ParseServedSetup(R"({"max_batch_size": 8})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->precision.has_value());
+  auto plain = InProcessRunFor(*none, "m.onnx", Provider::kCuda, {Zeros("x", DataType::kFloat, {1, 4})}, {}, 8);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->options.precisions.empty()) << "no precision named: the provider's default, as serve runs it";
+  EXPECT_EQ(plain->command.find("--precision"), std::string::npos);
+
+  auto bad = ParseServedSetup(R"({"parameters": {"precision": {"string_value": "int4"}}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("int4"), std::string::npos) << bad.status().message();
 }
 
 TEST(ComparisonReport, NamesWhatWasComparedNextToTheRatio) {
