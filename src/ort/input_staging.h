@@ -62,6 +62,7 @@ class InputStaging {
   int64_t max_rows() const { return max_rows_; }
   // The start of input i's buffer (max_rows * row_bytes(i) bytes).
   uint8_t* data(size_t i) { return buffers_[i]; }
+  const uint8_t* data(size_t i) const { return buffers_[i]; }
   // True when the buffers are page-locked (CUDA pinned) memory.
   bool pinned() const { return pinned_; }
 

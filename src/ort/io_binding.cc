@@ -8,6 +8,7 @@
 #include "ort/ort_status.h"
 #include "ort/ort_values.h"
 #include "ort/runtime.h"
+#include "ort/staged_graph.h"
 
 namespace ortgpu {
 using ort_internal::CopyBytes;
@@ -88,6 +89,18 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
   if (ServedByServe(options.mode)) ORTGPU_RETURN_IF_ERROR(r->Stage());
   if (options.mode == IoMode::kServed) {
     r->memory_ = r->staging_->pinned() ? "host (pinned)" : "host";
+    return r;
+  }
+  if (options.mode == IoMode::kServedGraph) {
+    // serve's own code for a CUDA-graph batch, on the staged rows.
+    StagedGraphOptions go;
+    go.graph_id = options.graph_id;
+    go.output_shapes = options.output_shapes;
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& t : r->host_inputs_) shapes.push_back(t.shape);
+    ORTGPU_ASSIGN_OR_RETURN(r->served_graph_,
+                            StagedGraph::Create(session, *r->staging_, r->host_inputs_.front().shape.front(), shapes, go));
+    r->memory_ = r->served_graph_->memory();
     return r;
   }
   if (options.mode != IoMode::kBound && gpu) {
@@ -200,26 +213,21 @@ Status BoundRunner::Stage() {
 }
 
 Status BoundRunner::Run() {
+  if (served_graph_) {
+    // serve's batch: the staged rows copied into the graph's fixed inputs,
+    // the replay, and every output copied back, as serve fetches them.
+    ORTGPU_RETURN_IF_ERROR(served_graph_->Feed(*staging_));
+    ORTGPU_RETURN_IF_ERROR(served_graph_->Replay());
+    ORTGPU_ASSIGN_OR_RETURN(last_host_outputs_, served_graph_->Fetch());
+    return Status::Ok();
+  }
   if (!impl_) {
     auto out = staging_ ? staging_->Run(*session_, host_inputs_.front().shape.front()) : session_->Run(host_inputs_);
     if (!out.ok()) return out.status();
     last_host_outputs_ = std::move(out).value();
     return Status::Ok();
   }
-  if (options_.mode == IoMode::kServedGraph) {
-    // serve's batch: the staged rows copied into the graph's fixed inputs.
-    for (size_t i = 0; i < host_inputs_.size(); ++i) {
-      Ort::Value& bound = impl_->inputs[i];
-      ORTGPU_RETURN_IF_ERROR(CopyBytes(bound.GetTensorMutableRawData(), staging_->data(i), host_inputs_[i].byte_size(),
-                                       kCudaMemcpyHostToDevice, bound));
-    }
-  }
-  ORTGPU_RETURN_IF_ERROR(RunBound());
-  if (options_.mode == IoMode::kServedGraph) {
-    // ... and every output copied back, as serve fetches them.
-    ORTGPU_ASSIGN_OR_RETURN(last_host_outputs_, CopyOutputsToHost({}));
-  }
-  return Status::Ok();
+  return RunBound();
 }
 
 Status BoundRunner::RunBound() {
@@ -293,7 +301,7 @@ Expected<Tensor> BoundRunner::DeviceOutput(const std::string& name) const {
 }
 
 Expected<std::vector<Tensor>> BoundRunner::FetchOutputs(const std::vector<std::string>& wanted) {
-  if (impl_ && options_.mode != IoMode::kServedGraph) return CopyOutputsToHost(wanted);
+  if (impl_) return CopyOutputsToHost(wanted);
   std::vector<Tensor> out;
   for (const auto& t : last_host_outputs_) {
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), t.name) != wanted.end()) out.push_back(t);

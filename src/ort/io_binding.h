@@ -17,10 +17,10 @@
 //                instance's staging buffers (InputStaging: CUDA pinned memory
 //                on CUDA), every output copied to the host each run.
 //   kServedGraph what serve runs for a batch of a padded size with CUDA
-//                graphs: the staged inputs copied into the graph's fixed
-//                device buffers (SetInput), the graph replayed, every output
-//                copied to the host (FetchOutputs), each run. Needs
-//                enable_cuda_graph=1.
+//                graphs, through serve's own code (StagedGraph): the staged
+//                inputs copied into the graph's fixed device buffers, the
+//                graph replayed, every output copied to the host, each run.
+//                Needs enable_cuda_graph=1.
 //
 // Only kServed and kServedGraph time what serve does; the others are
 // references (ServedByServe). With the CPU provider, kBound and kResident
@@ -43,6 +43,8 @@
 #include "status/expected.h"
 
 namespace ortgpu {
+
+class StagedGraph;
 
 enum class IoMode { kHost, kBound, kResident, kCudaGraph, kServed, kServedGraph };
 // "host", "bound", "resident", "cuda-graph", "served", "served-graph".
@@ -133,6 +135,7 @@ class BoundRunner {
   std::vector<Tensor> host_inputs_;
   std::vector<Tensor> last_host_outputs_;  // kHost, kServed, kServedGraph
   std::unique_ptr<InputStaging> staging_;  // kServed, kServedGraph
+  std::unique_ptr<StagedGraph> served_graph_;  // kServedGraph
   std::string memory_;
   std::unique_ptr<Impl> impl_;  // ORT objects, absent in kHost mode
   bool graph() const { return NeedsCudaGraphOption(options_.mode); }

@@ -388,7 +388,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunOnDevice(int64_t rows, const std
   const bool graph = sessions_->cuda_graphs && sessions_->by_batch_rows.count(rows) > 0;
   auto made = graphs_.find(rows);
   if (graph && (made == graphs_.end() || made->second == nullptr)) {
-    // The first batch of a CUDA-graph size makes its BoundRunner from host
+    // The first batch of a CUDA-graph size makes its StagedGraph from host
     // inputs: bring the device rows to the staging once (warm-up makes
     // every graph before READY, so traffic does not get here).
     for (const DevicePiece& p : pieces_) {
@@ -492,26 +492,15 @@ Status SessionRunner::WriteDeviceOutputs(std::vector<Tensor>& results, int64_t r
 Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, int64_t rows,
                                                       const std::vector<std::vector<int64_t>>& shapes,
                                                       const std::vector<std::string>& outputs, bool inputs_in_place) {
-  std::unique_ptr<BoundRunner>& graph = graphs_[rows];
+  std::unique_ptr<StagedGraph>& graph = graphs_[rows];
   if (graph == nullptr) {
-    std::vector<Tensor> inputs;
-    for (size_t i = 0; i < staging_->input_count(); ++i) {
-      Tensor t;
-      t.name = staging_->spec(i).name;
-      t.dtype = staging_->spec(i).dtype;
-      t.shape = shapes[i];
-      const uint8_t* src = staging_->data(i);
-      t.data.assign(src, src + static_cast<size_t>(rows) * staging_->row_bytes(i));
-      inputs.push_back(std::move(t));
-    }
-    BoundRunnerOptions options;
-    options.mode = IoMode::kCudaGraph;
     // The output shapes from the main session (never from a host-input run
     // of the graph session: see BoundRunnerOptions::output_shapes).
+    StagedGraphOptions options;
     ORTGPU_ASSIGN_OR_RETURN(auto probe, staging_->Run(*sessions_->main, rows, shapes));
     if (probe.size() != session.outputs().size()) return Internal("the main session returned another set of outputs");
     for (const auto& t : probe) options.output_shapes.push_back(t.shape);
-    auto made = BoundRunner::Create(session, std::move(inputs), options);
+    auto made = StagedGraph::Create(session, *staging_, rows, shapes, options);
     if (!made.ok()) {
       graphs_.erase(rows);
       return made.status().WithContext("setting up the CUDA graph of batch size " + std::to_string(rows) +
@@ -519,19 +508,17 @@ Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, in
     }
     graph = std::move(made).value();
   } else if (!inputs_in_place) {
-    for (size_t i = 0; i < staging_->input_count(); ++i) {
-      ORTGPU_RETURN_IF_ERROR(graph->SetInput(i, staging_->data(i), static_cast<size_t>(rows) * staging_->row_bytes(i)));
-    }
+    ORTGPU_RETURN_IF_ERROR(graph->Feed(*staging_));
   }
   std::optional<GpuTurn::Held> held;
   if (turn_ != nullptr) held.emplace(turn_->Take());
-  Status run = graph->Run();
+  Status run = graph->Replay();
   held.reset();  // the outputs are fetched after the turn
   if (!run.ok()) {
     return run.WithContext("replaying the CUDA graph of batch size " + std::to_string(rows) +
                            " (remove enable_cuda_graph from config.pbtxt if the model cannot be captured)");
   }
-  if (device_outputs_.empty()) return graph->FetchOutputs(outputs);
+  if (device_outputs_.empty()) return graph->Fetch(outputs);
   // Outputs left in the graph's fixed buffers (copied into the requests'
   // regions next, before this worker's next replay); the others fetched.
   auto on_device = [&](const std::string& n) {
@@ -544,7 +531,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, in
   }
   std::vector<Tensor> host;
   if (!fetched.empty()) {
-    ORTGPU_ASSIGN_OR_RETURN(host, graph->FetchOutputs(fetched));
+    ORTGPU_ASSIGN_OR_RETURN(host, graph->Fetch(fetched));
   }
   std::vector<Tensor> out;
   for (const auto& o : session.outputs()) {

@@ -18,7 +18,7 @@
 
 #include "ort/device_memory.h"
 #include "ort/input_staging.h"
-#include "ort/io_binding.h"
+#include "ort/staged_graph.h"
 #include "ort/session.h"
 #include "serve/scheduler/batch_policy.h"
 #include "serve/scheduler/gpu_turn.h"
@@ -124,7 +124,7 @@ struct ReshapeRules {
 // With `cuda_graphs` the by_batch_rows sessions were built with the CUDA
 // option enable_cuda_graph=1: each captures the graph of its one batch size
 // on its first bound runs and replays it after (ORT's CUDA graphs need
-// fixed device addresses, which the runner's BoundRunner per size keeps).
+// fixed device addresses, which the runner's StagedGraph per size keeps).
 // Such sessions are not safe to run concurrently, so they are never shared
 // between runners, and everything else (Run, unpadded sizes) goes to main.
 struct InstanceSessions {
@@ -258,10 +258,10 @@ class SessionRunner : public InstanceRunner {
   Status EnsureStaging(const std::vector<Tensor>& first, int64_t rows);
 
   // Runs the staged batch of `rows` rows on its CUDA-graph session, through
-  // the BoundRunner bench measures (--io cuda-graph): the staged inputs
+  // the StagedGraph bench measures (--io served-graph): the staged inputs
   // copied into fixed device buffers, the graph replayed (in the GPU's turn,
   // when there is one), the outputs asked for copied back. The first batch
-  // of a size creates the runner.
+  // of a size creates the graph.
   Expected<std::vector<Tensor>> RunGraph(const Session& session, int64_t rows,
                                          const std::vector<std::vector<int64_t>>& shapes,
                                          const std::vector<std::string>& outputs, bool inputs_in_place = false);
@@ -295,7 +295,7 @@ class SessionRunner : public InstanceRunner {
   ReshapeRules rules_;
   std::unique_ptr<InputStaging> staging_;
   std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)
-  std::map<int64_t, std::unique_ptr<BoundRunner>> graphs_;  // by batch rows (cuda_graphs only)
+  std::map<int64_t, std::unique_ptr<StagedGraph>> graphs_;  // by batch rows (cuda_graphs only)
   std::function<Status(InstanceRunner&)> worker_warmup_;
   std::vector<RowCopy> copies_;  // the current batch's joining, reused
   std::vector<DevicePiece> pieces_;  // a device batch's joining, reused
