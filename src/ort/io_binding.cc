@@ -93,13 +93,10 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
   }
   if (options.mode == IoMode::kServedGraph) {
     // serve's own code for a CUDA-graph batch, on the staged rows.
-    StagedGraphOptions go;
-    go.graph_id = options.graph_id;
-    go.output_shapes = options.output_shapes;
     std::vector<std::vector<int64_t>> shapes;
     for (const auto& t : r->host_inputs_) shapes.push_back(t.shape);
     ORTGPU_ASSIGN_OR_RETURN(r->served_graph_,
-                            StagedGraph::Create(session, *r->staging_, r->host_inputs_.front().shape.front(), shapes, go));
+                            StagedGraph::Create(session, *r->staging_, r->host_inputs_.front().shape.front(), shapes, options));
     r->memory_ = r->served_graph_->memory();
     return r;
   }

@@ -8,7 +8,7 @@ StagedGraph::~StagedGraph() = default;
 
 Expected<std::unique_ptr<StagedGraph>> StagedGraph::Create(const Session& session, const InputStaging& staging, int64_t rows,
                                                            const std::vector<std::vector<int64_t>>& shapes,
-                                                           const StagedGraphOptions& options) {
+                                                           BoundRunnerOptions options) {
   if (rows < 1 || rows > staging.max_rows()) {
     return InvalidArgument("a CUDA graph of " + std::to_string(rows) + " rows from staging buffers of " +
                            std::to_string(staging.max_rows()) + " rows");
@@ -41,11 +41,8 @@ Expected<std::unique_ptr<StagedGraph>> StagedGraph::Create(const Session& sessio
     g->bytes_.push_back(bytes);
     inputs.push_back(std::move(t));
   }
-  BoundRunnerOptions bo;
-  bo.mode = IoMode::kCudaGraph;
-  bo.graph_id = options.graph_id;
-  bo.output_shapes = options.output_shapes;
-  ORTGPU_ASSIGN_OR_RETURN(g->runner_, BoundRunner::Create(session, std::move(inputs), bo));
+  options.mode = IoMode::kCudaGraph;
+  ORTGPU_ASSIGN_OR_RETURN(g->runner_, BoundRunner::Create(session, std::move(inputs), options));
   return g;
 }
 

@@ -29,16 +29,6 @@
 
 namespace ortgpu {
 
-struct StagedGraphOptions {
-  // The "gpu_graph_id" run option: one graph per id on a session
-  // (BoundRunnerOptions::graph_id).
-  int graph_id = 0;
-  // The output shapes, in model order, when the caller knows them (serve:
-  // from another session of the model); empty: learned with one plain run
-  // on the graph's session (BoundRunnerOptions::output_shapes says why the
-  // first is safer).
-  std::vector<std::vector<int64_t>> output_shapes;
-};
 
 class StagedGraph {
  public:
@@ -48,13 +38,14 @@ class StagedGraph {
 
   // The graph of a batch of `rows` rows, its inputs made from the first
   // `rows` rows of each of `staging`'s inputs, shaped `shapes` (one per
-  // input; empty: [rows, row_shape...]). Errors: BoundRunner::Create's for
+  // input; empty: [rows, row_shape...]); `options` gives the graph id and
+  // the output shapes when known (its mode is kCudaGraph, whatever it says). Errors: BoundRunner::Create's for
   // kCudaGraph (no CUDA, a session without enable_cuda_graph=1, string
   // inputs, allocation), and InvalidArgument for rows outside
   // [1, staging.max_rows()] or a shape of another element count.
   static Expected<std::unique_ptr<StagedGraph>> Create(const Session& session, const InputStaging& staging, int64_t rows,
                                                        const std::vector<std::vector<int64_t>>& shapes,
-                                                       const StagedGraphOptions& options);
+                                                       BoundRunnerOptions options);
 
   int64_t rows() const { return rows_; }
   // Copies the first rows() rows of every input of `staging` (the one

@@ -5,17 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "onnx/model_builder.h"
+#include "ort/builtin_session.h"
 
 namespace ortgpu {
 namespace {
 
-std::unique_ptr<Session> Builtin() {
-  SessionOptions o;
-  o.intra_op_threads = 1;
-  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), o, "builtin");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using test::BuiltinSession;
 
 Tensor Image(int64_t batch, float scale) {
   Tensor t = Tensor::Zeros("image", DataType::kFloat, {batch, 3, 64, 64});
@@ -26,7 +21,7 @@ Tensor Image(int64_t batch, float scale) {
 // The batch path of `serve`: rows written into reused buffers, any batch
 // size up to the maximum, the same outputs as Session::Run on Tensors.
 TEST(InputStagingTest, StagedBatchesOfEverySizeMatchSessionRun) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   auto staging = InputStaging::Create(*s, {{"image", DataType::kFloat, {3, 64, 64}}}, 4);
   ASSERT_TRUE(staging.ok()) << staging.status().ToString();
@@ -87,7 +82,7 @@ TEST(InputStagingTest, OnlyTheAskedOutputsAreFetchedAndNotCopied) {
 }
 
 TEST(InputStagingTest, ReshapedViewAndBadSizesAreErrors) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   auto staging = InputStaging::Create(*s, {{"image", DataType::kFloat, {3 * 64 * 64}}}, 2);
   ASSERT_TRUE(staging.ok()) << staging.status().ToString();

@@ -5,16 +5,12 @@
 #include <thread>
 
 #include "onnx/model_builder.h"
+#include "ort/builtin_session.h"
 
 namespace ortgpu {
 namespace {
 
-std::unique_ptr<Session> Builtin(SessionOptions o = {}) {
-  o.intra_op_threads = 1;
-  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), o, "builtin");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using test::BuiltinSession;
 
 Tensor Image(int64_t batch) {
   Tensor t = Tensor::Zeros("image", DataType::kFloat, {batch, 3, 64, 64});
@@ -36,7 +32,7 @@ TEST(IoModeTest, NamesRoundTripAndUnknownListsTheModes) {
 }
 
 TEST(BoundRunnerTest, EveryCpuModeGivesTheSameOutputsAsSessionRun) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   auto expected = s->Run({Image(2)});
   ASSERT_TRUE(expected.ok());
@@ -59,7 +55,7 @@ TEST(BoundRunnerTest, EveryCpuModeGivesTheSameOutputsAsSessionRun) {
 // serve feeds each batch to a bound runner by replacing its inputs' bytes
 // (SetInput) and fetches only the outputs asked for.
 TEST(BoundRunnerTest, NewInputBytesGiveNewOutputsInEveryMode) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   Tensor other = Image(2);
   for (int64_t i = 0; i < other.element_count(); ++i) other.data_as<float>()[i] = static_cast<float>(i % 7) * 0.1f;
@@ -86,7 +82,7 @@ TEST(BoundRunnerTest, NewInputBytesGiveNewOutputsInEveryMode) {
 }
 
 TEST(BoundRunnerTest, CudaGraphOnTheCpuProviderSaysItNeedsCuda) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   for (IoMode m : {IoMode::kCudaGraph, IoMode::kServedGraph}) {
     BoundRunnerOptions o;
@@ -103,7 +99,7 @@ TEST(BoundRunnerTest, CudaGraphOnTheCpuProviderSaysItNeedsCuda) {
 // --io served runs a batch as serve's instance does: from staging buffers
 // (ordinary memory on the CPU), outputs copied to the host every run.
 TEST(BoundRunnerTest, ServedModeRunsFromStagingLikeServe) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   Tensor other = Image(2);
   for (int64_t i = 0; i < other.element_count(); ++i) other.data_as<float>()[i] = static_cast<float>(i % 7) * 0.1f;
@@ -127,7 +123,7 @@ TEST(BoundRunnerTest, ServedModeRunsFromStagingLikeServe) {
 }
 
 TEST(BoundRunnerTest, InputsAreValidatedBeforeBinding) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   BoundRunnerOptions o;
   o.mode = IoMode::kBound;
@@ -137,7 +133,7 @@ TEST(BoundRunnerTest, InputsAreValidatedBeforeBinding) {
 }
 
 TEST(BoundRunnerTest, SeveralRunnersShareOneSessionFromSeveralThreads) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   BoundRunnerOptions o;
   o.mode = IoMode::kBound;

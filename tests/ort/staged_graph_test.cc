@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "onnx/model_builder.h"
+#include "ort/builtin_session.h"
 
 namespace ortgpu {
 namespace {
@@ -11,13 +12,7 @@ namespace {
 // --io served-graph with its outputs checked against the CPU, and serve's
 // CUDA-graph configs (docs/BENCHMARKS.md). Here: what is refused, and how.
 
-std::unique_ptr<Session> Builtin() {
-  SessionOptions o;
-  o.intra_op_threads = 1;
-  auto s = Session::LoadFromBytes(onnx::BuiltinCheckModel(), o, "builtin");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using test::BuiltinSession;
 
 std::unique_ptr<InputStaging> Staging(const Session& s, int64_t rows) {
   auto st = InputStaging::Create(s, {{"image", DataType::kFloat, {3, 64, 64}}}, rows);
@@ -26,7 +21,7 @@ std::unique_ptr<InputStaging> Staging(const Session& s, int64_t rows) {
 }
 
 TEST(StagedGraphTest, OnTheCpuProviderItSaysCudaGraphsNeedCuda) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   auto staging = Staging(*s, 4);
   ASSERT_NE(staging, nullptr);
@@ -37,7 +32,7 @@ TEST(StagedGraphTest, OnTheCpuProviderItSaysCudaGraphsNeedCuda) {
 }
 
 TEST(StagedGraphTest, RowsBeyondTheStagingAndShapesThatDoNotHoldThemAreRefused) {
-  auto s = Builtin();
+  auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);
   auto staging = Staging(*s, 4);
   ASSERT_NE(staging, nullptr);

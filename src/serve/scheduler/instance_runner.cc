@@ -496,7 +496,7 @@ Expected<std::vector<Tensor>> SessionRunner::RunGraph(const Session& session, in
   if (graph == nullptr) {
     // The output shapes from the main session (never from a host-input run
     // of the graph session: see BoundRunnerOptions::output_shapes).
-    StagedGraphOptions options;
+    BoundRunnerOptions options;
     ORTGPU_ASSIGN_OR_RETURN(auto probe, staging_->Run(*sessions_->main, rows, shapes));
     if (probe.size() != session.outputs().size()) return Internal("the main session returned another set of outputs");
     for (const auto& t : probe) options.output_shapes.push_back(t.shape);
