@@ -92,13 +92,13 @@ PY
     P=(ortgpu perf --url http://127.0.0.1:8000 --model $NAME --threads 4 ${PERF_INPUTS[@]+"${PERF_INPUTS[@]}"})
     { echo "== perf's budget search (20 ms p99, up to 64 connections)"
       timeout 200 "${P[@]}" --latency-budget-ms 20 --max-concurrency 64 --measurement-interval 1500 --max-trials 4
-      echo "== 64 connections"
-      timeout 60 "${P[@]}" --concurrency 64 --measurement-interval 3000 --max-trials 4
+      echo "== 64 connections, against the same model in process as serve runs it (its precision, EP options and batch)"
+      timeout 120 "${P[@]}" --concurrency 64 --measurement-interval 3000 --max-trials 4 --compare-in-process "$FILE"
       echo "== tune's figure"
       grep -E "^(winner|winner's goodput)" "$L/tune_$NAME.txt" 2>/dev/null
     } >> "$L/replay_${NAME}.txt" 2>&1
     kill $pid; wait $pid
-    grep -E "^(load|==|winner)|latency budget|^ +64 " "$L/replay_${NAME}.txt" | sed "s/^/replay $NAME: /" >> "$L/summary.txt" ;;
+    grep -E "^(load|==|winner)|latency budget|^ +64 |ratio|in process" "$L/replay_${NAME}.txt" | sed "s/^/replay $NAME: /" >> "$L/summary.txt" ;;
   *) echo "unknown part $PART" >&2; exit 2 ;;
 esac
 step "done $PART"
