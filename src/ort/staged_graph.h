@@ -29,7 +29,6 @@
 
 namespace ortgpu {
 
-
 class StagedGraph {
  public:
   ~StagedGraph();
@@ -39,10 +38,11 @@ class StagedGraph {
   // The graph of a batch of `rows` rows, its inputs made from the first
   // `rows` rows of each of `staging`'s inputs, shaped `shapes` (one per
   // input; empty: [rows, row_shape...]); `options` gives the graph id and
-  // the output shapes when known (its mode is kCudaGraph, whatever it says). Errors: BoundRunner::Create's for
-  // kCudaGraph (no CUDA, a session without enable_cuda_graph=1, string
-  // inputs, allocation), and InvalidArgument for rows outside
-  // [1, staging.max_rows()] or a shape of another element count.
+  // the output shapes when known (its mode is kCudaGraph, whatever it
+  // says). Errors: BoundRunner::Create's for kCudaGraph (no CUDA, a session
+  // without enable_cuda_graph=1, string inputs, allocation), and
+  // InvalidArgument for rows outside [1, staging.max_rows()] or a shape of
+  // another element count.
   static Expected<std::unique_ptr<StagedGraph>> Create(const Session& session, const InputStaging& staging, int64_t rows,
                                                        const std::vector<std::vector<int64_t>>& shapes,
                                                        BoundRunnerOptions options);

@@ -208,5 +208,36 @@ TEST(CompareInProcess, Issue25RunsBenchWithTheServedSettingsAndSaysWhatItCompare
   EXPECT_NE(c.command.find("--io served --batch 1 --shape x:1x4"), std::string::npos) << c.command;
 }
 
+// The same against a server whose config says precision fp16 (what tune
+// writes): the in-process run converts the float32 file to float16 first,
+// so the ratio compares float16 with float16.
+TEST(CompareInProcess, AFloat16ServerIsComparedWithTheFileConvertedToFloat16) {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch", ""});
+  b.AddFloatInitializer("w", {4, 4}, 0.5f, 7);
+  b.AddNode("MatMul", {"x", "w"}, {"m"});
+  b.AddNode("Relu", {"m"}, {"y"});
+  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"batch", ""});
+  const std::string path = ::testing::TempDir() + "served_config_test_fp16.onnx";
+  std::ofstream(path, std::ios::binary) << b.Serialize();
+  testing::StubKServeServer stub({.config_json = R"({"name":"stub","max_batch_size":8,"instance_group":[{"kind":"KIND_CPU"}],
+                                                     "parameters":{"precision":{"string_value":"fp16"}}})"});
+  PerfOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(stub.port());
+  o.model = "stub";
+  o.metrics_url = "off";
+  o.request_count = 20;
+  o.compare_model = path;
+  auto report = RunPerf(o);
+  std::remove(path.c_str());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_TRUE(report->comparison);
+  const InProcessComparison& c = *report->comparison;
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_TRUE(c.rows[0].error.empty()) << c.rows[0].error;
+  EXPECT_GT(c.best_in_process_items_per_s, 0);
+  EXPECT_NE(c.command.find("--io served --batch 1 --shape x:1x4 --precision fp16"), std::string::npos) << c.command;
+}
+
 }  // namespace
 }  // namespace ortgpu::perf
