@@ -165,6 +165,11 @@ nlohmann::json MemoryJson(const std::vector<MemoryTable>& tables) {
              {"check_batch", t.fit->check_batch ? nlohmann::json(*t.fit->check_batch) : nlohmann::json(nullptr)},
              {"check_error", t.fit->check_batch ? nlohmann::json(t.fit->check_error) : nlohmann::json(nullptr)},
              {"text", t.fit->Describe()}};
+      if (t.fit->knots.size() >= 3) {
+        nlohmann::json knots = nlohmann::json::array();
+        for (const MemoryPoint& k : t.fit->knots) knots.push_back({{"batch", k.batch}, {"bytes", k.bytes}});
+        fit["knots"] = std::move(knots);
+      }
     }
     out.push_back({{"variant", t.variant},
                    {"source", t.source},

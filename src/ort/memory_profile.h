@@ -11,8 +11,10 @@
 // memory NVML sees beyond the arenas and the shared weights: the CUDA
 // context, cuDNN and cuBLAS handles and workspaces, CUDA graph pools). The
 // line is drawn through the smallest and the largest measured size and
-// checked against every other one, so a model for which it does not hold
-// says so with the error.
+// checked against every other one. A measured size the line misses by more
+// than kKnotError becomes a knot: the line then bends there (straight
+// between knots, the end segments extended), and the sizes left are
+// checked against that; the worst of them is reported with its error.
 //
 // Pure functions over value types; thread-compatible.
 #pragma once
@@ -37,27 +39,49 @@ struct MemoryPoint {
   double bytes = 0;
 };
 
-// bytes(batch) = fixed_bytes + per_row_bytes * batch.
+// How far a straight line may miss a measured size before it bends there
+// (the memory plan's tolerance, issue 27: within 10%).
+inline constexpr double kKnotError = 0.10;
+
+// bytes(batch) = fixed_bytes + per_row_bytes * batch, or, with knots,
+// straight between the knots.
 struct MemoryFit {
+  // The line through the smallest and the largest measured size.
   double fixed_bytes = 0;
   double per_row_bytes = 0;
-  // The measured sizes the line passes through (the smallest and the
-  // largest; one when only one size was measured: per_row_bytes is then 0).
+  // The measured sizes the prediction passes through: the smallest and the
+  // largest (one when only one size was measured: per_row_bytes is then 0),
+  // and the knots between them.
   std::vector<int64_t> through;
-  // The measured size the line misses most, when three or more were
-  // measured, and by how much: (predicted - measured) / measured.
+  // Three or more points (ascending batch) when the line missed a measured
+  // size by more than kKnotError: the prediction is straight between them,
+  // the first and last segments extended; empty otherwise.
+  std::vector<MemoryPoint> knots;
+  // With knots: the size the straight line missed most, and by how much.
+  std::optional<int64_t> line_miss_batch;
+  double line_miss_error = 0;
+  // The measured size the prediction misses most among those it does not
+  // pass through, and by how much: (predicted - measured) / measured.
   std::optional<int64_t> check_batch;
   double check_error = 0;
 
   // Never below zero.
   double Predict(int64_t batch) const;
-  // "412.5 MiB + 23.5 MiB per row (through batch 1 and 64; batch 8 off by +3.1%)".
+  // What `rows` more rows add to a session's arena: its activations (the
+  // prediction above its value at no rows); never below zero.
+  double RowBytes(int64_t rows) const;
+  // "412.5 MiB + 23.5 MiB per row (through batch 1 and 64; batch 8 off by
+  // +3.1%)", or with knots "straight between batch 1 (412.5 MiB), 8 (...)
+  // and 64 (...) (one line through 1 and 64 missed batch 8 by +29.9%;
+  // batch 32 off by +4.2%)".
   std::string Describe() const;
 };
 
-// The line through `points` (see the header comment). When the bytes fall
-// as the batch grows (an arena that did not grow), the line is flat at the
-// largest measurement. Several points at one batch keep the largest.
+// The line through `points` (see the header comment), with knots where it
+// misses a measured size by more than kKnotError. When the bytes fall as
+// the batch grows (an arena that did not grow), the line (or a segment) is
+// flat at its largest measurement. Several points at one batch keep the
+// largest.
 // InvalidArgument for no point or a batch below 1.
 Expected<MemoryFit> FitMemory(std::vector<MemoryPoint> points);
 
@@ -106,9 +130,9 @@ struct MemoryProfile {
 
 // What one instance's sessions need: the sum of session.Predict over
 // `session_rows`, plus, for each further run a session may hold at once
-// (`runs_per_session` - 1), another set of its activations (the per-row
-// term times its rows: the session's own weights and constant part are not
-// repeated). The worst case of a long-running server: sooner or later every
+// (`runs_per_session` - 1), another set of its activations
+// (session.RowBytes of its rows: the session's own weights and constant
+// part are not repeated). The worst case of a long-running server: sooner or later every
 // session runs on all of its workers at once.
 double PredictInstanceBytes(const MemoryProfile& profile, const std::vector<int64_t>& session_rows,
                             int runs_per_session = 1);
