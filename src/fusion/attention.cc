@@ -2,7 +2,7 @@
 //
 // Matched from each Softmax, upwards and downwards:
 //
-//   q3 -> Reshape(.., [.., H, D]) -> Transpose(0,2,1,3) [-> Mul(cq)] ---------\
+//   q3 -> Reshape(.., [.., H, D]) -> Transpose(0,2,1,3) [-> Mul(cq)] ---------+
 //   k3 -> Reshape(.., [.., H, D]) -> Transpose(0,2,3,1) [-> Mul(ck)] -> MatMul [-> Div|Mul(c)] [-> Add(mask)]
 //         (or Transpose(0,2,1,3) then Transpose(0,1,3,2))                          |
 //   -> Softmax(-1) [-> Where(IsNaN(.), 0, .)] -> MatMul(., v4) -> Transpose(0,2,1,3) -> Reshape -> out
