@@ -174,26 +174,45 @@ TEST(ComparisonReport, NamesWhatWasComparedNextToTheRatio) {
   EXPECT_NE(RenderHtml(report).find("EP options: enable_cuda_graph=1 prefer_nhwc=1"), std::string::npos);
 }
 
-// End to end on the CPU: perf against the stub server, whose config says
-// KIND_CPU and no dynamic batching, compares with bench --io served at the
-// request's shape and says so.
-TEST(CompareInProcess, Issue25RunsBenchWithTheServedSettingsAndSaysWhatItCompared) {
-  onnx::ModelBuilder b;
-  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch", ""});
-  b.AddNode("Relu", {"x"}, {"y"});
-  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"batch", ""});
-  const std::string path = ::testing::TempDir() + "served_config_test_stub.onnx";
-  std::ofstream(path, std::ios::binary) << b.Serialize();
-  testing::StubKServeServer stub({.config_json = R"({"name":"stub","max_batch_size":8,"instance_group":[{"kind":"KIND_CPU"}]})"});
+// perf against the stub server answering `config_json`, compared in
+// process with `model` (written to a temporary file): the report.
+Expected<PerfReport> CompareWithStub(const onnx::ModelBuilder& model, const std::string& config_json,
+                                     Provider provider = Provider::kCuda) {
+  const std::string path = ::testing::TempDir() + "served_config_test_compare.onnx";
+  std::ofstream(path, std::ios::binary) << model.Serialize();
+  testing::StubKServeServer stub({.config_json = config_json});
   PerfOptions o;
   o.url = "http://127.0.0.1:" + std::to_string(stub.port());
   o.model = "stub";
   o.metrics_url = "off";
   o.request_count = 20;
   o.compare_model = path;
-  o.compare_provider = Provider::kCuda;  // the config's KIND_CPU wins
+  o.compare_provider = provider;
   auto report = RunPerf(o);
   std::remove(path.c_str());
+  return report;
+}
+
+onnx::ModelBuilder FourWide(bool matmul) {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch", ""});
+  if (matmul) {
+    b.AddFloatInitializer("w", {4, 4}, 0.5f, 7);
+    b.AddNode("MatMul", {"x", "w"}, {"m"});
+    b.AddNode("Relu", {"m"}, {"y"});
+  } else {
+    b.AddNode("Relu", {"x"}, {"y"});
+  }
+  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"batch", ""});
+  return b;
+}
+
+// End to end on the CPU: perf against the stub server, whose config says
+// KIND_CPU and no dynamic batching, compares with bench --io served at the
+// request's shape and says so.
+TEST(CompareInProcess, Issue25RunsBenchWithTheServedSettingsAndSaysWhatItCompared) {
+  // --provider cuda: the config's KIND_CPU wins.
+  auto report = CompareWithStub(FourWide(false), R"({"name":"stub","max_batch_size":8,"instance_group":[{"kind":"KIND_CPU"}]})");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_TRUE(report->comparison);
   const InProcessComparison& c = *report->comparison;
@@ -212,24 +231,8 @@ TEST(CompareInProcess, Issue25RunsBenchWithTheServedSettingsAndSaysWhatItCompare
 // writes): the in-process run converts the float32 file to float16 first,
 // so the ratio compares float16 with float16.
 TEST(CompareInProcess, AFloat16ServerIsComparedWithTheFileConvertedToFloat16) {
-  onnx::ModelBuilder b;
-  b.AddInput("x", DataType::kFloat, {-1, 4}, {"batch", ""});
-  b.AddFloatInitializer("w", {4, 4}, 0.5f, 7);
-  b.AddNode("MatMul", {"x", "w"}, {"m"});
-  b.AddNode("Relu", {"m"}, {"y"});
-  b.AddOutput("y", DataType::kFloat, {-1, 4}, {"batch", ""});
-  const std::string path = ::testing::TempDir() + "served_config_test_fp16.onnx";
-  std::ofstream(path, std::ios::binary) << b.Serialize();
-  testing::StubKServeServer stub({.config_json = R"({"name":"stub","max_batch_size":8,"instance_group":[{"kind":"KIND_CPU"}],
-                                                     "parameters":{"precision":{"string_value":"fp16"}}})"});
-  PerfOptions o;
-  o.url = "http://127.0.0.1:" + std::to_string(stub.port());
-  o.model = "stub";
-  o.metrics_url = "off";
-  o.request_count = 20;
-  o.compare_model = path;
-  auto report = RunPerf(o);
-  std::remove(path.c_str());
+  auto report = CompareWithStub(FourWide(true), R"({"name":"stub","max_batch_size":8,"instance_group":[{"kind":"KIND_CPU"}],
+                                                    "parameters":{"precision":{"string_value":"fp16"}}})");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_TRUE(report->comparison);
   const InProcessComparison& c = *report->comparison;
