@@ -11,8 +11,8 @@
 #                        (scripts/torch_fp16_baseline.py bert) and the converted file in process
 #                        (bound I/O, batch 32 and 128): issue 26's comparison in one run
 #   mlp_1_default.txt    issue 29: the tiny MLP at 1 connection with no serve flag (scripts/h200_s1.sh)
-#   resnet_fp16_served_N.txt   issue 26: run v1's tune winner (fp16) served at 64 connections,
-#                        perf --compare-in-process (in process converted to fp16, at the served batch)
+#   resnet_fp16_served/  issue 26: run v1's tune winner (fp16) served at 64 connections,
+#                        perf --compare-in-process (scripts/h200_fp16_served.sh; pass_N.txt)
 #   graphs_bench.txt     bench --io served-graph (serve's StagedGraph) at batch 8 and 32 with its
 #                        outputs checked against the CPU, and --io cuda-graph beside it
 #   resnet_graphs/       scripts/h200_serve.sh grpc with GRPC_MLP=0: the hand config (CUDA graphs)
@@ -49,28 +49,8 @@ done
 inproc mlp
 served 1 default
 
-# Run v1's tune winner for ResNet-50 on the H200 (docs/BENCHMARKS.md, as tune wrote it: fp16,
-# NHWC, fused conv+bias, HEURISTIC, [16] padded, 2 ms, 2 instances of serve's 2 workers), served
-# at 64 connections against the same model in process at the batch the server ran.
 step "resnet50 fp16, v1's winner, served against in process"
-R=/tmp/repo_w1; rm -rf $R; mkdir -p $R/resnet50/1; ln -sf $M/resnet50.onnx $R/resnet50/1/model.onnx
-cat > $R/resnet50/config.pbtxt <<'PB'
-max_batch_size: 16
-dynamic_batching { preferred_batch_size: [16] max_queue_delay_microseconds: 2000 }
-instance_group [{ count: 2 kind: KIND_GPU }]
-optimization { execution_accelerators { gpu_execution_accelerator [{ name: "cuda"
-  parameters { key: "prefer_nhwc" value: "1" } parameters { key: "fuse_conv_bias" value: "1" }
-  parameters { key: "cudnn_conv_algo_search" value: "HEURISTIC" } }] } }
-parameters { key: "precision" value { string_value: "fp16" } }
-parameters { key: "pad_to_preferred_batch_size" value { string_value: "true" } }
-PB
-ortgpu serve --model-repository $R --http-port 8000 --grpc-port 8001 --metrics-port 8002 > "$L/resnet_fp16_serve.log" 2>&1 & pid=$!
-for _ in $(seq 1 900); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:8000/v2/health/ready")' 2>/dev/null && break; sleep 0.2; done
-for pass in 1 2; do
-  timeout 150 ortgpu perf --url http://127.0.0.1:8000 --model resnet50 --threads 4 --concurrency 64 --measurement-interval 3000 \
-    --max-trials 4 --no-progress --compare-in-process $M/resnet50.onnx > "$L/resnet_fp16_served_$pass.txt" 2>&1
-done
-kill $pid; wait $pid
+bash scripts/h200_fp16_served.sh $M "$L/resnet_fp16_served"
 
 step "graphs: bench --io served-graph, checked against the CPU"
 { timeout 200 ortgpu bench $M/resnet50.onnx --provider cuda --io served-graph --batch 8,32 --cuda-option prefer_nhwc=1 --no-progress

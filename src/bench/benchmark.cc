@@ -213,6 +213,7 @@ void RunVariant(const BenchOptions& o, const BenchHooks& hooks, const Variant& v
         const Session& s = *sessions[runner_plan[w].session];
         BoundRunnerOptions ro;
         ro.mode = v.io;
+        if (v.io == IoMode::kServed) ro.request_rows = o.request_rows;
         ro.graph_id = runner_plan[w].graph_id;  // never one another runner of this session had
         auto runner = BoundRunner::Create(s, bd.inputs, ro);
         if (!runner.ok()) {
@@ -421,10 +422,17 @@ Expected<BenchReport> RunBenchmark(const BenchOptions& o, const BenchHooks& hook
   if (o.load.iterations < 1 && o.load.duration_s <= 0) return InvalidArgument("give a positive --iterations or --duration");
   if (o.session.provider == Provider::kCuda) ORTGPU_RETURN_IF_ERROR(ValidateCudaOptions(o.session.cuda_options));
   ORTGPU_RETURN_IF_ERROR(ValidatePrecisions(o));
+  if (o.request_rows < 0) return InvalidArgument("--request-rows must be 0 (the batch staged once) or a row count");
   BenchReport report;
   report.model = o.model_path;
   report.ort_version = Runtime::Get().Version();
   report.provider = o.session.provider;
+  if (o.request_rows > 0) {
+    report.notes.push_back(fmt::format(
+        "served runs are served-shaped: each batch joined from requests of {} row{} through serve's own batch runner "
+        "(rows gathered into the staging, the run, outputs split per request), as serve's worker runs them",
+        o.request_rows, o.request_rows == 1 ? "" : "s"));
+  }
 
   // The reference session: CPU, default settings. It also gives the model's
   // input metadata, so a model that cannot load fails here, once.

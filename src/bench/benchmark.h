@@ -31,6 +31,10 @@ struct BenchOptions {
   // execution mode, --save-optimized path (written by the first session).
   SessionOptions session;
   IoMode io = IoMode::kHost;
+  // --request-rows: served variants join each batch from requests of this
+  // many rows through serve's BatchRunner (BoundRunnerOptions::request_rows);
+  // 0: the batch is staged once.
+  int64_t request_rows = 0;
   // Batch sizes to measure; empty: 1 (or the model's fixed batch).
   std::vector<int64_t> batches;
   std::vector<int> concurrency = {1};

@@ -31,6 +31,7 @@ struct BenchFlags {
   int inter_threads = 0;
   std::string execution_mode = "sequential";
   std::string io = "host";
+  int64_t request_rows = 0;
   std::vector<int64_t> batches;
   std::vector<int> concurrency = {1};
   std::string concurrency_mode = "shared";
@@ -75,6 +76,11 @@ Expected<bench::BenchOptions> ToOptions(const BenchFlags& f) {
   if (NeedsCudaGraphOption(o.io) && o.session.provider == Provider::kCpu) {
     return InvalidArgument("--io " + std::string(IoModeName(o.io)) +
                            " needs --provider cuda: I/O binding to the device and CUDA graphs need a GPU provider");
+  }
+  o.request_rows = f.request_rows;
+  if (o.request_rows > 0 && o.io != IoMode::kServed && !f.sweep) {
+    return InvalidArgument("--request-rows needs --io served: it joins each batch from separate requests as serve's "
+                           "worker does (with --sweep it applies to the served variants)");
   }
   o.batches = f.batches;
   o.concurrency = f.concurrency;
@@ -288,6 +294,12 @@ void AddBenchCommand(CLI::App& app, CommandResult& result) {
                   "Only served and served-graph are what serve reproduces; --sweep recommends only those")
       ->check(CLI::IsMember({"host", "bound", "resident", "cuda-graph", "served", "served-graph"}))
       ->default_val("host");
+  cmd->add_option("--request-rows", f->request_rows,
+                  "With --io served: measure a served-shaped run, each batch joined from separate requests of this "
+                  "many rows through serve's own batch runner (rows gathered into the pinned staging, the run, the "
+                  "outputs split per request), as serve's worker runs a batch of client requests; 0 (the default) "
+                  "stages the batch once")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,8,32); default 1")
       ->delimiter(',')
       ->check(CLI::PositiveNumber)

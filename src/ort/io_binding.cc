@@ -5,10 +5,13 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include "ort/batch_runner.h"
+#include "ort/batching.h"
 #include "ort/ort_status.h"
 #include "ort/ort_values.h"
 #include "ort/runtime.h"
 #include "ort/staged_graph.h"
+#include "sys/clock.h"
 
 namespace ortgpu {
 using ort_internal::CopyBytes;
@@ -85,6 +88,14 @@ Expected<std::unique_ptr<BoundRunner>> BoundRunner::Create(const Session& sessio
     if (!CapturesCudaGraphs(so)) {
       return FailedPrecondition("I/O mode " + mode_name + " needs a session built with the CUDA option enable_cuda_graph=1");
     }
+  }
+  if (options.request_rows < 0 || (options.request_rows > 0 && options.mode != IoMode::kServed)) {
+    return InvalidArgument("request rows (" + std::to_string(options.request_rows) + ") need I/O mode served and a " +
+                           "positive count; I/O mode " + mode_name + " runs the batch as one request");
+  }
+  if (options.request_rows > 0) {
+    ORTGPU_RETURN_IF_ERROR(r->MakeServedShapedRun());
+    return r;
   }
   if (ServedByServe(options.mode)) ORTGPU_RETURN_IF_ERROR(r->Stage());
   if (options.mode == IoMode::kServed) {
@@ -209,7 +220,42 @@ Status BoundRunner::Stage() {
   return Status::Ok();
 }
 
+Status BoundRunner::MakeServedShapedRun() {
+  for (const auto& t : host_inputs_) {
+    if (t.shape.empty() || t.dtype == DataType::kString) {
+      return InvalidArgument("input '" + t.name + "' cannot be joined from requests (a scalar or a string tensor); " +
+                             "leave out the request rows");
+    }
+  }
+  const int64_t batch = host_inputs_.front().shape.front();
+  for (int64_t begin = 0; begin < batch; begin += options_.request_rows) {
+    request_row_counts_.push_back(std::min(options_.request_rows, batch - begin));
+  }
+  // The requests are views of the batch's rows, as serve's are views of
+  // their request bodies.
+  std::vector<Tensor> whole = host_inputs_;
+  ORTGPU_ASSIGN_OR_RETURN(requests_, SplitBatch(whole, request_row_counts_));
+  auto sessions = std::make_shared<InstanceSessions>();
+  sessions->main = std::shared_ptr<const Session>(session_, [](const Session*) {});  // the caller's session
+  ReshapeRules rules;
+  rules.batched = true;
+  rules.max_batch_size = batch;
+  batch_ = std::make_unique<BatchRunner>(std::move(sessions), std::move(rules));
+  ORTGPU_RETURN_IF_ERROR(Run().WithContext("a served-shaped run of " + std::to_string(requests_.size()) + " requests"));
+  memory_ = batch_->staged_pinned() ? "host (pinned)" : "host";
+  return Status::Ok();
+}
+
 Status BoundRunner::Run() {
+  if (batch_) {
+    // serve's worker on a batch of separate requests: their rows gathered
+    // into the staging, the run, every output fetched and split per request.
+    std::vector<const std::vector<Tensor>*> requests;
+    for (const auto& req : requests_) requests.push_back(&req);
+    int64_t inputs_ready_ns = 0;
+    ORTGPU_ASSIGN_OR_RETURN(last_host_outputs_, batch_->RunBatch(requests, 0, RealClock(), inputs_ready_ns));
+    return SplitBatch(last_host_outputs_, request_row_counts_).status();
+  }
   if (served_graph_) {
     // serve's batch: the staged rows copied into the graph's fixed inputs,
     // the replay, and every output copied back, as serve fetches them.
@@ -253,6 +299,9 @@ Status BoundRunner::SetInput(size_t i, const uint8_t* src, size_t bytes) {
     return InvalidArgument("input " + std::to_string(i) + " of " + session_->label() + " is bound with another size (" +
                            std::to_string(i < host_inputs_.size() ? host_inputs_[i].byte_size() : 0) + " bytes, not " +
                            std::to_string(bytes) + ")");
+  }
+  if (batch_) {
+    return Unimplemented("a served-shaped run joins its requests' rows on every run; its inputs are fixed");
   }
   if (staging_) {
     // The served modes: the next run takes the batch from the staging, as

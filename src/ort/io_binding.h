@@ -12,10 +12,12 @@
 //   kCudaGraph   as kResident with outputs preallocated at fixed addresses,
 //                the session built with enable_cuda_graph=1: ORT captures the
 //                graph on an early run and replays it afterwards.
-//   kServed      what `ortgpu serve` runs for a batch without CUDA graphs
-//                (serve/scheduler/instance_runner.h): the inputs in the
-//                instance's staging buffers (InputStaging: CUDA pinned memory
-//                on CUDA), every output copied to the host each run.
+//   kServed      what `ortgpu serve` runs for a batch without CUDA graphs: the
+//                inputs in the instance's staging buffers (InputStaging: CUDA
+//                pinned memory on CUDA), every output copied to the host each
+//                run. With request_rows, a served-shaped run: each run joins
+//                the batch from separate requests through serve's own
+//                BatchRunner (ort/batch_runner.h).
 //   kServedGraph what serve runs for a batch of a padded size with CUDA
 //                graphs, through serve's own code (StagedGraph): the staged
 //                inputs copied into the graph's fixed device buffers, the
@@ -44,6 +46,7 @@
 
 namespace ortgpu {
 
+class BatchRunner;
 class StagedGraph;
 
 enum class IoMode { kHost, kBound, kResident, kCudaGraph, kServed, kServedGraph };
@@ -76,6 +79,13 @@ struct BoundRunnerOptions {
   // the feeds into buffers of its own, the captured graph reads those, and
   // inputs written later through SetInput would never reach it.
   std::vector<std::vector<int64_t>> output_shapes;
+  // kServed: 0 runs the batch as one request whose rows are staged once;
+  // R > 0 makes each run a served-shaped one, as serve's worker runs a
+  // batch of separate requests: the batch split into requests of R rows
+  // (the last may have fewer), their rows gathered into the staging
+  // (GatherRows), the run, and the outputs split back per request
+  // (SplitBatch), all through serve's BatchRunner::RunBatch.
+  int64_t request_rows = 0;
 };
 
 class BoundRunner {
@@ -136,6 +146,11 @@ class BoundRunner {
   std::vector<Tensor> last_host_outputs_;  // kHost, kServed, kServedGraph
   std::unique_ptr<InputStaging> staging_;  // kServed, kServedGraph
   std::unique_ptr<StagedGraph> served_graph_;  // kServedGraph
+  std::unique_ptr<BatchRunner> batch_;  // kServed with request_rows
+  std::vector<std::vector<Tensor>> requests_;  // views of host_inputs_' rows, request_rows each
+  std::vector<int64_t> request_row_counts_;
+  // kServed with request_rows: batch_ over the session and requests_.
+  Status MakeServedShapedRun();
   std::string memory_;
   std::unique_ptr<Impl> impl_;  // ORT objects, absent in kHost mode
   bool graph() const { return NeedsCudaGraphOption(options_.mode); }

@@ -155,6 +155,24 @@ TEST(BenchmarkTest, ServedIoStagesTheInputsAsServeDoes) {
   }
 }
 
+TEST(BenchmarkTest, RequestRowsMeasureAServedShapedRunThatStillMatchesTheCpu) {
+  BenchOptions o = Builtin();
+  o.io = IoMode::kServed;
+  o.request_rows = 1;  // each batch of 3 joined from three one-row requests, as perf's requests are
+  o.batches = {3};
+  o.concurrency = {1, 2};
+  auto report = RunBenchmark(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->results.size(), 2u);
+  for (const auto& r : report->results) {
+    ASSERT_TRUE(r.error.ok()) << r.error.ToString();
+    EXPECT_TRUE(r.accuracy.passed) << r.accuracy.note;
+  }
+  bool said = false;
+  for (const auto& n : report->notes) said = said || n.find("served-shaped: each batch joined from requests of 1 row") != std::string::npos;
+  EXPECT_TRUE(said) << "the report says what was measured";
+}
+
 TEST(BenchmarkTest, IntRangeKeepsGatherIndicesValid) {
   BenchOptions o = Builtin();
   o.model_bytes = GatherModel();

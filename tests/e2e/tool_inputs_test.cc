@@ -56,6 +56,15 @@ TEST(ToolInputsTest, BenchZeroBatchDimensionIsAnError) {
   EXPECT_THAT(o.output, HasSubstr("at least 1"));
 }
 
+TEST(ToolInputsTest, BenchRequestRowsMeasureServedShapedRunsAndNeedIoServed) {
+  Outcome bound = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--io", "bound", "--request-rows", "1"});
+  EXPECT_EQ(bound.exit_code, 2) << bound.output;
+  EXPECT_THAT(bound.output, HasSubstr("--request-rows needs --io served"));
+  Outcome served = RunOrtgpu({"bench", kAddSub, "--iterations", "3", "--io", "served", "--batch", "4", "--request-rows", "1"});
+  EXPECT_EQ(served.exit_code, 0) << served.output;
+  EXPECT_THAT(served.output, HasSubstr("each batch joined from requests of 1 row"));
+}
+
 // Issue 30: --device N|all picks the GPUs; without one, the reason, not a CPU run.
 TEST(ToolInputsTest, BenchDeviceIsCheckedBeforeAnythingRuns) {
   Outcome cpu = RunOrtgpu({"bench", kAddSub, "--iterations", "1", "--device", "0"});

@@ -122,6 +122,35 @@ TEST(BoundRunnerTest, ServedModeRunsFromStagingLikeServe) {
   EXPECT_EQ((*r)->Describe(), "batch 2");
 }
 
+TEST(BoundRunnerTest, AServedShapedRunJoinsTheBatchFromRequestsThroughServesRunner) {
+  auto s = BuiltinSession();
+  ASSERT_NE(s, nullptr);
+  auto expected = s->Run({Image(5)});
+  ASSERT_TRUE(expected.ok());
+  BoundRunnerOptions o;
+  o.mode = IoMode::kServed;
+  o.request_rows = 2;  // requests of 2, 2 and 1 rows, joined on every run
+  auto r = BoundRunner::Create(*s, {Image(5)}, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->memory(), "host");
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_TRUE((*r)->Run().ok());
+    auto out = (*r)->FetchOutputs();
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ(out->size(), 1u);
+    EXPECT_EQ((*out)[0].shape, (*expected)[0].shape);
+    EXPECT_EQ((*out)[0].data, (*expected)[0].data) << "run " << run;
+  }
+  auto fixed = (*r)->SetInput(0, nullptr, Image(5).byte_size());
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_NE(fixed.message().find("joins its requests' rows"), std::string::npos);
+
+  o.mode = IoMode::kBound;
+  auto refused = BoundRunner::Create(*s, {Image(5)}, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("need I/O mode served"), std::string::npos) << refused.status().ToString();
+}
+
 TEST(BoundRunnerTest, InputsAreValidatedBeforeBinding) {
   auto s = BuiltinSession();
   ASSERT_NE(s, nullptr);

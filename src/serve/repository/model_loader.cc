@@ -16,7 +16,7 @@
 #include "serve/repository/instance_placement.h"
 #include "serve/repository/version_load.h"
 #include "serve/scheduler/batch_costs.h"
-#include "serve/scheduler/batching.h"
+#include "ort/batching.h"
 
 namespace ortgpu::serve {
 namespace {

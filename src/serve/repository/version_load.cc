@@ -19,8 +19,8 @@
 #include "serve/repository/shared_weights.h"
 #include "serve/repository/warmup_inputs.h"
 #include "serve/scheduler/batch_costs.h"
-#include "serve/scheduler/batching.h"
-#include "serve/scheduler/gpu_turn.h"
+#include "ort/batching.h"
+#include "ort/gpu_turn.h"
 #include "sys/file_system.h"
 #include "sys/mutex.h"
 
@@ -256,7 +256,7 @@ class VersionLoad {
   Expected<std::shared_ptr<LoadedModel>> Finish();
 
   void PlaceOnGpu(const InstanceBuild& b, SessionRunner& r) const {
-    if (b.on_gpu && deps_.device_memory != nullptr) r.SetDeviceMemory(deps_.device_memory, instances_[b.index].gpu);
+    if (b.on_gpu && deps_.device_memory != nullptr) r.batch_runner().SetDeviceMemory(deps_.device_memory, instances_[b.index].gpu);
   }
   std::string Instance(size_t i) const { return instances_[i].Describe(i); }
 
@@ -492,7 +492,7 @@ Status VersionLoad::LoadInstance(size_t i) {
   // The loading thread warms this instance up: its GPU becomes the
   // thread's current device first (ORT's session creation sets the
   // device itself; ortgpu's own copies and allocations follow the thread's).
-  ORTGPU_RETURN_IF_ERROR(b.session_runner->BindDevice().WithContext("warm-up of " + Instance(i)));
+  ORTGPU_RETURN_IF_ERROR(b.session_runner->batch_runner().BindDevice().WithContext("warm-up of " + Instance(i)));
   const int64_t warm_start = deps_.clock->NowNanos();
   ORTGPU_RETURN_IF_ERROR(WarmUp(b));
   warmup_ns_ += deps_.clock->NowNanos() - warm_start;
@@ -653,7 +653,7 @@ Status VersionLoad::MakeRunners(InstanceBuild& b, InstanceSessions sessions) {
   PlaceOnGpu(b, *session_runner);
   b.session_runner = session_runner.get();
   memory_.AddInstance(b.on_gpu, instances_[i].gpu);
-  memory_.AddSessions(b.on_gpu, instances_[i].gpu, session_runner->sessions(), main_rows, i == 0);
+  memory_.AddSessions(b.on_gpu, instances_[i].gpu, session_runner->batch_runner().sessions(), main_rows, i == 0);
   if (i == 0) first_runner_ = session_runner.get();
   if (b.on_gpu) first_on_gpu_.try_emplace(instances_[i].gpu, session_runner.get());
   const auto params = ConfigParameters(model_->config);
@@ -667,9 +667,10 @@ Status VersionLoad::MakeRunners(InstanceBuild& b, InstanceSessions sessions) {
     if (b.own_sessions) {
       ORTGPU_ASSIGN_OR_RETURN(InstanceSessions own, BuildSessions(b, nullptr));
       sharing.push_back(std::make_unique<SessionRunner>(std::move(own), RulesFor(model_->config)));
-      memory_.AddSessions(b.on_gpu, instances_[i].gpu, sharing.back()->sessions(), main_rows, i == 0);
+      memory_.AddSessions(b.on_gpu, instances_[i].gpu, sharing.back()->batch_runner().sessions(), main_rows, i == 0);
     } else {
-      sharing.push_back(std::make_unique<SessionRunner>(session_runner->sessions(), RulesFor(model_->config)));
+      sharing.push_back(
+          std::make_unique<SessionRunner>(session_runner->batch_runner().sessions(), RulesFor(model_->config)));
     }
     PlaceOnGpu(b, *sharing.back());
   }
@@ -696,8 +697,8 @@ void VersionLoad::TakeTurns(InstanceBuild& b) {
   }
   std::shared_ptr<GpuTurn>& turn = turns_[spec.gpu];
   if (turn == nullptr) turn = std::make_shared<GpuTurn>();
-  b.session_runner->SetGpuTurn(turn, turn_mode_ == GpuTurnMode::kOn);
-  for (SessionRunner* extra : b.sharing_ptrs) extra->SetGpuTurn(turn, turn_mode_ == GpuTurnMode::kOn);
+  b.session_runner->batch_runner().SetGpuTurn(turn, turn_mode_ == GpuTurnMode::kOn);
+  for (SessionRunner* extra : b.sharing_ptrs) extra->batch_runner().SetGpuTurn(turn, turn_mode_ == GpuTurnMode::kOn);
   if (b.index == 0) model_->gpu_turns = true;
 }
 
@@ -739,7 +740,7 @@ Status VersionLoad::WarmUp(InstanceBuild& b) {
     // the memory line (per-size sessions are one point each at the end).
     std::function<void(int64_t)> after_size;
     if (i == 0 && !b.per_size_sessions) {
-      after_size = [this, runner = b.session_runner](int64_t rows) { memory_.Warmed(runner->SessionFor(rows), rows); };
+      after_size = [this, runner = b.session_runner](int64_t rows) { memory_.Warmed(runner->batch_runner().SessionFor(rows), rows); };
     }
     ORTGPU_RETURN_IF_ERROR(WarmBatchSizes(*b.runner, samples_[0], sizes, Instance(i), *deps_.clock, after_size));
     if (measure_costs) {
@@ -767,9 +768,9 @@ Status VersionLoad::WarmUp(InstanceBuild& b) {
   if (!b.graphs) {
     // Give-back (docs/MEMORY.md): runs larger than the warmed ones return
     // what they left to the device (config parameter arena_shrinkage).
-    const size_t planned = b.session_runner->largest_input_bytes();
-    b.session_runner->SetArenaShrinkage(shrinkage_, planned);
-    for (SessionRunner* extra : b.sharing_ptrs) extra->SetArenaShrinkage(shrinkage_, planned);
+    const size_t planned = b.session_runner->batch_runner().largest_input_bytes();
+    b.session_runner->batch_runner().SetArenaShrinkage(shrinkage_, planned);
+    for (SessionRunner* extra : b.sharing_ptrs) extra->batch_runner().SetArenaShrinkage(shrinkage_, planned);
   }
   return Status::Ok();
 }
@@ -784,8 +785,8 @@ Status VersionLoad::ChooseGeneratedWarmup(InstanceBuild& b) {
   const std::string what = Instance(b.index);
   auto try_run = [&](const std::vector<Tensor>& sample) -> Status {
     if (b.graphs) {
-      ORTGPU_ASSIGN_OR_RETURN(auto inputs, b.session_runner->ModelInputs(sample));
-      return ExplainRejection(b.session_runner->session().Run(inputs).status(), sample, b.declared, 0);
+      ORTGPU_ASSIGN_OR_RETURN(auto inputs, b.session_runner->batch_runner().ModelInputs(sample));
+      return ExplainRejection(b.session_runner->batch_runner().session().Run(inputs).status(), sample, b.declared, 0);
     }
     if (shapes_.sizes.empty()) return b.runner->Run(sample).status();
     return WarmBatchSizes(*b.runner, sample, {shapes_.sizes.front()}, what, *deps_.clock);
@@ -804,7 +805,7 @@ Status VersionLoad::ChooseGeneratedWarmup(InstanceBuild& b) {
   samples_ = {candidates_[static_cast<size_t>(chosen.index)].inputs};
   model_->warmup.generated = candidates_[static_cast<size_t>(chosen.index)].description;
   if (!b.per_size_sessions && !shapes_.sizes.empty()) {
-    memory_.Warmed(b.session_runner->SessionFor(shapes_.sizes.front()), shapes_.sizes.front());
+    memory_.Warmed(b.session_runner->batch_runner().SessionFor(shapes_.sizes.front()), shapes_.sizes.front());
   }
   return Status::Ok();
 }
@@ -841,8 +842,8 @@ void VersionLoad::WarmOnWorkers(InstanceBuild& b, bool measure_costs) {
 Status VersionLoad::CheckPlacement() {
   if (!require_gpu_ || deps_.placement == nullptr || samples_.empty()) return Status::Ok();
   for (const auto& [gpu, runner] : first_on_gpu_) {
-    ORTGPU_ASSIGN_OR_RETURN(auto inputs, runner->ModelInputs(samples_[0]));
-    ORTGPU_RETURN_IF_ERROR(deps_.placement->CheckGpuPlacement(runner->session(), inputs)
+    ORTGPU_ASSIGN_OR_RETURN(auto inputs, runner->batch_runner().ModelInputs(samples_[0]));
+    ORTGPU_RETURN_IF_ERROR(deps_.placement->CheckGpuPlacement(runner->batch_runner().session(), inputs)
                                .WithContext("GPU " + std::to_string(gpu)));
   }
   return Status::Ok();

@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "serve/scheduler/batching.h"
+#include "ort/batching.h"
 #include "serve/scheduler/gpu_failure.h"
 
 namespace ortgpu::serve {

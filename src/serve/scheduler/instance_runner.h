@@ -1,7 +1,8 @@
 // InstanceRunner: one instance of a model, the thing a scheduler worker
-// thread executes batches on. SessionRunner is the real one: its ORT
-// session(s) on its device, plus the config's reshapes; tests substitute
-// fakes that block or fail on cue.
+// thread executes batches on. SessionRunner is the real one: ort's
+// BatchRunner (its ORT session(s) on its device, the config's reshapes),
+// which bench measures too; tests substitute fakes that block or fail on
+// cue.
 //
 // A runner is owned by exactly one worker thread and is never called
 // concurrently.
@@ -16,20 +17,13 @@
 #include <utility>
 #include <vector>
 
-#include "ort/device_memory.h"
-#include "ort/input_staging.h"
-#include "ort/staged_graph.h"
+#include "ort/batch_runner.h"
 #include "ort/session.h"
 #include "serve/scheduler/batch_policy.h"
-#include "serve/scheduler/gpu_turn.h"
 #include "status/expected.h"
 #include "sys/clock.h"
 
 namespace ortgpu::serve {
-
-// Where a request wants outputs written in device memory (its CUDA shared
-// memory regions), by output name (InferRequest::device_outputs).
-using OutputDestinations = std::map<std::string, DeviceView>;
 
 class InstanceRunner {
  public:
@@ -82,238 +76,49 @@ class InstanceRunner {
                                                  const std::vector<const OutputDestinations*>& destinations = {});
 };
 
-// One piece of a batch's joining: `bytes` from `src` to `dst`, or zeros
-// (padding rows) when src is null.
-struct RowCopy {
-  uint8_t* dst = nullptr;
-  const uint8_t* src = nullptr;
-  size_t bytes = 0;
-};
-// Batches of at least this many bytes are joined by several threads: one
-// thread copies ~5-6 GB/s into pinned memory, and 16 ResNet-50 rows
-// (9.6 MB) took 1.5-1.8 ms of the served request on the H200.
-inline constexpr size_t kParallelGatherBytes = 4u << 20;
-inline constexpr size_t kMaxGatherThreads = 4;
-// Performs `copies` (disjoint destinations): on the calling thread, or on
-// up to kMaxGatherThreads (a quarter of the cores) for large batches, each
-// taking a contiguous run of about equal bytes. Returns when all are done.
-// `max_threads` 0: a quarter of the cores, at most kMaxGatherThreads.
-void GatherRows(const std::vector<RowCopy>& copies, size_t max_threads = 0);
-
-struct ReshapeRules {
-  // Batch dimension leads the request tensors (max_batch_size > 0).
-  bool batched = false;
-  // The config's max_batch_size: the staging buffers hold that many rows
-  // from the first batch on, so a larger batch never makes them again.
-  int64_t max_batch_size = 0;
-  // input name -> the shape the model expects (config input.reshape),
-  // without the batch dimension.
-  std::map<std::string, std::vector<int64_t>> inputs;
-  // output name -> the shape the client sees (config output.dims) when the
-  // output has a reshape, without the batch dimension.
-  std::map<std::string, std::vector<int64_t>> outputs;
-};
-
-// The sessions of one instance: `main` runs any shape; each of
-// `by_batch_rows` runs only batches of exactly that many rows. On CUDA a
-// session whose input shape changes from one run to the next redoes its
-// convolution set-up every time (about 100 ms a run for ResNet-50 on an
-// H200, docs/BENCHMARKS.md), so an instance that runs a few padded batch
-// sizes gives each its own session, and no session ever sees a second shape.
-//
-// With `cuda_graphs` the by_batch_rows sessions were built with the CUDA
-// option enable_cuda_graph=1: each captures the graph of its one batch size
-// on its first bound runs and replays it after (ORT's CUDA graphs need
-// fixed device addresses, which the runner's StagedGraph per size keeps).
-// Such sessions are not safe to run concurrently, so they are never shared
-// between runners, and everything else (Run, unpadded sizes) goes to main.
-struct InstanceSessions {
-  std::unique_ptr<Session> main;
-  std::map<int64_t, std::unique_ptr<Session>> by_batch_rows;
-  bool cuda_graphs = false;
-};
-
-// What a runner's runs do with their session's arena afterwards (config
-// parameter arena_shrinkage; docs/MEMORY.md, "Give-back"):
-//   kAuto  after runs whose inputs were larger than any warm-up run's (a
-//          longer sequence, a batch of a size the plan did not warm), the
-//          first run within the plan gives back every chunk left free: a
-//          burst keeps its chunks while it lasts, and the arena returns to
-//          the plan after it, at the cost of one device allocation per burst;
-//   kOn    after every run (the arena never keeps more than the run in
-//          progress; each run allocates its activations again);
-//   kOff   never (ORT's default: an arena keeps the most it ever held).
-// CUDA-graph runs never shrink: a captured graph replays fixed addresses.
-enum class ArenaShrinkage { kAuto, kOn, kOff };
-// "auto" (or empty), "on"/"true"/"1", "off"/"false"/"0"; InvalidArgument
-// naming the parameter and the values otherwise.
-Expected<ArenaShrinkage> ParseArenaShrinkage(std::string_view text);
-
-// The real runner. Several SessionRunners may share one InstanceSessions
-// (the loader's workers_per_instance): each has its own staging buffers and
-// worker thread, and ORT runs their batches on the shared sessions
-// concurrently (Session::Run is thread-safe), so one worker joins the next
-// batch while the other's runs on the GPU.
+// The real runner: ort's BatchRunner (the ORT execution bench measures too)
+// as a scheduler worker's instance, with what only serve has: the worker's
+// warm-up and the batch costs the loader measured.
 class SessionRunner : public InstanceRunner {
  public:
-  SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules);
-  SessionRunner(InstanceSessions sessions, ReshapeRules rules);
-  SessionRunner(std::shared_ptr<const InstanceSessions> sessions, ReshapeRules rules);
-  ~SessionRunner() override;
+  SessionRunner(std::unique_ptr<Session> session, ReshapeRules rules) : batch_(std::move(session), std::move(rules)) {}
+  SessionRunner(InstanceSessions sessions, ReshapeRules rules) : batch_(std::move(sessions), std::move(rules)) {}
+  SessionRunner(std::shared_ptr<const InstanceSessions> sessions, ReshapeRules rules)
+      : batch_(std::move(sessions), std::move(rules)) {}
+
+  // The execution: its sessions, staging, GPU turn, device memory, arena.
+  BatchRunner& batch_runner() { return batch_; }
+  const BatchRunner& batch_runner() const { return batch_; }
 
   // What PrepareOnWorker runs (the loader's warm-up of the CUDA-graph batch
   // sizes); none by default.
   void SetWorkerWarmup(std::function<Status(InstanceRunner&)> warmup) { worker_warmup_ = std::move(warmup); }
-  // Binds the worker thread to the runner's GPU (BindDevice), then runs the
-  // worker warm-up.
+  // Binds the worker thread to the runner's GPU (BatchRunner::BindDevice),
+  // then runs the worker warm-up.
   Status PrepareOnWorker() override;
-  // Makes the runner's GPU the calling thread's current device
-  // (DeviceMemory::SetCurrentDevice); nothing for a runner without device
-  // memory (a CPU instance). Called by every thread that drives the
-  // instance: its worker (PrepareOnWorker) and the loader before warm-up.
-  Status BindDevice();
-  int device() const override { return device_; }
-  // A CPU instance (no device memory, no GPU): ORT's CPU sessions run on
-  // any thread. GPU instances run on their worker (not measured on a GPU
-  // yet: the CUDA EP's per-thread state).
-  bool RunsInline() const override { return device_ < 0 && device_memory_ == nullptr && !sessions_->cuda_graphs; }
-  // The turn this runner's batch runs take on the GPU (GpuTurn), shared
-  // with the model's other runners on that GPU; none: batches run whenever
-  // they are ready. With `whole_runs` every staged batch run takes it (ORT's
-  // copies to and from the device inside the turn); otherwise only CUDA-graph
-  // replays do, whose inputs are copied before and outputs after the turn.
-  void SetGpuTurn(std::shared_ptr<GpuTurn> turn, bool whole_runs) {
-    turn_ = std::move(turn);
-    turn_whole_runs_ = whole_runs;
-  }
-  GpuTurn* gpu_turn() const override { return turn_.get(); }
+  int device() const override { return batch_.device(); }
+  // CPU instances run inline (BatchRunner::RunsOnAnyThread); GPU instances
+  // on their worker (an inline GPU run measured no faster, docs/BENCHMARKS.md).
+  bool RunsInline() const override { return batch_.RunsOnAnyThread(); }
+  GpuTurn* gpu_turn() const override { return batch_.gpu_turn(); }
   // The cost table the loader measured for this runner (batch_costs()).
   // REQUIRES: called before the runner's first batch, on the thread that
   // will run it (or before that thread starts).
   void SetBatchCosts(BatchCosts costs) { costs_ = std::move(costs); }
   const BatchCosts* batch_costs() const override { return costs_.empty() ? nullptr : &costs_; }
-  // Where a batch with rows already in device memory (Tensor::device: CUDA
-  // shared memory) is joined: `memory` on GPU `device`. A CUDA instance
-  // has the CUDA runtime on its session's device_id by default; a CPU one
-  // none, and such a batch's device rows are copied to the host once
-  // (DeviceView::to_host) and joined as host rows; a row that cannot be
-  // copied is refused (InvalidArgument naming the input, its region and
-  // GPU). Tests give a FakeDeviceMemory to a CPU session.
-  void SetDeviceMemory(std::shared_ptr<DeviceMemory> memory, int device) {
-    device_memory_ = std::move(memory);
-    device_ = device;
-  }
 
-  Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override;
-  // Joins the requests' rows straight into the instance's staging buffers
-  // (pinned host memory on CUDA, sized for the largest batch seen, reused)
-  // and runs the session for that batch size on them: one host copy per
-  // byte, no allocation proportional to the batch once the buffers exist.
-  // Batches with string inputs, or unbatched models, take the default path.
-  // Only `outputs` are fetched from the device (all when empty).
-  //
-  // A batch with rows in device memory is joined on the GPU instead, into
-  // the buffer the run reads (RunOnDevice): device rows device to device,
-  // host rows through the pinned staging with one host-to-device copy per
-  // contiguous run, padding zeroed on the device.
-  //
-  // An output every request of a GPU batch placed in a CUDA region is
-  // left on the device by the run (the graph's fixed output buffer, or
-  // bound to device memory) and copied device to device into each
-  // request's region at its rows; it comes back as a placeholder.
+  Expected<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) override { return batch_.Run(inputs); }
   Expected<std::vector<Tensor>> RunBatch(const std::vector<const std::vector<Tensor>*>& requests,
                                          int64_t padding_rows, const Clock& clock, int64_t& inputs_ready_ns,
                                          const std::vector<std::string>& outputs = {},
-                                         const std::vector<const OutputDestinations*>& destinations = {}) override;
-  // `inputs` as the model itself takes them (the config's reshape applied).
-  Expected<std::vector<Tensor>> ModelInputs(const std::vector<Tensor>& inputs) const;
-  // The main session (placement checks profile it).
-  const Session& session() const { return *sessions_->main; }
-  // The sessions, for another runner of the same instance to share.
-  const std::shared_ptr<const InstanceSessions>& sessions() const { return sessions_; }
-  // The session that runs batches of `rows` rows.
-  const Session& SessionFor(int64_t rows) const;
-  // Batch sizes with a session of their own, ascending.
-  std::vector<int64_t> pinned_batch_sizes() const;
-  // Whether the last RunBatch ran from pinned staging buffers (for tests
-  // and the start-up summary).
-  bool staged_pinned() const { return staging_ && staging_->pinned(); }
-  // How runs treat the arena from now on (ArenaShrinkage); `planned_bytes`:
-  // the inputs of the largest run the plan measured (largest_input_bytes()
-  // after the warm-up). Default kOff. REQUIRES: before the runner serves.
-  void SetArenaShrinkage(ArenaShrinkage mode, size_t planned_bytes) {
-    shrinkage_ = mode;
-    planned_input_bytes_ = planned_bytes;
+                                         const std::vector<const OutputDestinations*>& destinations = {}) override {
+    return batch_.RunBatch(requests, padding_rows, clock, inputs_ready_ns, outputs, destinations);
   }
-  // The input bytes of the largest run so far.
-  size_t largest_input_bytes() const { return largest_input_bytes_; }
-  // Runs after which the arena was asked to give memory back.
-  int64_t arena_shrinks() const { return arena_shrinks_; }
 
  private:
-  // Output reshapes of the config applied to a batch of `batch` rows.
-  Status ReshapeOutputs(std::vector<Tensor>& outputs, int64_t batch) const;
-  // Staging buffers holding at least `rows` rows of inputs shaped like
-  // `first`'s (re)made when too small or shaped otherwise.
-  Status EnsureStaging(const std::vector<Tensor>& first, int64_t rows);
-
-  // Runs the staged batch of `rows` rows on its CUDA-graph session, through
-  // the StagedGraph bench measures (--io served-graph): the staged inputs
-  // copied into fixed device buffers, the graph replayed (in the GPU's turn,
-  // when there is one), the outputs asked for copied back. The first batch
-  // of a size creates the graph.
-  Expected<std::vector<Tensor>> RunGraph(const Session& session, int64_t rows,
-                                         const std::vector<std::vector<int64_t>>& shapes,
-                                         const std::vector<std::string>& outputs, bool inputs_in_place = false);
-  // One piece of a batch joined on the device: `bytes` at `offset` of
-  // input `input`'s buffer, from host staging (the same offset), from
-  // device memory (`from`), or zeros (padding).
-  struct DevicePiece {
-    size_t input = 0;
-    size_t offset = 0;
-    size_t bytes = 0;
-    const DeviceView* from = nullptr;  // null: host row (staged) or padding
-    bool padding = false;
-  };
-  // Runs a batch whose pieces_ include device rows (see RunBatch): the
-  // host rows are already in the pinned staging.
-  Expected<std::vector<Tensor>> RunOnDevice(int64_t rows, const std::vector<std::vector<int64_t>>& shapes,
-                                            const std::vector<std::string>& outputs, const Clock& clock,
-                                            int64_t& inputs_ready_ns);
-  // Whether a run of `input_bytes` gives its arena back what it left free.
-  ArenaAfterRun AfterRun(size_t input_bytes);
-  // The input bytes of a staged batch of `rows` rows.
-  size_t StagedBytes(int64_t rows) const;
-  // Copies every output left on the device (Tensor::device) into the
-  // requests' destinations, device to device, at each request's rows, and
-  // makes it a placeholder; an output a destination is too small for is
-  // brought to the host instead (the front end then says which).
-  Status WriteDeviceOutputs(std::vector<Tensor>& results, int64_t rows, const std::vector<int64_t>& request_rows,
-                            const std::vector<const OutputDestinations*>& destinations);
-
-  std::shared_ptr<const InstanceSessions> sessions_;
-  ReshapeRules rules_;
-  std::unique_ptr<InputStaging> staging_;
-  std::vector<int> staging_order_;  // staging input i <- request input staging_order_[i] (by name)
-  std::map<int64_t, std::unique_ptr<StagedGraph>> graphs_;  // by batch rows (cuda_graphs only)
+  BatchRunner batch_;
   std::function<Status(InstanceRunner&)> worker_warmup_;
-  std::vector<RowCopy> copies_;  // the current batch's joining, reused
-  std::vector<DevicePiece> pieces_;  // a device batch's joining, reused
-  std::vector<std::string> device_outputs_;  // the current batch's outputs left on the device
-  std::shared_ptr<DeviceMemory> device_memory_;  // null: a CPU instance
-  int device_ = -1;
-  std::shared_ptr<GpuTurn> turn_;
-  bool turn_whole_runs_ = false;
   BatchCosts costs_;  // empty: not measured
-  ArenaShrinkage shrinkage_ = ArenaShrinkage::kOff;
-  size_t planned_input_bytes_ = 0;
-  size_t largest_input_bytes_ = 0;
-  bool beyond_plan_ = false;  // a run larger than the plan ran since the last shrink
-  int64_t arena_shrinks_ = 0;
 };
-
-// Applies a reshape rule to a tensor of `batch` rows (batch < 0: unbatched).
-// InvalidArgument when the element counts differ.
-Status ReshapeTensor(Tensor& t, const std::vector<int64_t>& dims, int64_t batch);
 
 }  // namespace ortgpu::serve

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "fakes/fake_clock.h"
-#include "serve/scheduler/batching.h"
+#include "ort/batching.h"
 
 namespace ortgpu::serve {
 namespace {

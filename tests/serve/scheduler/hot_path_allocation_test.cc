@@ -15,7 +15,7 @@
 #include "onnx/model_builder.h"
 #include "serve/protocol/infer_request_decoder.h"
 #include "serve/protocol/infer_response_encoder.h"
-#include "serve/scheduler/batching.h"
+#include "ort/batching.h"
 #include "serve/scheduler/instance_runner.h"
 
 namespace {

@@ -1,9 +1,9 @@
-#include "serve/scheduler/batching.h"
+#include "ort/batching.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace ortgpu::serve {
+namespace ortgpu {
 
 std::string BatchKey(const std::vector<Tensor>& inputs) {
   std::vector<const Tensor*> sorted;
@@ -107,4 +107,4 @@ Expected<std::vector<std::vector<Tensor>>> SplitBatch(std::vector<Tensor>& outpu
   return out;
 }
 
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

@@ -1,4 +1,4 @@
-#include "serve/scheduler/gpu_turn.h"
+#include "ort/gpu_turn.h"
 
 #include <atomic>
 #include <thread>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ortgpu::serve {
+namespace ortgpu {
 namespace {
 
 TEST(GpuTurnTest, ParsesTheConfigParameter) {
@@ -88,4 +88,4 @@ TEST(GpuTurnTest, TheListenerHearsEachReleaseWithTheTurnFree) {
 }
 
 }  // namespace
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

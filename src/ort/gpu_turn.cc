@@ -1,8 +1,8 @@
-#include "serve/scheduler/gpu_turn.h"
+#include "ort/gpu_turn.h"
 
 #include <string>
 
-namespace ortgpu::serve {
+namespace ortgpu {
 
 GpuTurn::Held GpuTurn::Take() {
   MutexLock lock(&mu_);
@@ -51,4 +51,4 @@ Expected<GpuTurnMode> ParseGpuTurnMode(std::string_view text) {
                          "(batches share the GPU)");
 }
 
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

@@ -9,11 +9,11 @@
 #include <cstring>
 
 #include "fakes/fake_device_memory.h"
-#include "serve/scheduler/batching.h"
-#include "serve/scheduler/linear_model.h"
-#include "serve/scheduler/instance_runner.h"
+#include "ort/batching.h"
+#include "ort/linear_model.h"
+#include "ort/batch_runner.h"
 
-namespace ortgpu::serve {
+namespace ortgpu {
 namespace {
 
 using ::testing::HasSubstr;
@@ -66,8 +66,8 @@ class DeviceBatchTest : public ::testing::Test {
   }
 
   std::shared_ptr<FakeDeviceMemory> memory_ = std::make_shared<FakeDeviceMemory>();
-  SessionRunner runner_;
-  SessionRunner reference_;
+  BatchRunner runner_;
+  BatchRunner reference_;
   const Clock& clock_ = RealClock();
   int64_t ready_ = 0;
 };
@@ -167,7 +167,7 @@ std::vector<Tensor> HostReadable(std::vector<Tensor> req, std::shared_ptr<int> c
 // host once each and the batch runs as a host batch (issue 10: Triton
 // serves such inputs on any instance).
 TEST_F(DeviceBatchTest, ACpuInstanceCopiesDeviceRowsToTheHostOnce) {
-  SessionRunner cpu(Linear(), Batched());
+  BatchRunner cpu(Linear(), Batched());
   auto copies = std::make_shared<int>(0);
   auto a = HostReadable(DeviceRequest(1, 0.5f), copies), b = HostReadable(DeviceRequest(2, -1.0f), copies);
   auto host = HostRequest(1, 3.0f);
@@ -185,7 +185,7 @@ TEST_F(DeviceBatchTest, ACpuInstanceCopiesDeviceRowsToTheHostOnce) {
 // (an unbatched model).
 TEST_F(DeviceBatchTest, AnUnbatchedRunCopiesDeviceInputsToTheHostOnce) {
   ReshapeRules unbatched;
-  SessionRunner cpu(Linear(), unbatched);
+  BatchRunner cpu(Linear(), unbatched);
   auto copies = std::make_shared<int>(0);
   auto a = HostReadable(DeviceRequest(2, 0.5f), copies);
   auto got = cpu.RunBatch({&a}, 0, clock_, ready_);
@@ -202,7 +202,7 @@ TEST_F(DeviceBatchTest, AnUnbatchedRunCopiesDeviceInputsToTheHostOnce) {
 // Device bytes that cannot be read from the host are refused with what the
 // input is and where, and what to send instead; the runner serves on.
 TEST_F(DeviceBatchTest, ACpuInstanceRefusesDeviceRowsItCannotCopy) {
-  SessionRunner cpu(Linear(), Batched());
+  BatchRunner cpu(Linear(), Batched());
   auto a = DeviceRequest(1, 0.5f);
   auto got = cpu.RunBatch({&a}, 0, clock_, ready_);
   ASSERT_FALSE(got.ok());
@@ -301,4 +301,4 @@ TEST_F(DeviceOutputTest, OtherwiseTheOutputComesToTheHost) {
 }
 
 }  // namespace
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

@@ -5,9 +5,9 @@
 
 #include "onnx/model_builder.h"
 #include "ort/arena_stats.h"
-#include "serve/scheduler/instance_runner.h"
+#include "ort/batch_runner.h"
 
-namespace ortgpu::serve {
+namespace ortgpu {
 namespace {
 
 // y = sum(x + x) over x [n], n free: the activation x + x grows with n,
@@ -29,14 +29,14 @@ std::vector<Tensor> Values(int64_t n) { return {Tensor::Zeros("x", DataType::kFl
 
 constexpr int64_t kLarge = 4 << 20;  // 16 MiB of inputs, and as much again of activations
 
-uint64_t Reserved(const SessionRunner& runner) {
+uint64_t Reserved(const BatchRunner& runner) {
   auto stats = ReadArenaStats(runner.session());
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   return stats.ok() ? stats->reserved : 0;
 }
 
 TEST(ArenaShrinkageTest, UnderAutoTheFirstPlannedRunAfterABurstGivesItsMemoryBack) {
-  SessionRunner runner(Doubler(), ReshapeRules{});
+  BatchRunner runner(Doubler(), ReshapeRules{});
   ASSERT_TRUE(runner.Run(Values(16)).ok());  // the warm-up
   runner.SetArenaShrinkage(ArenaShrinkage::kAuto, runner.largest_input_bytes());
   EXPECT_EQ(runner.largest_input_bytes(), 64u);
@@ -56,13 +56,13 @@ TEST(ArenaShrinkageTest, UnderAutoTheFirstPlannedRunAfterABurstGivesItsMemoryBac
 }
 
 TEST(ArenaShrinkageTest, OffKeepsWhatTheLargestRunTookAndOnShrinksEveryRun) {
-  SessionRunner kept(Doubler(), ReshapeRules{});
+  BatchRunner kept(Doubler(), ReshapeRules{});
   ASSERT_TRUE(kept.Run(Values(16)).ok());
   kept.SetArenaShrinkage(ArenaShrinkage::kOff, kept.largest_input_bytes());
   ASSERT_TRUE(kept.Run(Values(kLarge)).ok());
   EXPECT_EQ(kept.arena_shrinks(), 0);
   EXPECT_GE(Reserved(kept), uint64_t{kLarge} * 4) << "ORT's default: the arena keeps it";
-  SessionRunner every(Doubler(), ReshapeRules{});
+  BatchRunner every(Doubler(), ReshapeRules{});
   every.SetArenaShrinkage(ArenaShrinkage::kOn, 0);
   ASSERT_TRUE(every.Run(Values(16)).ok());
   ASSERT_TRUE(every.Run(Values(16)).ok());
@@ -80,4 +80,4 @@ TEST(ArenaShrinkageTest, ParsesTheParameterAndNamesItWhenWrong) {
 }
 
 }  // namespace
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

@@ -20,7 +20,7 @@
 #include "status/expected.h"
 #include "sys/mutex.h"
 
-namespace ortgpu::serve {
+namespace ortgpu {
 
 class GpuTurn {
  public:
@@ -72,4 +72,4 @@ enum class GpuTurnMode {
 // "auto" (also empty), "on"/"1"/"true", "off"/"0"/"false"; InvalidArgument otherwise.
 Expected<GpuTurnMode> ParseGpuTurnMode(std::string_view text);
 
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

@@ -1,6 +1,6 @@
 // Joining requests into one batch along dimension 0 and splitting a batch's
-// outputs back, for the dynamic batcher. Pure functions over Tensor values;
-// thread-safe.
+// outputs back: what serve's dynamic batcher and BatchRunner (a batch of
+// requests run as one) do with Tensor values. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "ort/tensor.h"
 #include "status/expected.h"
 
-namespace ortgpu::serve {
+namespace ortgpu {
 
 // A key equal for two requests exactly when they can share a batch: the same
 // input names, types and non-batch dimensions.
@@ -33,4 +33,4 @@ Expected<std::vector<Tensor>> ConcatBatch(const std::vector<const std::vector<Te
 Expected<std::vector<std::vector<Tensor>>> SplitBatch(std::vector<Tensor>& outputs,
                                                       const std::vector<int64_t>& rows, int64_t padding_rows = 0);
 
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

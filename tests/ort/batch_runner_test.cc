@@ -1,13 +1,13 @@
-#include "serve/scheduler/instance_runner.h"
+#include "ort/batch_runner.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "serve/scheduler/batching.h"
-#include "serve/scheduler/linear_model.h"
+#include "ort/batching.h"
+#include "ort/linear_model.h"
 
-namespace ortgpu::serve {
+namespace ortgpu {
 namespace {
 
 using testing::Linear;
@@ -24,7 +24,7 @@ ReshapeRules Batched() {
   return r;
 }
 
-class SessionRunnerTest : public ::testing::Test {
+class BatchRunnerTest : public ::testing::Test {
  protected:
   const Clock& clock_ = RealClock();
   int64_t ready_ = 0;
@@ -32,9 +32,9 @@ class SessionRunnerTest : public ::testing::Test {
 
 // The staged path (reused buffers, one copy) and the joined-Tensor path
 // give the same numbers for every batch, padding rows included.
-TEST_F(SessionRunnerTest, StagedBatchesMatchJoinedBatches) {
-  SessionRunner staged(Linear(), Batched());
-  SessionRunner plain(Linear(), Batched());
+TEST_F(BatchRunnerTest, StagedBatchesMatchJoinedBatches) {
+  BatchRunner staged(Linear(), Batched());
+  BatchRunner plain(Linear(), Batched());
   auto a = Request(1, 0.5f), b = Request(3, -2.0f), c = Request(2, 4.0f);
   for (auto [batch, padding] : {std::pair<std::vector<const std::vector<Tensor>*>, int64_t>{{&a, &b}, 0},
                                 {{&a, &b, &c}, 2},
@@ -55,14 +55,14 @@ TEST_F(SessionRunnerTest, StagedBatchesMatchJoinedBatches) {
 
 // Each pinned batch size runs on its own session, other sizes on the main
 // one; a batch of a pinned size never reaches the main session.
-TEST_F(SessionRunnerTest, PinnedBatchSizesHaveTheirOwnSessions) {
+TEST_F(BatchRunnerTest, PinnedBatchSizesHaveTheirOwnSessions) {
   InstanceSessions sessions;
   sessions.main = Linear();
   sessions.by_batch_rows[4] = Linear();
   sessions.by_batch_rows[8] = Linear();
   const Session* main = sessions.main.get();
   const Session* four = sessions.by_batch_rows[4].get();
-  SessionRunner runner(std::move(sessions), Batched());
+  BatchRunner runner(std::move(sessions), Batched());
   EXPECT_EQ(&runner.SessionFor(4), four);
   EXPECT_EQ(&runner.SessionFor(3), main);
   EXPECT_EQ(&runner.session(), main);
@@ -79,12 +79,12 @@ TEST_F(SessionRunnerTest, PinnedBatchSizesHaveTheirOwnSessions) {
 // With CUDA graphs a padded size runs through the bench's BoundRunner in
 // cuda-graph mode (here, on the CPU provider, refused with a message that
 // says what to change), while Run keeps to the main session.
-TEST_F(SessionRunnerTest, CudaGraphSessionsRunOnlyThroughTheGraphRunner) {
+TEST_F(BatchRunnerTest, CudaGraphSessionsRunOnlyThroughTheGraphRunner) {
   InstanceSessions sessions;
   sessions.main = Linear();
   sessions.by_batch_rows[4] = Linear();
   sessions.cuda_graphs = true;
-  SessionRunner runner(std::move(sessions), Batched());
+  BatchRunner runner(std::move(sessions), Batched());
   auto a = Request(3, 1.0f);
   auto out = runner.RunBatch({&a}, 1, clock_, ready_);
   ASSERT_FALSE(out.ok());
@@ -119,11 +119,11 @@ TEST(GatherRowsTest, ParallelJoiningGivesTheSameBytesAsOneThread) {
 // The buffers hold max_batch_size rows from the first batch on, and a
 // batch larger than anything the config allows still runs (the buffers are
 // made again): growing batches never read past a buffer.
-TEST_F(SessionRunnerTest, StagingGrowsForALargerBatchAndKeepsItsResults) {
+TEST_F(BatchRunnerTest, StagingGrowsForALargerBatchAndKeepsItsResults) {
   ReshapeRules rules = Batched();
   rules.max_batch_size = 4;
-  SessionRunner runner(Linear(), rules);
-  SessionRunner plain(Linear(), Batched());
+  BatchRunner runner(Linear(), rules);
+  BatchRunner plain(Linear(), Batched());
   for (int64_t rows : {1, 4, 2, 6, 3}) {
     auto req = Request(rows, 0.1f * static_cast<float>(rows));
     auto got = runner.RunBatch({&req}, 0, clock_, ready_);
@@ -137,18 +137,18 @@ TEST_F(SessionRunnerTest, StagingGrowsForALargerBatchAndKeepsItsResults) {
 // workers_per_instance: two runners on one instance's sessions, each with
 // its own staging buffers, run batches at the same time and each gets its
 // own batch's numbers.
-TEST_F(SessionRunnerTest, RunnersSharingSessionsRunConcurrentlyWithTheirOwnBuffers) {
+TEST_F(BatchRunnerTest, RunnersSharingSessionsRunConcurrentlyWithTheirOwnBuffers) {
   InstanceSessions sessions;
   sessions.main = Linear();
   sessions.by_batch_rows[2] = Linear();
-  SessionRunner first(std::move(sessions), Batched());
-  SessionRunner second(first.sessions(), Batched());
+  BatchRunner first(std::move(sessions), Batched());
+  BatchRunner second(first.sessions(), Batched());
   EXPECT_EQ(&first.session(), &second.session());
-  SessionRunner reference(Linear(), Batched());
+  BatchRunner reference(Linear(), Batched());
   auto a = Request(2, 1.0f), b = Request(3, -1.0f);
   auto want_a = reference.Run(a), want_b = reference.Run(b);
   ASSERT_TRUE(want_a.ok() && want_b.ok());
-  auto work = [&](SessionRunner& r, const std::vector<Tensor>& req, const std::vector<Tensor>& want, bool& ok) {
+  auto work = [&](BatchRunner& r, const std::vector<Tensor>& req, const std::vector<Tensor>& want, bool& ok) {
     int64_t ready = 0;
     ok = true;
     for (int i = 0; i < 200 && ok; ++i) {
@@ -164,11 +164,11 @@ TEST_F(SessionRunnerTest, RunnersSharingSessionsRunConcurrentlyWithTheirOwnBuffe
   EXPECT_TRUE(ok2);
 }
 
-TEST_F(SessionRunnerTest, ConfigReshapeAppliesToStagedBatches) {
+TEST_F(BatchRunnerTest, ConfigReshapeAppliesToStagedBatches) {
   ReshapeRules rules = Batched();
   rules.inputs["x"] = {4};      // the client sends [batch, 2, 2]
   rules.outputs["y"] = {3, 1};  // and sees [batch, 3, 1]
-  SessionRunner runner(Linear(), rules);
+  BatchRunner runner(Linear(), rules);
   Tensor t = Tensor::Zeros("x", DataType::kFloat, {2, 2, 2});
   std::vector<Tensor> req{t};
   auto out = runner.RunBatch({&req}, 0, clock_, ready_);
@@ -177,4 +177,4 @@ TEST_F(SessionRunnerTest, ConfigReshapeAppliesToStagedBatches) {
 }
 
 }  // namespace
-}  // namespace ortgpu::serve
+}  // namespace ortgpu

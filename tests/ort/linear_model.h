@@ -10,7 +10,7 @@
 #include "onnx/model_builder.h"
 #include "ort/session.h"
 
-namespace ortgpu::serve::testing {
+namespace ortgpu::testing {
 
 inline std::unique_ptr<Session> Linear() {
   onnx::ModelBuilder b;
@@ -27,4 +27,4 @@ inline std::unique_ptr<Session> Linear() {
   return s.ok() ? std::move(s).value() : nullptr;
 }
 
-}  // namespace ortgpu::serve::testing
+}  // namespace ortgpu::testing
