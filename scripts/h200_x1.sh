@@ -37,7 +37,7 @@ if want w2-; then bash scripts/h200_w2.sh "$L/w2"; pack w2; fi
 
 if want attn 150; then
 mkdir -p "$L/attn"
-for k in default 1 2 4 8 16 tunable; do
+for k in ${ATTN_VARIANTS:-default 1 2 4 8 16 tunable}; do
   opt=(); [ $k = default ] || opt=(--cuda-option sdpa_kernel=$k)
   [ $k = tunable ] && opt=(--cuda-option tunable_op_enable=1 --cuda-option tunable_op_tuning_enable=1)
   { echo "variant $k: ${opt[*]}"
