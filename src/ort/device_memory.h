@@ -46,7 +46,7 @@ class DeviceMemory {
   // Makes GPU `device` the calling thread's current device (cudaSetDevice),
   // so what the thread does next through the CUDA runtime lands there and
   // no context is made on GPU 0 by default. Every thread that drives a GPU
-  // instance calls it first (SessionRunner::BindDevice). InvalidArgument
+  // instance calls it first (BatchRunner::BindDevice). InvalidArgument
   // when the GPU is not visible; Unavailable without the CUDA runtime.
   virtual Status SetCurrentDevice(int device) = 0;
 };

@@ -127,7 +127,7 @@ struct LoaderDeps {
   // The GPU memory plan (memory_plan.h): checks a load before it allocates,
   // and keeps the profiles it measured; null: no plan.
   const MemoryPlanner* planner = nullptr;
-  // Device memory of the GPU instances' runners (SessionRunner::
+  // Device memory of the GPU instances' runners (BatchRunner::
   // SetDeviceMemory), through which each thread that drives an instance
   // makes its GPU current; null: the CUDA runtime's on the session's
   // device_id. Tests give a FakeDeviceMemory to "GPU" instances that run
