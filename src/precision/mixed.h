@@ -7,8 +7,11 @@
 // budget are candidates. With the candidates in graph order, the search
 // finds the shortest prefix whose conversion (the rest kept float32) breaks
 // the budget; the last node of that prefix is a culprit. It is kept in
-// float32 and the search repeats until the model is within budget, about
-// log2(candidates) evaluations per culprit. Thread-compatible.
+// float32 and the search repeats until the model is within budget. The
+// first culprit costs about log2(candidates) + 2 evaluations; each next one,
+// while the same outputs fail, resumes after the one before (that prefix was
+// measured within the budget) and costs 1 + log2(the candidates after it).
+// Thread-compatible.
 #pragma once
 
 #include <vector>

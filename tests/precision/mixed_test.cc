@@ -93,6 +93,44 @@ TEST(MixedSearch, FindsEveryCulpritOneAfterTheOther) {
   EXPECT_EQ(kept, (std::set<std::string>{"Neg_2", "Sigmoid_6"}));
 }
 
+// z = Abs(x) (Abs_0), and one chain of `n` unary nodes x -> ... -> y,
+// named Relu_1, Neg_2, Relu_3, ...
+::onnx::ModelProto Chain(int n) {
+  onnx::ModelBuilder b;
+  b.AddInput("x", DataType::kFloat, {2, 2});
+  b.AddOutput("y", DataType::kFloat, {2, 2});
+  b.AddOutput("z", DataType::kFloat, {2, 2});
+  b.AddNode("Abs", {"x"}, {"z"});  // z: an output that never fails
+  std::string in = "x";
+  for (int i = 0; i < n; ++i) {
+    const std::string out = i + 1 == n ? "y" : "c" + std::to_string(i);
+    b.AddNode(i % 2 == 0 ? "Relu" : "Neg", {in}, {out});
+    in = out;
+  }
+  return Parse(b.Serialize());
+}
+
+TEST(MixedSearch, EachCulpritAfterTheFirstResumesAfterTheOneBefore) {
+  // 64 candidates feed y, three culprits near its end (BERT-base's lie in
+  // its last layers): the first costs all-float16, all-float32, 6 halvings
+  // and the check; each next one the check and the halvings of the few
+  // nodes after the one before, never the all-float32 run again.
+  auto m = Chain(64);
+  FakeRunner runner({"Neg_52", "Relu_57", "Neg_62"});
+  const std::vector<Tensor> reference = {FloatTensor("y", {2, 2}, {1, 2, 3, 4}), FloatTensor("z", {2, 2}, {5, 6, 7, 8})};
+  auto r = SearchMixedPrecision(m, {}, {}, reference, runner, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->within_budget) << r->note;
+  std::vector<std::string> kept;
+  for (const auto& k : r->kept_for_accuracy) kept.push_back(k.name);
+  EXPECT_EQ(kept, (std::vector<std::string>{"Neg_52", "Relu_57", "Neg_62"}));
+  EXPECT_TRUE(RunsInFloat16(r->final.model, "Relu_55")) << "only the culprits stay float32";
+  // 1 + (1 + 6 + 1) + (4 + 1) + (3 + 1) = 18; restarting each round from
+  // all-float32 took 1 + 3 x 8 = 25.
+  EXPECT_LE(r->evaluations, 18) << r->evaluations;
+  EXPECT_EQ(runner.runs, r->evaluations);
+}
+
 TEST(MixedSearch, StopsAtTheEvaluationLimitAndSaysSo) {
   auto m = TwoChains();
   FakeRunner runner({"Abs_4"});
