@@ -103,7 +103,7 @@ for m in resnet bert; do
   [ "$(left)" -gt 380 ] || { step "skip bench-${m}_x2 (time)"; continue; }
   step bench-${m}_x2
   f=$R; extra=""; [ $m = bert ] && { f=$B; extra=$BS; }
-  timeout 60 ortgpu bench $f --provider cuda --memory --precision fp32 --io bound --batch 1,8,32,64 $extra \
+  timeout 90 ortgpu bench $f --provider cuda --memory --precision fp32,fp16 --io bound --batch 1,8,32,64 $extra \
     --concurrency 2 --concurrency-mode per-worker --iterations 10 --warmup 2 --no-check --no-progress \
     > "$L/bench_${m}_x2.txt" 2>&1
   echo "rc=$?" >> "$L/bench_${m}_x2.txt"

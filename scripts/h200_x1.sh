@@ -3,6 +3,9 @@
 # root with .gpu-carry sent along (ortgpu and wrk in the bundle); about 22 minutes, so start it
 # detached (setsid) and collect LOGDIR/*.tgz in later calls (one archive per part, written as each
 # part ends). Parts, in this order:
+#   pack/        issue 26: BERT-base float16 with attention's Q, K and V projections packed into one MatMul
+#                (this build's fusion): its conversion on the GPU, and against the graph before and PyTorch
+#                eager float16 at batch 32 and 128, two rounds alternating
 #   w2/          issue 26: scripts/h200_w2.sh with ROUNDS="1 2": the mixed-precision search timed on
 #                the GPU (ResNet-50 rel=0.0005, BERT-base rel=0.002) and BERT-base fp16 against
 #                PyTorch eager fp16 at batch 32 and 128, two rounds alternating
@@ -21,7 +24,7 @@
 set -u
 T0=$(date +%s)
 # A part runs when named and, past the first, when ${BUDGET_S:-1500} s less its own length are not yet spent.
-want() { [[ " ${PARTS:-w2 attn served i27 tune_bert mlp} " == *" $1 "* ]] && [ $(( $(date +%s) - T0 + ${2:-0} )) -lt ${BUDGET_S:-1500} ]; }
+want() { [[ " ${PARTS:-pack w2 attn served i27 tune_bert mlp} " == *" $1 "* ]] && [ $(( $(date +%s) - T0 + ${2:-0} )) -lt ${BUDGET_S:-1500} ]; }
 TOP=${1:?usage: scripts/h200_x1.sh LOGDIR}
 mkdir -p "$TOP"
 source scripts/h200_s1.sh --functions "$TOP/mlp"   # stage, models resnet50 + mlp, step, inproc, served
@@ -30,6 +33,30 @@ L=$TOP   # h200_s1.sh's functions write under $L: set back to $TOP/mlp for them 
 BS=(--shape seq:128 --int-range input_ids:0:30000)
 pack() { tar czf "$L/$1.tgz" -C "$L" "$1"; echo "== $(date -u +%T) packed $1" >> "$L/steps.txt"; }
 echo "== $(date -u +%T) start" >> "$L/steps.txt"
+
+if want pack; then
+# Issue 26: this build's fusion packs attention's Q, K and V projections into one MatMul. Its conversion
+# judged against true float32 on the GPU, then two rounds alternating at batch 32 and 128 against the
+# graph of the build before (three MatMuls and three Adds: scripts/mha_bias_probe.py unpack).
+mkdir -p "$L/pack"
+{ /usr/bin/time -f "wall %e s" timeout 90 ortgpu convert $M/bert.onnx --to fp16 -o $M/bert_fp16.onnx --provider cuda "${BS[@]}" \
+    --batch 8; echo "rc=$?"; } > "$L/pack/convert.txt" 2>&1
+python3 scripts/mha_bias_probe.py $M/bert_fp16.onnx unpack $M/bert_before.onnx > "$L/pack/unpack.txt" 2>&1
+# bench with its CPU check on: the CPU provider cannot run packed QKV, so the check is skipped with a note.
+timeout 90 ortgpu bench $M/bert_fp16.onnx --provider cuda --io bound --batch 8 "${BS[@]}" --iterations 20 --no-progress \
+  > "$L/pack/check.txt" 2>&1; echo "rc=$?" >> "$L/pack/check.txt"
+python3 -c "import onnx,collections,sys; [print(f, collections.Counter(n.op_type for n in onnx.load(f,load_external_data=False).graph.node).most_common(8)) for f in sys.argv[1:]]" \
+  $M/bert_fp16.onnx $M/bert_before.onnx >> "$L/pack/ops.txt" 2>&1
+for r in 1 2; do
+  for v in before fp16; do
+    { echo "round $r variant $v"; timeout 90 ortgpu bench $M/bert_$v.onnx --provider cuda --io bound --batch 32,128 "${BS[@]}" \
+        --iterations 100 --no-check --no-progress; } > "$L/pack/ab_${r}_$v.txt" 2>&1
+  done
+  # PyTorch eager float16 in the same round (scripts/h200_w2.sh's rounds), unless PACK_TORCH=0.
+  [ "${PACK_TORCH:-1}" = 1 ] && timeout 100 python3 scripts/torch_fp16_baseline.py bert > "$L/pack/ab_${r}_torch.txt" 2>&1
+done
+pack pack
+fi
 
 if want w2; then ROUNDS="1 2" bash scripts/h200_w2.sh "$L/w2"; pack w2; fi
 if want w2-; then bash scripts/h200_w2.sh "$L/w2"; pack w2; fi

@@ -79,6 +79,8 @@ Expected<precision::PrecisionOptions> ToOptions(const ConvertFlags& f, SessionOp
   // Fused attention and layer normalisation are what the CUDA EP runs
   // fastest in float16; the CPU provider has no float16 kernels for them.
   o.fuse = f.fuse == "on" || (f.fuse == "auto" && session.provider == Provider::kCuda);
+  // Packed QKV has no CPU kernel: `--fuse on` for the CPU fuses unpacked.
+  o.pack_qkv = session.provider == Provider::kCuda;
   if (o.target == precision::Target::kMixed && f.no_check) {
     return InvalidArgument("--to mixed searches by the accuracy check; drop --no-check or use --to fp16");
   }

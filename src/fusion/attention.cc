@@ -9,7 +9,18 @@
 //   v3 -> Reshape(.., [.., H, D]) -> Transpose(0,2,1,3) = v4
 //
 // and replaced by MultiHeadAttention(q3, k3, v3, -, -, mask) with
-// num_heads H and scale cq * ck * c (or 1/c for Div), writing `out`.
+// num_heads H and scale cq * ck * c (or 1/c for Div), writing `out`. Where
+// q3, k3 and v3 are Add(MatMul(x, W), b) of one x, W and b float32
+// initializers read only there, the three projections are packed too:
+//
+//   MatMul(x, Wqkv) -> Reshape(.., [0, 0, H, 3, D]) -> MultiHeadAttention(qkv, -, -, [bq|bk|bv], -, mask)
+//
+// Wqkv holds each head's Q, K and V columns side by side (MultiHeadAttention's
+// packed QKV layout): one GEMM where three ran, and the CUDA kernel adds the
+// biases as it unpacks. ORT's CPU provider has no kernel for packed QKV: the
+// fusions are for the CUDA EP, and a conversion whose fused model does not run
+// is made again without them (precision::ConvertPrecision).
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -129,6 +140,136 @@ struct Match {
   const Node* out = nullptr;  // the final Reshape
 };
 
+// One of the Q, K and V projections: `value` is Add(MatMul(x, W), b) (either
+// order), W a float32 initializer [in, hidden] and b one [hidden] (Identity
+// nodes followed), the MatMul read only by the Add and the sum only by the
+// pattern's Reshape.
+struct Projection {
+  std::string x;
+  std::vector<double> weight;  // row-major [in, hidden]
+  std::vector<double> bias;
+  int64_t in = 0;
+  std::set<const Node*> nodes;  // the MatMul and the Add
+};
+
+const ::onnx::TensorProto* FloatInitializer(const ::onnx::GraphProto& graph, const std::string& name) {
+  for (const auto& t : graph.initializer()) {
+    if (t.name() == name) return t.data_type() == ::onnx::TensorProto::FLOAT ? &t : nullptr;
+  }
+  return nullptr;
+}
+
+std::optional<Projection> ProjectionOf(const GraphIndex& g, const ::onnx::GraphProto& graph, const std::string& value,
+                                       int64_t hidden) {
+  const Node* add = g.ProducerIs(value, "Add");
+  if (add == nullptr || add->input_size() != 2 || g.Consumers(value).size() != 1 || g.IsGraphOutput(value)) {
+    return std::nullopt;
+  }
+  for (int i = 0; i < 2; ++i) {
+    const Node* mm = g.ProducerIs(add->input(i), "MatMul");
+    if (mm == nullptr || mm->input_size() != 2 || g.Consumers(add->input(i)).size() != 1 ||
+        g.IsGraphOutput(add->input(i))) {
+      continue;
+    }
+    const auto* w = FloatInitializer(graph, g.Source(mm->input(1)));
+    const auto* b = FloatInitializer(graph, g.Source(add->input(1 - i)));
+    if (w == nullptr || b == nullptr || w->dims_size() != 2 || w->dims(1) != hidden || b->dims_size() != 1 ||
+        b->dims(0) != hidden) {
+      return std::nullopt;
+    }
+    auto weight = g.FloatValues(w->name());
+    auto bias = g.FloatValues(b->name());
+    if (!weight || !bias) return std::nullopt;
+    return Projection{mm->input(0), std::move(*weight), std::move(*bias), w->dims(0), {mm, add}};
+  }
+  return std::nullopt;
+}
+
+// The Q, K and V projections when all three are of one input and can be
+// packed, else nullopt.
+std::optional<std::array<Projection, 3>> PackableProjections(const GraphIndex& g, const ::onnx::GraphProto& graph,
+                                                             const Match& m) {
+  const int64_t hidden = m.q.heads * m.q.head_size;
+  std::array<Projection, 3> p;
+  const Heads* sides[3] = {&m.q, &m.k, &m.v};
+  for (int i = 0; i < 3; ++i) {
+    auto one = ProjectionOf(g, graph, sides[i]->input, hidden);
+    if (!one || (i > 0 && (one->x != p[0].x || one->in != p[0].in))) return std::nullopt;
+    p[i] = std::move(*one);
+  }
+  return p;
+}
+
+::onnx::TensorProto FloatTensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(::onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  return t;
+}
+
+// A name no value or initializer of `graph` has, from `wanted`.
+std::string UniqueValueName(const ::onnx::GraphProto& graph, const std::string& wanted) {
+  std::set<std::string> taken;
+  for (const auto& t : graph.initializer()) taken.insert(t.name());
+  for (const auto& i : graph.input()) taken.insert(i.name());
+  for (const auto& n : graph.node()) taken.insert(n.output().begin(), n.output().end());
+  std::string name = wanted;
+  for (int k = 1; taken.count(name); ++k) name = wanted + "_" + std::to_string(k);
+  return name;
+}
+
+// Adds the packed weight, bias and shape to `graph`, the MatMul and Reshape
+// making [batch, seq, heads, 3, size] from them (returned, in order), and
+// sets `mha`'s first four inputs; the projections' nodes join `m.nodes`.
+// Column (head, t, j) of the packed weight is column (head, j) of
+// projection t; the bias stays [bq, bk, bv].
+std::vector<Node> PackProjections(::onnx::GraphProto& graph, const std::array<Projection, 3>& p, Match& m, Node& mha) {
+  const int64_t heads = m.q.heads, size = m.q.head_size, in = p[0].in;
+  std::vector<float> weight(static_cast<size_t>(in * 3 * heads * size));
+  for (int64_t r = 0; r < in; ++r) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int t = 0; t < 3; ++t) {
+        for (int64_t j = 0; j < size; ++j) {
+          weight[((r * heads + h) * 3 + t) * size + j] = static_cast<float>(p[t].weight[r * heads * size + h * size + j]);
+        }
+      }
+    }
+  }
+  std::vector<float> bias;
+  for (const auto& one : p) {
+    bias.insert(bias.end(), one.bias.begin(), one.bias.end());
+    m.nodes.insert(one.nodes.begin(), one.nodes.end());
+  }
+  const std::string w = UniqueValueName(graph, mha.name() + "/qkv_weight");
+  *graph.add_initializer() = FloatTensor(w, {in, 3 * heads * size}, weight);
+  const std::string b = UniqueValueName(graph, mha.name() + "/qkv_bias");
+  *graph.add_initializer() = FloatTensor(b, {3 * heads * size}, bias);
+  const std::string shape = UniqueValueName(graph, mha.name() + "/qkv_shape");
+  ::onnx::TensorProto dims;
+  dims.set_name(shape);
+  dims.set_data_type(::onnx::TensorProto::INT64);
+  dims.add_dims(5);
+  for (int64_t d : {int64_t{0}, int64_t{0}, heads, int64_t{3}, size}) dims.add_int64_data(d);
+  *graph.add_initializer() = std::move(dims);
+  std::vector<Node> nodes(2);
+  Node& mm = nodes[0];
+  mm.set_op_type("MatMul");
+  mm.set_name(UniqueNodeName(graph, mha.name() + "/QkvMatMul"));
+  mm.add_input(p[0].x);
+  mm.add_input(w);
+  mm.add_output(UniqueValueName(graph, mha.name() + "/qkv_matmul"));
+  Node& reshape = nodes[1];
+  reshape.set_op_type("Reshape");
+  reshape.set_name(UniqueNodeName(graph, mha.name() + "/QkvReshape"));
+  reshape.add_input(mm.output(0));
+  reshape.add_input(shape);
+  reshape.add_output(UniqueValueName(graph, mha.name() + "/qkv"));
+  for (const auto& name : {reshape.output(0), std::string(), std::string(), b}) mha.add_input(name);
+  return nodes;
+}
+
 std::optional<Match> MatchAt(const GraphIndex& g, const Node& softmax) {
   Match m;
   const int64_t axis = IntAttr(softmax, "axis", -1);
@@ -220,7 +361,7 @@ std::string FusedName(const ::onnx::GraphProto& graph, const Node& softmax) {
 
 }  // namespace
 
-int FuseAttention(::onnx::GraphProto& graph, std::vector<std::string>& fused) {
+int FuseAttention(::onnx::GraphProto& graph, std::vector<std::string>& fused, const FusionOptions& options) {
   int made = 0;
   for (bool again = true; again;) {
     again = false;
@@ -233,10 +374,15 @@ int FuseAttention(::onnx::GraphProto& graph, std::vector<std::string>& fused) {
       mha.set_op_type("MultiHeadAttention");
       mha.set_domain("com.microsoft");
       mha.set_name(FusedName(graph, n));
-      for (const auto& in : {m->q.input, m->k.input, m->v.input}) mha.add_input(in);
+      std::vector<Node> nodes;  // the packed projection, when made; then the fused node
+      auto p = options.pack_qkv ? PackableProjections(g, graph, *m) : std::nullopt;
+      if (p) {
+        nodes = PackProjections(graph, *p, *m, mha);
+      } else {
+        for (const auto& in : {m->q.input, m->k.input, m->v.input}) mha.add_input(in);
+      }
       if (!m->mask.empty()) {
-        mha.add_input("");
-        mha.add_input("");
+        while (mha.input_size() < 5) mha.add_input("");
         mha.add_input(m->mask);
       }
       mha.add_output(m->out->output(0));
@@ -249,7 +395,8 @@ int FuseAttention(::onnx::GraphProto& graph, std::vector<std::string>& fused) {
       scale->set_type(::onnx::AttributeProto::FLOAT);
       scale->set_f(static_cast<float>(m->scale));
       fused.push_back(mha.name());
-      ReplaceNodes(graph, m->nodes, std::move(mha));
+      nodes.push_back(std::move(mha));
+      ReplaceNodes(graph, m->nodes, std::move(nodes));
       ++made;
       again = true;  // the index is stale: match again from the top
       break;

@@ -4,11 +4,11 @@
 
 namespace ortgpu::fusion {
 
-FusionReport FuseForCuda(::onnx::ModelProto& model) {
+FusionReport FuseForCuda(::onnx::ModelProto& model, const FusionOptions& options) {
   FusionReport report;
   auto& graph = *model.mutable_graph();
   const int before = graph.node_size();
-  report.attention = FuseAttention(graph, report.fused);
+  report.attention = FuseAttention(graph, report.fused, options);
   report.skip_layer_norm = FuseSkipLayerNorm(graph, report.fused);
   if (!report.any()) return report;
   RemoveUnread(graph);

@@ -9,7 +9,8 @@
 //    Mul before their MatMul, an additive mask, Softmax and the IsNaN guard
 //    after it; or the older eager form, one Div or Mul after the MatMul)
 //    becomes one com.microsoft MultiHeadAttention, whose CUDA kernels are
-//    fused (memory-efficient or flash attention) in float16;
+//    fused (memory-efficient or flash attention) in float16, its Q, K and
+//    V projections packed into one MatMul;
 //  - Add(residual, dense) -> LayerNormalization becomes one
 //    com.microsoft SkipLayerNormalization (the dense layer's bias folded in).
 //
@@ -39,12 +40,19 @@ struct FusionReport {
   bool any() const { return attention + skip_layer_norm > 0; }
 };
 
+struct FusionOptions {
+  // Pack the Q, K and V projections into one MatMul feeding the fused
+  // attention (attention.cc): fastest on the CUDA EP, but ORT's CPU
+  // provider has no kernel for packed QKV.
+  bool pack_qkv = true;
+};
+
 // Applies every fusion to the main graph of `model` and removes what is
 // left unread; adds the com.microsoft opset when it made a node of it.
-FusionReport FuseForCuda(::onnx::ModelProto& model);
+FusionReport FuseForCuda(::onnx::ModelProto& model, const FusionOptions& options = {});
 
 // The single fusions (exposed for tests); each returns how many it made.
-int FuseAttention(::onnx::GraphProto& graph, std::vector<std::string>& fused);
+int FuseAttention(::onnx::GraphProto& graph, std::vector<std::string>& fused, const FusionOptions& options = {});
 int FuseSkipLayerNorm(::onnx::GraphProto& graph, std::vector<std::string>& fused);
 // Removes nodes none of whose outputs is read or a graph output, until
 // none is left, and initializers nothing reads; returns the nodes removed.

@@ -9,13 +9,22 @@ namespace ortgpu::fusion {
 
 void ReplaceNodes(::onnx::GraphProto& graph, const std::set<const ::onnx::NodeProto*>& matched,
                   ::onnx::NodeProto replacement) {
+  std::vector<::onnx::NodeProto> one;
+  one.push_back(std::move(replacement));
+  ReplaceNodes(graph, matched, std::move(one));
+}
+
+void ReplaceNodes(::onnx::GraphProto& graph, const std::set<const ::onnx::NodeProto*>& matched,
+                  std::vector<::onnx::NodeProto> replacement) {
   google::protobuf::RepeatedPtrField<::onnx::NodeProto> kept;
   int last = -1;
   for (int i = 0; i < graph.node_size(); ++i) {
     if (matched.count(&graph.node(i))) last = i;
   }
   for (int i = 0; i < graph.node_size(); ++i) {
-    if (i == last) *kept.Add() = std::move(replacement);
+    if (i == last) {
+      for (auto& n : replacement) *kept.Add() = std::move(n);
+    }
     if (!matched.count(&graph.node(i))) *kept.Add() = std::move(*graph.mutable_node(i));
   }
   graph.mutable_node()->Swap(&kept);

@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "onnx.pb.h"
 
@@ -14,6 +15,9 @@ namespace ortgpu::fusion {
 // at the position of the last matched node.
 void ReplaceNodes(::onnx::GraphProto& graph, const std::set<const ::onnx::NodeProto*>& matched,
                   ::onnx::NodeProto replacement);
+// The same with several nodes, inserted in their order.
+void ReplaceNodes(::onnx::GraphProto& graph, const std::set<const ::onnx::NodeProto*>& matched,
+                  std::vector<::onnx::NodeProto> replacement);
 
 // A node name not yet used in `graph`, from `wanted`.
 std::string UniqueNodeName(const ::onnx::GraphProto& graph, const std::string& wanted);

@@ -100,7 +100,7 @@ Expected<PrecisionResult> ConvertPrecision(::onnx::ModelProto fp32, const std::v
   NameUnnamedNodes(fp32);
   if (!options.fuse || !AlreadyFloat16(fp32).empty()) return Convert(std::move(fp32), nullptr, inputs, options, seams);
   ::onnx::ModelProto fused = fp32;
-  fusion::FusionReport report = fusion::FuseForCuda(fused);
+  fusion::FusionReport report = fusion::FuseForCuda(fused, {.pack_qkv = options.pack_qkv});
   if (!report.any()) return Convert(std::move(fp32), nullptr, inputs, options, seams);
   auto attempt = Convert(std::move(fused), &fp32, inputs, options, seams);
   if (attempt.ok() && attempt->within_budget()) {

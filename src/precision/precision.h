@@ -35,6 +35,9 @@ struct PrecisionOptions {
   // model is judged like any other; when it does not run or breaks the
   // budget, the conversion is made again without fusing, and says so.
   bool fuse = false;
+  // With `fuse`: pack attention's Q, K and V projections into one MatMul
+  // (fusion::FusionOptions; the CPU provider cannot run the packed form).
+  bool pack_qkv = true;
 };
 
 struct PrecisionSeams {

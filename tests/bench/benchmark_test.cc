@@ -7,6 +7,8 @@
 
 #include "bench/memory_report.h"
 #include "bench/report.h"
+#include "fusion/bert_layer_model.h"
+#include "fusion/fusion.h"
 #include "onnx/model_builder.h"
 #include "ort/session.h"
 
@@ -233,6 +235,29 @@ TEST(BenchmarkTest, FixedBatchModelRefusesOtherBatchSizes) {
   auto fixed = RunBenchmark(o);
   ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
   EXPECT_EQ(fixed->results[0].config.batch, 2);
+}
+
+TEST(BenchmarkTest, AModelTheCpuProviderCannotRunGoesUncheckedOnAGpuProviderAndFailsOnTheCpu) {
+  auto m = fusion::test_models::BertLayer();
+  ASSERT_TRUE(fusion::FuseForCuda(m).any());  // packed QKV: ORT's CPU provider has no kernel for it
+  BenchOptions o = Builtin();
+  o.model_bytes = m.SerializeAsString();
+  ASSERT_TRUE(ParseShapeFlag("seq:4", o.inputs).ok());
+  o.load.iterations = 2;
+  auto cpu = RunBenchmark(o);
+  ASSERT_FALSE(cpu.ok()) << "on the CPU provider the model cannot be measured at all";
+  EXPECT_NE(cpu.status().message().find("computing the CPU reference"), std::string::npos) << cpu.status().message();
+  o.session.provider = Provider::kCuda;
+  auto gpu = RunBenchmark(o);
+  if (gpu.ok()) {
+    bool noted = false;
+    for (const auto& n : gpu->notes) noted |= n.find("not checked against the CPU provider") != std::string::npos;
+    EXPECT_TRUE(noted);
+    return;
+  }
+  // No GPU here: what fails is the CUDA session, after the reference was skipped.
+  EXPECT_EQ(gpu.status().code(), Code::kUnavailable) << gpu.status().ToString();
+  EXPECT_EQ(gpu.status().message().find("CPU reference"), std::string::npos) << gpu.status().message();
 }
 
 TEST(BenchmarkTest, CpuWithoutCudaLibrariesFailsToCreateTheCudaSessionClearly) {

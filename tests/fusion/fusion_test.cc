@@ -19,7 +19,7 @@ using test_models::FirstOp;
 TEST(FuseForCuda, TorchSdpaLayerBecomesOneMultiHeadAttentionAndOneSkipLayerNorm) {
   auto m = BertLayer();
   const int before = m.graph().node_size();
-  FusionReport r = FuseForCuda(m);
+  FusionReport r = FuseForCuda(m, {.pack_qkv = false});
   EXPECT_EQ(r.attention, 1);
   EXPECT_EQ(r.skip_layer_norm, 1);
   EXPECT_EQ(CountOp(m, "Softmax"), 0);
@@ -42,6 +42,79 @@ TEST(FuseForCuda, TorchSdpaLayerBecomesOneMultiHeadAttentionAndOneSkipLayerNorm)
   bool ms = false;
   for (const auto& o : m.opset_import()) ms |= o.domain() == "com.microsoft" && o.version() == 1;
   EXPECT_TRUE(ms);
+}
+
+const ::onnx::TensorProto* Initializer(const ::onnx::ModelProto& m, const std::string& name) {
+  for (const auto& t : m.graph().initializer()) {
+    if (t.name() == name) return &t;
+  }
+  return nullptr;
+}
+
+std::vector<double> Values(const ::onnx::ModelProto& m, const std::string& name) {
+  auto v = GraphIndex(m.graph()).FloatValues(name);
+  return v ? *v : std::vector<double>{};
+}
+
+TEST(FuseForCuda, TheThreeProjectionsArePackedIntoOneMatMulInMultiHeadAttentionsPackedLayout) {
+  const auto original = BertLayer();
+  auto m = original;
+  FuseForCuda(m);
+  const auto* mha = FirstOp(m, "MultiHeadAttention");
+  ASSERT_NE(mha, nullptr);
+  ASSERT_EQ(mha->input_size(), 6);
+  EXPECT_EQ(mha->input(1), "") << "key and value come packed in the query";
+  EXPECT_EQ(mha->input(2), "");
+  EXPECT_EQ(mha->input(5), "mask");
+  EXPECT_EQ(CountOp(m, "Add"), 0) << "the three bias Adds and the residual one are gone";
+  EXPECT_EQ(CountOp(m, "MatMul"), 2) << "Q, K and V in one; the output projection";
+  GraphIndex g(m.graph());
+  const auto* reshape = g.ProducerIs(mha->input(0), "Reshape");
+  ASSERT_NE(reshape, nullptr);
+  EXPECT_EQ(g.IntValues(reshape->input(1)), (std::vector<int64_t>{0, 0, 2, 3, 4})) << "[batch, seq, heads, 3, size]";
+  const auto* mm = g.ProducerIs(reshape->input(0), "MatMul");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->input(0), "h");
+  const auto* w = Initializer(m, mm->input(1));
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->dims_size(), 2);
+  EXPECT_EQ(w->dims(0), 8);
+  EXPECT_EQ(w->dims(1), 24);
+  const auto packed = Values(m, w->name());
+  const std::vector<double> wq = Values(original, "Wq"), wk = Values(original, "Wk"), wv = Values(original, "Wv");
+  const std::vector<double>* sides[3] = {&wq, &wk, &wv};
+  ASSERT_EQ(packed.size(), 8u * 24u);
+  for (int r = 0; r < 8; ++r) {
+    for (int head = 0; head < 2; ++head) {
+      for (int t = 0; t < 3; ++t) {
+        for (int j = 0; j < 4; ++j) {
+          EXPECT_FLOAT_EQ(packed[r * 24 + (head * 3 + t) * 4 + j], (*sides[t])[r * 8 + head * 4 + j])
+              << "row " << r << " head " << head << " projection " << t << " column " << j;
+        }
+      }
+    }
+  }
+  std::vector<double> want;
+  for (const char* b : {"bq", "bk", "bv"}) {
+    auto v = Values(original, b);
+    want.insert(want.end(), v.begin(), v.end());
+  }
+  EXPECT_EQ(Values(m, mha->input(3)), want) << "the bias is [bq, bk, bv], not interleaved";
+  for (const char* gone : {"Wq", "Wk", "Wv", "bq", "bk", "bv"}) EXPECT_EQ(Initializer(m, gone), nullptr) << gone;
+}
+
+TEST(FuseForCuda, AProjectionSumReadOutsideTheAttentionLeavesTheProjectionsUnpacked) {
+  auto m = BertLayer();
+  m.mutable_graph()->add_output()->set_name("ka");  // the key projection's sum, also a graph output
+  FusionReport r = FuseForCuda(m);
+  EXPECT_EQ(r.attention, 1);
+  const auto* mha = FirstOp(m, "MultiHeadAttention");
+  ASSERT_NE(mha, nullptr);
+  EXPECT_EQ(mha->input(0), "qa");
+  EXPECT_EQ(mha->input(1), "ka");
+  EXPECT_EQ(mha->input(2), "va");
+  EXPECT_EQ(mha->input(3), "");
+  EXPECT_EQ(CountOp(m, "MatMul"), 4);
 }
 
 TEST(FuseForCuda, DenseBiasReachedThroughIdentityIsFoldedIntoSkipLayerNorm) {

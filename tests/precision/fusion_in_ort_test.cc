@@ -34,7 +34,8 @@ class FusedModelInOrt : public ::testing::TestWithParam<bool> {};
 TEST_P(FusedModelInOrt, BertLayerFusedComputesWhatTheExportComputes) {
   auto original = fusion::test_models::BertLayer({.infer_heads = GetParam()});
   auto fused = original;
-  ASSERT_TRUE(fusion::FuseForCuda(fused).any());
+  // Unpacked: the CPU provider has no kernel for MultiHeadAttention's packed QKV.
+  ASSERT_TRUE(fusion::FuseForCuda(fused, {.pack_qkv = false}).any());
   OrtModelRunner runner(Float32Reference({}));
   auto inputs = LayerInputs();
   auto ref = runner.Run(original, inputs);
@@ -68,13 +69,14 @@ class RefusingRunner : public ModelRunner {
 
 // ConvertPrecision with fusion on the BERT layer, judged against true
 // float32 on the CPU, the converted models run by `candidate`.
-Expected<PrecisionResult> ConvertFused(ModelRunner& candidate) {
+Expected<PrecisionResult> ConvertFused(ModelRunner& candidate, bool pack_qkv = false) {
   OrtModelRunner reference(Float32Reference({}));
   PrecisionSeams seams;
   seams.reference = &reference;
   seams.candidate = &candidate;
   PrecisionOptions options;
   options.fuse = true;
+  options.pack_qkv = pack_qkv;
   return ConvertPrecision(fusion::test_models::BertLayer(), LayerInputs(), options, seams);
 }
 
@@ -104,6 +106,16 @@ TEST(ConvertPrecisionFusion, AFusedModelThatRunsWithinBudgetIsKeptAndConverted) 
   } else {
     EXPECT_THAT(r->fusion_dropped, HasSubstr("dropped"));
   }
+}
+
+TEST(ConvertPrecisionFusion, PackedProjectionsTheCpuCannotRunAreDroppedWithTheReason) {
+  OrtModelRunner candidate({});
+  auto r = ConvertFused(candidate, /*pack_qkv=*/true);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->within_budget());
+  EXPECT_FALSE(r->fusion.any());
+  EXPECT_THAT(r->fusion_dropped, HasSubstr("the fused model did not run"));
+  EXPECT_EQ(fusion::test_models::CountOp(r->model, "MultiHeadAttention"), 0);
 }
 
 TEST(ConvertPrecisionFusion, OffByDefault) {
