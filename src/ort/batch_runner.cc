@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ort/batching.h"
+#include "sys/switch_word.h"
 
 namespace ortgpu {
 namespace {
@@ -177,9 +178,7 @@ Status BatchRunner::ReshapeOutputs(std::vector<Tensor>& outputs, int64_t batch) 
 }
 
 Expected<ArenaShrinkage> ParseArenaShrinkage(std::string_view text) {
-  if (text.empty() || text == "auto") return ArenaShrinkage::kAuto;
-  if (text == "on" || text == "true" || text == "1") return ArenaShrinkage::kOn;
-  if (text == "off" || text == "false" || text == "0") return ArenaShrinkage::kOff;
+  if (auto s = ParseSwitch<ArenaShrinkage>(text)) return *s;
   return InvalidArgument("parameter arena_shrinkage is '" + std::string(text) +
                          "'; it must be auto (give back what a run larger than the warmed ones left), on (after every "
                          "run) or off (never)");

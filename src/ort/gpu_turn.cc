@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "sys/switch_word.h"
+
 namespace ortgpu {
 
 GpuTurn::Held GpuTurn::Take() {
@@ -43,9 +45,7 @@ uint64_t GpuTurn::asked() const {
 }
 
 Expected<GpuTurnMode> ParseGpuTurnMode(std::string_view text) {
-  if (text.empty() || text == "auto") return GpuTurnMode::kAuto;
-  if (text == "on" || text == "1" || text == "true") return GpuTurnMode::kOn;
-  if (text == "off" || text == "0" || text == "false") return GpuTurnMode::kOff;
+  if (auto s = ParseSwitch<GpuTurnMode>(text)) return *s;
   return InvalidArgument("parameter gpu_turns is '" + std::string(text) +
                          "'; valid: auto (turns for CUDA-graph runs), on (every batch run on the GPU takes a turn), off "
                          "(batches share the GPU)");

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "sys/switch_word.h"
+
 namespace ortgpu::serve {
 namespace {
 
@@ -17,9 +19,7 @@ std::string Megabytes(int64_t bytes) {
 }  // namespace
 
 Expected<ShareWeights> ParseShareWeights(std::string_view text) {
-  if (text.empty() || text == "auto") return ShareWeights::kAuto;
-  if (text == "on" || text == "1" || text == "true") return ShareWeights::kOn;
-  if (text == "off" || text == "0" || text == "false") return ShareWeights::kOff;
+  if (auto s = ParseSwitch<ShareWeights>(text)) return *s;
   return InvalidArgument("parameter share_weights is '" + std::string(text) +
                          "'; valid: auto (the default: one copy of the weights per device where it can be made), "
                          "on (a load error where it cannot), off (every session loads its own)");
