@@ -26,6 +26,7 @@ namespace http = boost::beast::http;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static FakeModelServer server;  // "echo" READY, "broken" UNAVAILABLE
   static boost::asio::thread_pool blocking{1};
+  static boost::asio::thread_pool decode{1};  // bodies here stay under kDecodeElsewhereBytes
   static const AccessOptions access = [] {
     AccessOptions a;
     a.allowed_hosts = {"models.internal"};
@@ -69,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     er.inference_header_length = std::string(it->value());
   }
   er.content_encoding = std::string(req[http::field::content_encoding]);
-  DispatchEndpoint(server, std::move(er), blocking, [](HttpReply reply) {
+  DispatchEndpoint(server, std::move(er), {blocking, decode}, [](HttpReply reply) {
     if (reply.finish) reply = reply.finish();
     if (reply.status == 0) __builtin_trap();  // every reply carries a status
   });

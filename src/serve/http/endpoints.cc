@@ -1,6 +1,8 @@
 #include "serve/http/endpoints.h"
 
 #include <algorithm>
+#include <atomic>
+#include <new>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -338,8 +340,10 @@ DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes) {
   return all_json && request.body.size() > inline_bytes ? DecodeSite::kDecodePool : DecodeSite::kNetworkThread;
 }
 
-void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,
-                      ReplyCallback reply) {
+namespace {
+
+void RunEndpoint(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,
+                 ReplyCallback reply) {
   const protocol::Route& route = request.route;
   switch (route.endpoint) {
     case Endpoint::kHealthLive:
@@ -412,6 +416,46 @@ void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio:
     case Endpoint::kCudaShmUnregister: reply(SharedMemory(request)); return;
   }
   reply(ErrorReply(Internal("unhandled endpoint")));
+}
+
+// RunEndpoint, with what it may throw answered instead of ending the thread.
+void RunGuarded(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,
+                ReplyCallback reply) {
+  // The callback is kept aside: one that RunEndpoint consumed before it
+  // threw has not been called, and the request still needs its answer.
+  struct Pending {
+    ReplyCallback reply;
+    std::atomic<bool> answered{false};
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->reply = std::move(reply);
+  auto once = [pending](HttpReply r) {
+    if (!pending->answered.exchange(true)) pending->reply(std::move(r));
+  };
+  try {
+    RunEndpoint(server, std::move(request), blocking, once);
+  } catch (const std::bad_alloc&) {
+    once(ErrorReply(ResourceExhausted("the server ran out of memory handling this request; send a smaller one")));
+  } catch (const std::exception& e) {
+    once(ErrorReply(Internal(fmt::format("unexpected error handling the request: {}", e.what()))));
+  }
+}
+
+}  // namespace
+
+void DispatchEndpoint(ModelServer& server, EndpointRequest request, EndpointPools pools, ReplyCallback reply) {
+  if (request.route.endpoint == Endpoint::kInfer &&
+      ChooseDecodeSite(request, pools.decode_elsewhere_bytes) == DecodeSite::kDecodePool) {
+    // A large all-JSON body takes tens of ms per MiB to decode (and a large
+    // compressed one as long to inflate): on the decode pool, so that the
+    // network threads keep answering health checks and small requests.
+    boost::asio::post(pools.decode, [&server, &blocking = pools.blocking, request = std::move(request),
+                                     reply = std::move(reply)]() mutable {
+      RunGuarded(server, std::move(request), blocking, std::move(reply));
+    });
+    return;
+  }
+  RunGuarded(server, std::move(request), pools.blocking, std::move(reply));
 }
 
 }  // namespace ortgpu::serve

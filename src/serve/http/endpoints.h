@@ -115,9 +115,24 @@ enum class DecodeSite { kNetworkThread, kDecodePool };
 // past `inline_bytes` on the calling thread.
 DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes);
 
-// Runs the endpoint. Decoding and validation run on the calling thread;
-// model load/unload (which may take seconds) run on `blocking`.
-void DispatchEndpoint(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,
-                      ReplyCallback reply);
+// All-JSON infer bodies above this (once decompressed), and compressed
+// bodies that inflate past it, are decoded on EndpointPools::decode.
+inline constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
+
+// The pools an endpoint hands work to besides the calling thread; the
+// front end owns them.
+struct EndpointPools {
+  boost::asio::thread_pool& blocking;  // model load and unload (seconds)
+  boost::asio::thread_pool& decode;    // infer bodies ChooseDecodeSite sends there
+  size_t decode_elsewhere_bytes = kDecodeElsewhereBytes;
+};
+
+// Runs the endpoint: the one call a front end makes per request. An infer
+// is decoded and validated on the calling thread, or on `pools.decode` when
+// ChooseDecodeSite says so; model load/unload (which may take seconds) run
+// on `pools.blocking`. `reply` is called exactly once, including when the
+// endpoint throws (std::bad_alloc decoding or encoding an absurd request:
+// 503; anything else: 500), so the calling thread never ends on a request.
+void DispatchEndpoint(ModelServer& server, EndpointRequest request, EndpointPools pools, ReplyCallback reply);
 
 }  // namespace ortgpu::serve

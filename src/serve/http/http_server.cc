@@ -42,15 +42,7 @@ using tcp = asio::ip::tcp;
 
 class HttpSession;
 
-// DispatchEndpoint, with what it may throw (std::bad_alloc decoding or
-// encoding an absurd request) answered instead of ending the thread: 503
-// for memory, 500 otherwise. Any thread.
-void DispatchGuarded(HttpServer::State& state, EndpointRequest request, ReplyCallback reply);
-
 constexpr size_t kReadChunk = 16 * 1024;
-// All-JSON infer bodies above this (once decompressed), and compressed
-// bodies that inflate past it, are decoded on State::decode.
-constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
 // A connection's read buffer above this is shrunk between requests, so a
 // large chunked body or header does not keep its memory with the connection.
 constexpr size_t kRetainedReadBuffer = 256 * 1024;
@@ -68,7 +60,7 @@ struct HttpServer::State {
   AcceptBackoff accept_backoff;                                // used only on the acceptor's strand
   int64_t max_connections = 0;                                 // set once at Start
   asio::thread_pool blocking{2};
-  asio::thread_pool decode{2};  // decodes large JSON infer bodies off the network threads
+  asio::thread_pool decode{2};  // EndpointPools::decode: large JSON infer bodies, off the network threads
   std::vector<std::thread> threads;
   int thread_count = 0;  // set before the first network thread starts
   uint16_t port = 0;
@@ -340,17 +332,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                        std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.request_timeout).count();
     }
     ReplyCallback reply = [self = shared_from_this(), seq](HttpReply r) { self->Deliver(std::move(r), seq); };
-    if (is_infer && ChooseDecodeSite(er, kDecodeElsewhereBytes) == DecodeSite::kDecodePool) {
-      // A large all-JSON body takes tens of ms per MiB to decode (and a
-      // large compressed one as long to inflate): on the decode pool, so
-      // that the network threads keep answering health checks and small
-      // requests meanwhile. The size is the decompressed one.
-      asio::post(state_->decode, [state = state_, er = std::move(er), reply = std::move(reply)]() mutable {
-        DispatchGuarded(*state, std::move(er), std::move(reply));
-      });
-    } else {
-      DispatchGuarded(*state_, std::move(er), std::move(reply));
-    }
+    // The one call: decoding (here or on the decode pool), the endpoint and
+    // the answer through Deliver, exactly once.
+    DispatchEndpoint(state_->server, std::move(er), {state_->blocking, state_->decode}, std::move(reply));
     // An infer still waiting for its reply (any reply comes through this
     // strand, so none can come before these are armed): the request
     // timeout, and the watch for a client that leaves. One answered on
@@ -733,27 +717,6 @@ std::vector<std::shared_ptr<HttpSession>> Sessions(State& state) {
 }
 
 }  // namespace
-
-void DispatchGuarded(State& state, EndpointRequest request, ReplyCallback reply) {
-  // The callback is kept aside: one that DispatchEndpoint consumed before it
-  // threw has not been called, and the request still needs its answer.
-  struct Pending {
-    ReplyCallback reply;
-    std::atomic<bool> answered{false};
-  };
-  auto pending = std::make_shared<Pending>();
-  pending->reply = std::move(reply);
-  auto once = [pending](HttpReply r) {
-    if (!pending->answered.exchange(true)) pending->reply(std::move(r));
-  };
-  try {
-    DispatchEndpoint(state.server, std::move(request), state.blocking, once);
-  } catch (const std::bad_alloc&) {
-    once(ErrorReply(ResourceExhausted("the server ran out of memory handling this request; send a smaller one")));
-  } catch (const std::exception& e) {
-    once(ErrorReply(Internal(fmt::format("unexpected error handling the request: {}", e.what()))));
-  }
-}
 
 std::string_view AccessLogFormatName(AccessLogFormat format) {
   switch (format) {
