@@ -322,6 +322,20 @@ std::string ServerMetadataJson() {
   return j.dump();
 }
 
+namespace {
+
+// Where an infer request's body is decoded: on the network thread that read
+// it, or on the decode pool (large all-JSON bodies take tens of ms per MiB
+// to parse, which would hold a network thread that health checks need).
+enum class DecodeSite { kNetworkThread, kDecodePool };
+
+// Chooses where `request` (an infer) is decoded, from the size of the body
+// the decoder will parse, that is after decompression: an all-JSON body
+// over `inline_bytes` goes to the pool. A compressed body is inflated here
+// up to `inline_bytes` (the request then carries the plain body and no
+// Content-Encoding); one that inflates past that goes to the pool as it
+// came, and is inflated there up to max_body_bytes, so no body inflates
+// past `inline_bytes` on the calling thread.
 DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes) {
   auto coding = ParseContentEncoding(request.content_encoding);
   if (coding && *coding != ContentCoding::kIdentity) {
@@ -339,8 +353,6 @@ DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes) {
   const bool all_json = !request.inference_header_length;
   return all_json && request.body.size() > inline_bytes ? DecodeSite::kDecodePool : DecodeSite::kNetworkThread;
 }
-
-namespace {
 
 void RunEndpoint(ModelServer& server, EndpointRequest request, boost::asio::thread_pool& blocking,
                  ReplyCallback reply) {

@@ -101,20 +101,6 @@ HttpReply ErrorReply(const Status& status, HttpRefusal refusal = HttpRefusal::kN
 // {"name":"ortgpu","version":...,"extensions":[...]}
 std::string ServerMetadataJson();
 
-// Where an infer request's body is decoded: on the network thread that read
-// it, or on the decode pool (large all-JSON bodies take tens of ms per MiB
-// to parse, which would hold a network thread that health checks need).
-enum class DecodeSite { kNetworkThread, kDecodePool };
-
-// Chooses where `request` (an infer) is decoded, from the size of the body
-// the decoder will parse, that is after decompression: an all-JSON body
-// over `inline_bytes` goes to the pool. A compressed body is inflated here
-// up to `inline_bytes` (the request then carries the plain body and no
-// Content-Encoding); one that inflates past that goes to the pool as it
-// came, and is inflated there up to max_body_bytes, so no body inflates
-// past `inline_bytes` on the calling thread.
-DecodeSite ChooseDecodeSite(EndpointRequest& request, size_t inline_bytes);
-
 // All-JSON infer bodies above this (once decompressed), and compressed
 // bodies that inflate past it, are decoded on EndpointPools::decode.
 inline constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
@@ -123,13 +109,16 @@ inline constexpr size_t kDecodeElsewhereBytes = size_t{1} << 20;
 // front end owns them.
 struct EndpointPools {
   boost::asio::thread_pool& blocking;  // model load and unload (seconds)
-  boost::asio::thread_pool& decode;    // infer bodies ChooseDecodeSite sends there
+  boost::asio::thread_pool& decode;    // large infer bodies (DispatchEndpoint)
   size_t decode_elsewhere_bytes = kDecodeElsewhereBytes;
 };
 
 // Runs the endpoint: the one call a front end makes per request. An infer
 // is decoded and validated on the calling thread, or on `pools.decode` when
-// ChooseDecodeSite says so; model load/unload (which may take seconds) run
+// its body, once decompressed, is all JSON and over decode_elsewhere_bytes
+// (tens of ms per MiB to parse, which would hold a network thread that
+// health checks need); a compressed body is inflated on the calling thread
+// only up to that size; model load/unload (which may take seconds) run
 // on `pools.blocking`. `reply` is called exactly once, including when the
 // endpoint throws (std::bad_alloc decoding or encoding an absurd request:
 // 503; anything else: 500), so the calling thread never ends on a request.
