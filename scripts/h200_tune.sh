@@ -18,6 +18,7 @@
 #                              budget search (20 ms p99, up to 64 connections) three times, their
 #                              mean (tune's figure is a mean of three too), and perf at 64
 #                              connections against in process, beside tune's own figure
+# Each part also logs the GPU's clocks, power and temperature every second: LOGDIR/smi_PART.csv.
 # TUNE_MINUTES (default 9) sets tune's --max-minutes, so a tune and its replay fit one call.
 # The tune parts keep their output in /tmp/tune/<model> (the history lives there): run `resnet`
 # before `grid-resnet` and `replay-resnet` in the same machine session, or carry that folder.
@@ -29,6 +30,13 @@ source .gpu-carry/stage.sh
 M=/tmp/models; mkdir -p $M
 [ -f $M/resnet50.onnx ] && [ -f $M/bert.onnx ] || python3 .gpu-carry/export_models.py $M bert resnet50 > "$L/export.txt" 2>&1
 step() { echo "== $(date -u +%T) $*" >> "$L/steps.txt"; }
+# The GPU's clocks, power and temperature every second while the part runs (LOGDIR/smi_PART.csv): run
+# z1's replay served BERT-base 10% slower per batch on its third search than on its first, at one
+# connection as at 64, and the log says whether the GPU's clocks fell or the server did.
+SMI_Q=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu
+nvidia-smi --query-gpu=$SMI_Q,clocks_event_reasons.active --format=csv -c 1 > /dev/null 2>&1 && SMI_Q=$SMI_Q,clocks_event_reasons.active
+nvidia-smi --query-gpu=$SMI_Q --format=csv -l 1 > "$L/smi_$PART.csv" 2>&1 & SMI=$!
+trap 'kill $SMI 2>/dev/null' EXIT
 
 MODEL=${PART#*-}
 case "$MODEL" in
