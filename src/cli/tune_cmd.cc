@@ -27,6 +27,7 @@ struct TuneFlags {
   std::string accuracy;
   std::vector<std::string> shapes;
   std::vector<std::string> int_ranges;
+  std::vector<std::string> input_files;  // --input NAME=FILE
   std::string protocol = "http";
   double max_minutes = 10;
   int max_served = 14;
@@ -45,6 +46,7 @@ Status ApplyFlags(const TuneFlags& f, tune::TuneOptions& o) {
   }
   for (const auto& s : f.shapes) ORTGPU_RETURN_IF_ERROR(bench::ParseShapeFlag(s, o.inputs));
   for (const auto& s : f.int_ranges) ORTGPU_RETURN_IF_ERROR(bench::ParseIntRangeFlag(s, o.inputs));
+  for (const auto& s : f.input_files) ORTGPU_RETURN_IF_ERROR(bench::ParseInputFlag(s, o.inputs));
   auto protocol = perf::ParseProtocol(f.protocol);
   if (!protocol.ok()) return protocol.status();
   o.protocol = *protocol;
@@ -128,6 +130,9 @@ void AddTuneCommand(CLI::App& app, CommandResult& result) {
                   "NAME:DIMS for input NAME (input_ids:1x128) or a symbolic dim (seq:128), in-process and served; "
                   "repeatable");
   cmd->add_option("--int-range", f->int_ranges, "NAME:LO:HI, integer input values in [LO,HI) (input_ids:0:30000); repeatable");
+  cmd->add_option("--input", f->input_files,
+                  "NAME=FILE, real data from a .npy or ONNX TensorProto .pb file: measured in-process, sent by perf "
+                  "and judged by --accuracy; repeatable");
   cmd->add_option("--protocol", f->protocol, "How the served measurements send requests: http or grpc")
       ->check(CLI::IsMember({"http", "grpc"}))
       ->default_val("http");

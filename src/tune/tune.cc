@@ -11,8 +11,11 @@
 #include <fmt/format.h>
 
 #include "bench/inputs.h"
+#include "bench/tensor_files.h"
 #include "onnx.pb.h"
 #include "ort/session.h"
+#include "precision/model_cache.h"
+#include "sys/file_system.h"
 #include "tune/config_writer.h"
 #include "tune/gpu_memory.h"
 #include "tune/model_folder.h"
@@ -127,8 +130,29 @@ Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const Space
 Expected<std::map<std::string, std::vector<int64_t>>> ServedShapes(const std::vector<TensorInfo>& inputs,
                                                                     const bench::InputSpec& spec) {
   std::map<std::string, std::vector<int64_t>> out;
-  if (spec.shapes.empty()) return out;
+  for (const auto& [name, path] : spec.files) {
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const TensorInfo& in) { return in.name == name; })) {
+      std::string names;
+      for (const TensorInfo& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
+      return InvalidArgument("--input names '" + name + "', which the model does not have; its inputs: " + names);
+    }
+  }
   for (const TensorInfo& in : inputs) {
+    auto file = spec.files.find(in.name);
+    if (file != spec.files.end()) {
+      // The file's shape wins (as in bench and perf); one row of it when the
+      // model's first dimension is the batch.
+      ORTGPU_ASSIGN_OR_RETURN(Tensor t, bench::ReadTensorFile(file->second, in.name));
+      if (t.dtype != in.dtype) {
+        return InvalidArgument("--input " + in.name + "=" + file->second + " holds " + std::string(ShortName(t.dtype)) +
+                               " but the model expects " + std::string(ShortName(in.dtype)));
+      }
+      std::vector<int64_t> shape = t.shape;
+      if (!in.shape.empty() && in.shape[0] < 0 && !shape.empty()) shape[0] = 1;
+      out[in.name] = std::move(shape);
+      continue;
+    }
+    if (spec.shapes.empty()) continue;
     bool named = spec.shapes.count(in.name) > 0;
     for (const std::string& dim : in.dim_names) named = named || (!dim.empty() && spec.shapes.count(dim) > 0);
     if (!named) continue;
@@ -142,10 +166,19 @@ std::string BudgetTag(const PrecisionBudget& b) {
                      b.allow_nonfinite ? "allow" : "deny");
 }
 
-std::string InputsTag(const bench::InputSpec& spec) {
+Expected<std::string> InputsTag(const bench::InputSpec& spec) {
   std::string out;
   for (const auto& [name, dims] : spec.shapes) out += (out.empty() ? "" : ",") + name + ":" + ShapeFlagText(dims);
   for (const auto& [name, r] : spec.int_ranges) out += fmt::format("{}{}:{}:{}", out.empty() ? "" : ",", name, r.lo, r.hi);
+  for (const auto& [name, path] : spec.files) {
+    // The data's digest, not its path: the same file moved keeps its
+    // measurements, and a changed file measures again.
+    auto bytes = RealFileSystem().ReadFile(path);
+    if (!bytes.ok()) return bytes.status().WithContext("--input " + name + "=" + path);
+    precision::ContentDigest digest;
+    digest.Add(*bytes);
+    out += (out.empty() ? "" : ",") + name + "=" + digest.Hex().substr(0, 16);
+  }
   return out.empty() ? "" : "inputs=" + out;
 }
 
@@ -255,7 +288,7 @@ Expected<TuneReport> RunTune(const TuneOptions& options) {
   so.max_served = options.max_served;
   so.exhaustive = options.exhaustive;
   so.accuracy_tag = BudgetTag(options.accuracy);
-  so.inputs_tag = InputsTag(options.inputs);
+  ORTGPU_ASSIGN_OR_RETURN(so.inputs_tag, InputsTag(options.inputs));
   so.served_tag = options.protocol == perf::Protocol::kGrpc ? "protocol=grpc" : "";
   so.estimate.max_concurrency = options.max_concurrency;
   so.estimate.unpadded_factor = options.provider == Provider::kCpu ? 1.0 : 0.5;

@@ -49,8 +49,9 @@ struct TuneOptions {
   // --accuracy: the budget converted precisions (fp16, mixed) are judged
   // with against true float32 (bench's and convert's --budget grammar).
   PrecisionBudget accuracy;
-  // --shape, --int-range: the inputs bench generates in-process; perf and
-  // serve's warm-up get each input's shape at one row resolved from them.
+  // --shape, --int-range, --input: the inputs bench generates (or reads)
+  // in-process and the precision judge compares on; perf sends them and
+  // serve's warm-up gets each input's shape at one row resolved from them.
   bench::InputSpec inputs;
   // --protocol: how perf sends the served measurements' requests.
   perf::Protocol protocol = perf::Protocol::kHttp;
@@ -69,16 +70,22 @@ struct TuneOptions {
 Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const SpaceOptions& space);
 
 // Each input's full shape at one row (batch dim 1) where `spec` names it or
-// one of its symbolic dims: what perf sends and serve warms up with. Inputs
-// it does not concern are left out. Errors: a --shape that does not fit.
+// one of its symbolic dims, or gives its data (--input: the file's shape,
+// its first dim 1 when the model's is the batch): what perf sends and serve
+// warms up with. Inputs it does not concern are left out. Errors: a --shape
+// that does not fit; an --input the model does not have, that cannot be
+// read, or whose dtype is not the input's.
 Expected<std::map<std::string, std::vector<int64_t>>> ServedShapes(const std::vector<TensorInfo>& inputs,
                                                                     const bench::InputSpec& spec);
 
 // The history keys' tags: "cosine=0.999,top1=0.99,rel=0.05,nonfinite=deny"
-// for a budget; "inputs=input_ids:0:30000,seq:128" for --shape and
-// --int-range ("" when neither is given).
+// for a budget; "inputs=seq:128,input_ids:0:30000,mask=9f2c41d07a6b3e85"
+// for --shape, --int-range and --input (a file by the first 16 hex digits
+// of its content's digest, so a moved file keeps its measurements and a
+// changed one is measured again); "" when none is given. Errors: an
+// --input file that cannot be read.
 std::string BudgetTag(const PrecisionBudget& budget);
-std::string InputsTag(const bench::InputSpec& spec);
+Expected<std::string> InputsTag(const bench::InputSpec& spec);
 
 // The axes searched for `provider`: the full space on CUDA; on the CPU only
 // a tiny space serve honours there (batch 1 or 4, instances 1-2, no queue

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/tensor_files.h"
 #include "e2e/mlp_model.h"
 #include "e2e/serve_process.h"
 #include "onnx/model_builder.h"
@@ -141,6 +142,33 @@ TEST(TuneE2eTest, ShapeAndIntRangeReachTheInProcessAndTheServedMeasurements) {
   std::ifstream history(dir.Path("repo/emb/tune_history.jsonl"));
   const std::string lines((std::istreambuf_iterator<char>(history)), {});
   EXPECT_THAT(lines, HasSubstr("inputs=seq:16,ids:0:50")) << lines;
+}
+
+// --input: real ids from a file, with no --shape or --int-range: the random
+// ids bench and perf would make without it ([0, 100)) overflow the table, so
+// a clean run shows the file reached the in-process and the served
+// measurements (and serve's warm-up, one row of its shape); the history
+// names the data by its digest.
+TEST(TuneE2eTest, AnInputFileReachesTheInProcessAndTheServedMeasurements) {
+  TempDir dir;
+  dir.File("emb.onnx", EmbeddingModel());
+  Tensor ids = Tensor::Zeros("ids", DataType::kInt64, {3, 12});
+  for (int i = 0; i < 36; ++i) ids.data_as<int64_t>()[i] = (i * 7) % 50;
+  const std::string file = dir.File("ids.npy", *bench::SerializeNpy(ids));
+  const Outcome o = RunOrtgpu({"tune", dir.Path("emb.onnx"), "--provider", "cpu", "--latency-budget-ms", "200",
+                               "--output", dir.Path("repo/emb"), "--concurrency", "2", "--max-served", "1",
+                               "--input", "ids=" + file});
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("winner: ")) << o.output;
+  EXPECT_THAT(o.output, Not(HasSubstr("failed"))) << o.output;
+  const std::string lines = ReadFile(dir.Path("repo/emb/tune_history.jsonl"));
+  EXPECT_THAT(lines, ::testing::ContainsRegex("inputs=ids=[0-9a-f]{16}")) << lines;
+
+  const Outcome unknown = RunOrtgpu({"tune", dir.Path("emb.onnx"), "--provider", "cpu", "--latency-budget-ms", "200",
+                                     "--output", dir.Path("repo/emb2"), "--input", "tokens=" + file});
+  EXPECT_NE(unknown.exit_code, 0) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("--input names 'tokens', which the model does not have; its inputs: ids"))
+      << unknown.output;
 }
 
 TEST(TuneE2eTest, ABudgetOfZeroIsBadUsageThatSaysWhatTheBudgetIs) {

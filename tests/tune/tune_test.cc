@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/tensor_files.h"
 #include "onnx/model_builder.h"
 #include "support/temp_dir.h"
 #include "tune/tool_measurer.h"
@@ -81,13 +82,66 @@ TEST(TuneTest, ServedShapesResolveDimNamesToEachInputsShapeAtOneRow) {
   EXPECT_TRUE(ServedShapes({ids}, bench::InputSpec{})->empty());
 }
 
+// --input: the file's shape wins, cut to one row when the model batches;
+// a name the model lacks and a dtype it does not take are refused before
+// anything is measured.
+TEST(TuneTest, ServedShapesTakeAnInputFilesShapeAtOneRow) {
+  TempDir dir;
+  Tensor ids = Tensor::Zeros("input_ids", DataType::kInt64, {4, 96});
+  const std::string file = dir.File("ids.npy", *bench::SerializeNpy(ids));
+  TensorInfo in;
+  in.name = "input_ids";
+  in.dtype = DataType::kInt64;
+  in.shape = {-1, -1};
+  in.dim_names = {"batch", "seq"};
+  bench::InputSpec spec;
+  ASSERT_TRUE(bench::ParseInputFlag("input_ids=" + file, spec).ok());
+  auto shapes = ServedShapes({in}, spec);
+  ASSERT_TRUE(shapes.ok()) << shapes.status().message();
+  EXPECT_EQ(shapes->at("input_ids"), (std::vector<int64_t>{1, 96}));
+
+  bench::InputSpec unknown;
+  ASSERT_TRUE(bench::ParseInputFlag("mask=" + file, unknown).ok());
+  auto refused = ServedShapes({in}, unknown);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("its inputs: input_ids"), std::string::npos) << refused.status().message();
+
+  in.dtype = DataType::kFloat;
+  auto wrong = ServedShapes({in}, spec);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("holds int64 but the model expects float"), std::string::npos)
+      << wrong.status().message();
+}
+
+TEST(TuneTest, InputsTagNamesAFileByItsContentNotItsPath) {
+  TempDir dir;
+  Tensor x = Tensor::Zeros("x", DataType::kFloat, {1, 8});
+  const std::string a = dir.File("a.npy", *bench::SerializeNpy(x));
+  const std::string moved = dir.File("elsewhere/b.npy", *bench::SerializeNpy(x));
+  x.data_as<float>()[0] = 1;
+  const std::string changed = dir.File("c.npy", *bench::SerializeNpy(x));
+  auto tag = [](const std::string& path) {
+    bench::InputSpec spec;
+    EXPECT_TRUE(bench::ParseInputFlag("x=" + path, spec).ok());
+    return InputsTag(spec);
+  };
+  ASSERT_TRUE(tag(a).ok());
+  EXPECT_EQ(tag(a)->rfind("inputs=x=", 0), 0u) << *tag(a);
+  EXPECT_EQ(tag(a)->size(), std::string("inputs=x=").size() + 16);
+  EXPECT_EQ(*tag(a), *tag(moved));
+  EXPECT_NE(*tag(a), *tag(changed));
+  auto missing = tag(dir.Path("none.npy"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--input x="), std::string::npos) << missing.status().message();
+}
+
 TEST(TuneTest, TagsNameTheBudgetAndTheInputs) {
   EXPECT_EQ(BudgetTag(PrecisionBudget{}), "cosine=0.999,top1=0.99,rel=0.05,nonfinite=deny");
   bench::InputSpec spec;
-  EXPECT_EQ(InputsTag(spec), "");
+  EXPECT_EQ(*InputsTag(spec), "");
   ASSERT_TRUE(bench::ParseShapeFlag("seq:128", spec).ok());
   ASSERT_TRUE(bench::ParseIntRangeFlag("input_ids:0:30000", spec).ok());
-  EXPECT_EQ(InputsTag(spec), "inputs=seq:128,input_ids:0:30000");
+  EXPECT_EQ(*InputsTag(spec), "inputs=seq:128,input_ids:0:30000");
 }
 
 TEST(TuneTest, MedianNoiseShrinksWithSamplesAndIgnoresOutliers) {
