@@ -45,6 +45,19 @@ std::string GraphsRefusal(const ModelTraits& traits) {
   return "";
 }
 
+std::string MeasuredOverMemory(const std::optional<double>& measured_bytes, const ModelTraits& traits) {
+  if (!measured_bytes || !traits.gpu_memory_limit_bytes) return "";
+  if (*measured_bytes <= static_cast<double>(*traits.gpu_memory_limit_bytes)) return "";
+  return fmt::format("over the GPU memory limit: {} MiB in use while serving (the whole device), the limit {} MiB",
+                     static_cast<int64_t>(*measured_bytes) >> 20, *traits.gpu_memory_limit_bytes >> 20);
+}
+
+bool NeedsAtLeastTheMemoryOf(const ServedCandidate& c, const ServedCandidate& measured) {
+  return c.engine.precision == measured.engine.precision && (c.engine.cuda_graphs || !measured.engine.cuda_graphs) &&
+         c.instances >= measured.instances && c.workers_per_instance >= measured.workers_per_instance &&
+         c.batch >= measured.batch;
+}
+
 int64_t EstimatedMemoryBytes(const ServedCandidate& c, const ModelTraits& traits) {
   // Converted weights and activations are float16 (mixed keeps some float32:
   // halving is the estimate's optimistic side, refined once measured).

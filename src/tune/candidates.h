@@ -165,6 +165,21 @@ std::vector<ServedCandidate> BuildServedCandidates(const std::vector<EngineChoic
 // The memory estimate the rules use for `c` (bytes).
 int64_t EstimatedMemoryBytes(const ServedCandidate& c, const ModelTraits& traits);
 
+// Why a served measurement is out of the memory limit: the GPU memory in use
+// while it was served (serve's nv_gpu_memory_used_bytes, the whole device, at
+// its highest over perf's steps) above traits.gpu_memory_limit_bytes. The
+// estimate the rules above apply is a floor (the model file and the I/O per
+// row), so a candidate it let through can still measure over the limit;
+// such a candidate neither wins nor counts as the grid's best. "" within the
+// limit, with no limit, or with nothing measured.
+std::string MeasuredOverMemory(const std::optional<double>& measured_bytes, const ModelTraits& traits);
+// Whether `c` needs at least the memory `measured` did: the same precision,
+// CUDA graphs if `measured` had them, and at least its instances, workers
+// per instance and batch (each instance holds its weights, each worker its
+// activations at the batch). Used to skip what a candidate measured over
+// the limit rules out.
+bool NeedsAtLeastTheMemoryOf(const ServedCandidate& c, const ServedCandidate& measured);
+
 // "Simpler", in this explicit order, the first difference deciding:
 //   1. fewer instances;
 //   2. no CUDA graphs;

@@ -54,10 +54,24 @@ Expected<GridResult> RunGrid(const EngineChoice& engine, const ModelTraits& trai
   const std::string tag = ServedTag(options);
   const int repeats = std::max(1, options.repeats);
   bool stopped = false;
+  // Measured over the memory limit, by the search or the grid so far: what
+  // needs at least their memory is not served.
+  std::vector<std::pair<ServedCandidate, std::string>> over_memory;
+  for (const ServedOutcome& o : result.served) {
+    if (o.over_memory) over_memory.emplace_back(o.candidate, o.error);
+  }
   for (const ServedCandidate& c : GridCandidates(engine, traits, space, options.grid, nullptr)) {
     GridPoint point;
     point.candidate = c;
     const std::string key = ServedKey(c, options.latency_budget_ms, tag);
+    auto over = std::find_if(over_memory.begin(), over_memory.end(),
+                             [&](const auto& o) { return NeedsAtLeastTheMemoryOf(c, o.first); });
+    if (over != over_memory.end() && eval.Known(key, 0) == nullptr) {
+      point.error = "needs at least the memory of " + over->first.Key() + ", which was " + over->second;
+      ++grid.measured;
+      grid.points.push_back(std::move(point));
+      continue;
+    }
     if (!stopped) {
       ORTGPU_ASSIGN_OR_RETURN(std::optional<HistoryEntry> entry, eval.Get(key, 0, MeasureKind::kServed, [&] {
         return measurer.Served(c, ServedLoad{.latency_budget_ms = options.latency_budget_ms});
@@ -66,7 +80,11 @@ Expected<GridResult> RunGrid(const EngineChoice& engine, const ModelTraits& trai
     }
     // Every repeat the history holds (the search's leaders have several).
     const std::vector<double> goodputs = Known(eval, key, repeats, &point.error);
-    if (!goodputs.empty()) point.goodput = MeanInterval(goodputs, 0.95).mean;
+    if (const HistoryEntry* first = eval.Known(key, 0); first != nullptr && first->ok()) {
+      point.error = MeasuredOverMemory(first->measurement.gpu_memory_bytes, traits);
+      if (!point.error.empty()) over_memory.emplace_back(c, point.error);
+    }
+    if (!goodputs.empty() && point.error.empty()) point.goodput = MeanInterval(goodputs, 0.95).mean;
     if (point.goodput || !point.error.empty()) ++grid.measured;
     grid.points.push_back(std::move(point));
   }

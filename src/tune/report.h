@@ -37,7 +37,8 @@ struct ServedRow {
   Interval goodput;              // mean and confidence interval
   double p99_ms = 0;
   // "winner", "leader" (measured again), "served", "no goodput" (no load met
-  // the budget) or "failed" (error says why).
+  // the budget), "over memory" (measured over --max-gpu-memory: error says
+  // by how much) or "failed" (error says why).
   std::string status;
   std::string error;
   std::vector<std::string> anomalies;  // e.g. "above its in-process ceiling by 25%"

@@ -42,6 +42,7 @@ json CandidateJson(const ServedCandidate& c) {
 json Optional(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 std::string StatusOf(const ServedOutcome& o, const SearchResult& s) {
+  if (o.over_memory) return "over memory";
   if (!o.error.empty()) return "failed";
   if (s.winner && *s.winner == o.candidate) return "winner";
   if (o.goodputs.empty() || o.goodputs.front() <= 0) return "no goodput";
@@ -97,7 +98,8 @@ ServedRow MakeRow(const ServedOutcome& o, const std::vector<Measurement>& measur
   const std::optional<int64_t>& limit = report.details.traits.gpu_memory_limit_bytes;
   if (row.memory_bytes) {
     row.memory_source = "measured";
-    if (limit && *row.memory_bytes > static_cast<double>(*limit)) {
+    // (A candidate the search measured over the limit says so as its status.)
+    if (limit && *row.memory_bytes > static_cast<double>(*limit) && !o.over_memory) {
       row.anomalies.push_back(fmt::format("{} of GPU memory in use while served, over the --max-gpu-memory limit of {} "
                                           "(the device's memory in use, other processes included)",
                                           gpu::FormatBytes(static_cast<uint64_t>(*row.memory_bytes)),

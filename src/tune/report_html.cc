@@ -37,10 +37,12 @@ Chart NewChart(std::string id, ChartKind kind, std::string title, std::string x_
   return c;
 }
 
-bool Marked(const ServedRow& r) { return r.status == "failed" || r.status == "no goodput" || !r.anomalies.empty(); }
+bool Marked(const ServedRow& r) {
+  return r.status == "failed" || r.status == "over memory" || r.status == "no goodput" || !r.anomalies.empty();
+}
 
 std::string WhyMarked(const ServedRow& r) {
-  std::string why = r.status == "failed" ? "failed: " + r.error : "";
+  std::string why = r.status == "failed" || r.status == "over memory" ? r.status + ": " + r.error : "";
   for (const std::string& a : r.anomalies) why += (why.empty() ? "" : "; ") + a;
   return why;
 }
@@ -55,7 +57,8 @@ Chart GoodputChart(const TuneReportView& v) {
   Series marked{"failed or anomalous (reason in the tooltip)", {}};
   for (size_t i = 0; i < v.served.size(); ++i) {
     const ServedRow& r = v.served[i];
-    const std::string category = r.label + (r.status == "failed" ? " (failed)" : "");
+    const std::string category =
+        r.label + (r.status == "failed" ? " (failed)" : r.status == "over memory" ? " (over memory)" : "");
     if (Marked(r)) {
       marked.points.push_back({static_cast<double>(i), r.goodput.mean, category});
     } else {

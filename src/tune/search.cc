@@ -280,8 +280,8 @@ int64_t RepeatReserveNs(const SearchOptions& options, const Evaluator& eval, con
 }
 
 // Stage 4. Returns false when a limit stopped it.
-Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions& options, Measurer& measurer,
-                               Evaluator& eval, SearchResult& result) {
+Expected<bool> ServeCandidates(std::vector<Pending> pending, const ModelTraits& traits, const SearchOptions& options,
+                               Measurer& measurer, Evaluator& eval, SearchResult& result) {
   std::map<std::string, double> estimates;
   for (const Pending& p : pending) estimates[p.ranked.candidate.Key()] = p.estimate;
   const std::string tag = ServedTag(options);
@@ -301,6 +301,12 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
     const ServedCandidate& c = p.ranked.candidate;
     if (std::string why = CeilingBelowBest(p.ranked.bounds, Best(result.served)); !why.empty()) {
       result.rejected.push_back({c.Key(), why});
+      continue;
+    }
+    if (auto over = std::find_if(result.served.begin(), result.served.end(),
+                                 [&](const ServedOutcome& s) { return s.over_memory && NeedsAtLeastTheMemoryOf(c, s.candidate); });
+        over != result.served.end()) {
+      result.rejected.push_back({c.Key(), "needs at least the memory of " + over->candidate.Key() + ", which was " + over->error});
       continue;
     }
     const std::string key = ServedKey(c, options.latency_budget_ms, tag);
@@ -335,6 +341,13 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const SearchOptions
     if (!entry->ok()) {
       outcome.error = entry->error;
       result.rejected.push_back({c.Key(), "serving failed: " + entry->error});
+      result.served.push_back(std::move(outcome));
+      continue;
+    }
+    if (std::string why = MeasuredOverMemory(entry->measurement.gpu_memory_bytes, traits); !why.empty()) {
+      outcome.error = why;
+      outcome.over_memory = true;
+      result.rejected.push_back({c.Key(), why});
       result.served.push_back(std::move(outcome));
       continue;
     }
@@ -487,7 +500,7 @@ Expected<SearchResult> RunSearch(const ModelTraits& model, const SpaceOptions& s
     estimate.latency_budget_ms = options.latency_budget_ms;
     std::vector<Pending> pending;
     for (const RankedCandidate& r : pruned.kept) pending.push_back({r, EstimateGoodput(r.candidate, result.curves, estimate)});
-    ORTGPU_ASSIGN_OR_RETURN(bool served_done, ServeCandidates(std::move(pending), options, measurer, eval, result));
+    ORTGPU_ASSIGN_OR_RETURN(bool served_done, ServeCandidates(std::move(pending), traits, options, measurer, eval, result));
     (void)served_done;
   }
 

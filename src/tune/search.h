@@ -139,7 +139,8 @@ struct ServedOutcome {
   ServedBounds bounds;
   std::vector<double> goodputs;  // one per repeat that succeeded (anomalous ones discarded, see below)
   double last_p99_ms = 0;
-  std::string error;              // the first failure, if any
+  std::string error;              // the first failure, if any (or why it is over the memory limit)
+  bool over_memory = false;       // measured over the GPU memory limit (MeasuredOverMemory): `error` says by how much
   // The predicted goodput it was served in the order of (EstimateGoodput,
   // calibrated by the measurements before it).
   double predicted = 0;

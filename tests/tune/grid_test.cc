@@ -88,6 +88,68 @@ TEST(Grid, TheExhaustiveRunMeasuresTheGridOnceAndComparesTheWinner) {
   EXPECT_NE(h.Find(ServedKey(*g.best, SearchOptions{}.latency_budget_ms), 2), nullptr);
 }
 
+// --max-gpu-memory against what serving measured: the estimate is a floor,
+// so candidates it lets through can use more. A served candidate or grid
+// point measured over the limit neither wins nor is the grid's best, and
+// says by how much; what needs at least its memory is not served after it.
+TEST(Grid, WhatMeasuresOverTheMemoryLimitNeitherWinsNorIsTheGridsBest) {
+  FakeMeasurer m;
+  m.SetInProcess(testing::H200InProcess);
+  constexpr double kMiB = 1024.0 * 1024;
+  // The device in use while serving: 512 MiB of context, and per instance
+  // 256 MiB of weights and 16 MiB per row of each worker's batch.
+  auto in_use = [&](const ServedCandidate& c) {
+    return (512 + c.instances * (256 + c.workers_per_instance * c.batch * 16)) * kMiB;
+  };
+  m.SetServed([&](const ServedCandidate& c, double budget) -> Expected<Measurement> {
+    ORTGPU_ASSIGN_OR_RETURN(Measurement served, testing::H200Served(c, budget));
+    served.gpu_memory_bytes = in_use(c);
+    return served;
+  });
+  ModelTraits traits = Resnet();
+  traits.gpu_memory_limit_bytes = static_cast<int64_t>(1536 * kMiB);
+  History h;
+  FakeClock clock;
+  SpaceOptions space;
+  space.adaptive_padding = {false};
+  SearchOptions options;
+  options.exhaustive = true;
+  auto r = RunSearch(traits, space, options, m, h, clock);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->winner.has_value());
+  EXPECT_LE(in_use(*r->winner), 1536 * kMiB) << r->winner->Key();
+  std::vector<ServedCandidate> over;
+  for (const ServedOutcome& o : r->served) {
+    EXPECT_EQ(o.over_memory, in_use(o.candidate) > 1536 * kMiB) << o.candidate.Key();
+    if (!o.over_memory) continue;
+    EXPECT_EQ(o.error, "over the GPU memory limit: " + std::to_string(static_cast<int64_t>(in_use(o.candidate) / kMiB)) +
+                           " MiB in use while serving (the whole device), the limit 1536 MiB");
+    // Nothing served after it needed at least its memory.
+    for (const ServedCandidate& before : over) EXPECT_FALSE(NeedsAtLeastTheMemoryOf(o.candidate, before)) << o.candidate.Key();
+    over.push_back(o.candidate);
+  }
+  EXPECT_FALSE(over.empty()) << "the H200 scenario serves candidates over 1.5 GiB";
+  EXPECT_TRUE(std::any_of(r->rejected.begin(), r->rejected.end(), [](const Rejected& x) {
+    return x.reason.find("needs at least the memory of ") != std::string::npos &&
+           x.reason.find(", which was over the GPU memory limit: ") != std::string::npos;
+  }));
+  ASSERT_TRUE(r->grid.has_value());
+  ASSERT_TRUE(r->grid->best.has_value());
+  EXPECT_LE(in_use(*r->grid->best), 1536 * kMiB) << r->grid->best->Key();
+  int skipped = 0;
+  for (const GridPoint& p : r->grid->points) {
+    if (in_use(p.candidate) <= 1536 * kMiB) continue;
+    EXPECT_FALSE(p.goodput.has_value()) << p.candidate.Key();
+    EXPECT_NE(p.error.find("over the GPU memory limit"), std::string::npos) << p.candidate.Key() << ": " << p.error;
+    if (p.error.rfind("needs at least the memory of ", 0) == 0) {
+      ++skipped;
+      EXPECT_EQ(std::count(m.served_calls.begin(), m.served_calls.end(), p.candidate), 0) << p.candidate.Key();
+    }
+  }
+  EXPECT_GT(skipped, 0) << "the grid serves none of what an over-memory point rules out";
+  EXPECT_TRUE(r->grid->complete);
+}
+
 // One lucky figure does not make the grid's best: the best point is measured
 // again, and a point that falls back loses the title.
 TEST(Grid, ALuckyFirstFigureIsMeasuredAgainBeforeItIsTheBest) {

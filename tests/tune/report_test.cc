@@ -201,6 +201,35 @@ TEST(TuneReportTest, MeasuredMemoryOverTheLimitIsAnAnomaly) {
   EXPECT_GT(over, 0);
 }
 
+// With the limit known to the search, a candidate measured over it is one
+// the search set aside: its status says so, with by how much, and it is not
+// the winner.
+TEST(TuneReportTest, ACandidateTheSearchMeasuredOverTheLimitIsMarkedOverMemory) {
+  FakeMeasurer m;
+  Script(m);
+  History h;
+  FakeClock clock;
+  ModelTraits traits = Resnet();
+  traits.gpu_memory_limit_bytes = 1500000000;
+  auto result = RunSearch(traits, SmallSpace(), {.latency_budget_ms = 20}, m, h, clock);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  TuneReport r;
+  r.search = std::move(*result);
+  r.details.traits = traits;
+  r.details.latency_budget_ms = 20;
+  CollectMeasurements(traits, SmallSpace(), SearchOptions{.latency_budget_ms = 20}, r.search, h, r.details);
+  ASSERT_TRUE(r.search.winner.has_value());
+  EXPECT_FALSE(r.search.winner->engine.prefer_nhwc && r.search.winner->instances > 1) << r.search.winner->Key();
+  const json j = TuneReportJson(r);
+  const json* over = ServedWith(j, "over memory");
+  ASSERT_NE(over, nullptr) << j["served"].dump(1);
+  EXPECT_EQ((*over)["error"], "over the GPU memory limit: 1907 MiB in use while serving (the whole device), the limit 1430 MiB");
+  for (const ServedRow& row : BuildReportView(r).served) {
+    if (row.status != "over memory") continue;
+    EXPECT_TRUE(row.anomalies.empty()) << row.label << ": the status already says it";
+  }
+}
+
 TEST(TuneReportTest, NoWinnerIsReportedWithWhy) {
   FakeMeasurer m;
   m.SetInProcess([](const EngineChoice&, int64_t) -> Expected<Measurement> { return Measurement{50.0, 20}; });
