@@ -104,6 +104,8 @@ PY
     { for pass in 1 2 3; do
         echo "== perf's budget search (20 ms p99, up to 64 connections), pass $pass"
         timeout 200 "${P[@]}" --latency-budget-ms 20 --max-concurrency 64 --measurement-interval 1500 --max-trials 4
+        # The GPU's state as the pass ends: its clocks, what throttles them, temperature and power.
+        nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE,POWER > "$L/smi_q_${NAME}_pass$pass.txt" 2>&1
       done
       echo "== mean of the budget searches: $(grep -oE 'best concurrency [0-9]+: [0-9.]+ infer/s, [0-9.]+ items/s' "$L/replay_${NAME}.txt" |
         awk '{n++; s+=$6} END {if (n) printf "%.1f items/s over %d searches", s/n, n; else print "none"}')"
