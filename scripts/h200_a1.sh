@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run a1 (issues 28, 29; written 2026-12-08, when no device was lent: the next session's first run) on the GPU test machine, from the repository root with
-# .gpu-carry sent along; about 18 minutes (23 with GRID2=1), so start it detached (setsid) and collect LOGDIR/*.tgz in
+# .gpu-carry sent along; about 19 minutes (24 with GRID2=1), so start it detached (setsid) and collect LOGDIR/*.tgz in
 # later calls (one archive per part, written as each part ends). Parts, in this order:
 #   tune/    issue 28: TUNE_MINUTES=3 scripts/h200_tune.sh bert, then replay-bert (the GPU's clocks,
 #            power and temperature logged each second: smi_*.csv)

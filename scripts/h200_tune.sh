@@ -17,7 +17,9 @@
 #   replay-resnet | replay-bert  the written config served by a fresh `ortgpu serve`: perf's
 #                              budget search (20 ms p99, up to 64 connections) three times, their
 #                              mean (tune's figure is a mean of three too), and perf at 64
-#                              connections against in process, beside tune's own figure
+#                              connections against in process, beside tune's own figure; after
+#                              each search the GPU's state (nvidia-smi -q) and one connection
+#                              against the same batch in process
 # Each part also logs the GPU's clocks, power and temperature every second: LOGDIR/smi_PART.csv.
 # TUNE_MINUTES (default 9) sets tune's --max-minutes, so a tune and its replay fit one call.
 # The tune parts keep their output in /tmp/tune/<model> (the history lives there): run `resnet`
@@ -106,6 +108,10 @@ PY
         timeout 200 "${P[@]}" --latency-budget-ms 20 --max-concurrency 64 --measurement-interval 1500 --max-trials 4
         # The GPU's state as the pass ends: its clocks, what throttles them, temperature and power.
         nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE,POWER > "$L/smi_q_${NAME}_pass$pass.txt" 2>&1
+        # One connection against the same batch in process, now: if the server's time per batch
+        # grew and in process did not, the server slowed; if both grew, the GPU did.
+        echo "== one connection against in process after pass $pass"
+        timeout 90 "${P[@]}" --concurrency 1 --measurement-interval 2000 --max-trials 3 --compare-in-process "$FILE"
       done
       echo "== mean of the budget searches: $(grep -oE 'best concurrency [0-9]+: [0-9.]+ infer/s, [0-9.]+ items/s' "$L/replay_${NAME}.txt" |
         awk '{n++; s+=$6} END {if (n) printf "%.1f items/s over %d searches", s/n, n; else print "none"}')"
