@@ -58,6 +58,10 @@ bool NeedsAtLeastTheMemoryOf(const ServedCandidate& c, const ServedCandidate& me
          c.batch >= measured.batch;
 }
 
+std::string RuledOutByMemory(const ServedCandidate& over, const std::string& why) {
+  return "needs at least the memory of " + over.Key() + ", which was " + why;
+}
+
 int64_t EstimatedMemoryBytes(const ServedCandidate& c, const ModelTraits& traits) {
   // Converted weights and activations are float16 (mixed keeps some float32:
   // halving is the estimate's optimistic side, refined once measured).

@@ -179,6 +179,9 @@ std::string MeasuredOverMemory(const std::optional<double>& measured_bytes, cons
 // activations at the batch). Used to skip what a candidate measured over
 // the limit rules out.
 bool NeedsAtLeastTheMemoryOf(const ServedCandidate& c, const ServedCandidate& measured);
+// Why a candidate that NeedsAtLeastTheMemoryOf `over` is not served; `why`
+// is MeasuredOverMemory's reason for `over`.
+std::string RuledOutByMemory(const ServedCandidate& over, const std::string& why);
 
 // "Simpler", in this explicit order, the first difference deciding:
 //   1. fewer instances;

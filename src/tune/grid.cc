@@ -67,7 +67,7 @@ Expected<GridResult> RunGrid(const EngineChoice& engine, const ModelTraits& trai
     auto over = std::find_if(over_memory.begin(), over_memory.end(),
                              [&](const auto& o) { return NeedsAtLeastTheMemoryOf(c, o.first); });
     if (over != over_memory.end() && eval.Known(key, 0) == nullptr) {
-      point.error = "needs at least the memory of " + over->first.Key() + ", which was " + over->second;
+      point.error = RuledOutByMemory(over->first, over->second);
       ++grid.measured;
       grid.points.push_back(std::move(point));
       continue;

@@ -306,7 +306,7 @@ Expected<bool> ServeCandidates(std::vector<Pending> pending, const ModelTraits& 
     if (auto over = std::find_if(result.served.begin(), result.served.end(),
                                  [&](const ServedOutcome& s) { return s.over_memory && NeedsAtLeastTheMemoryOf(c, s.candidate); });
         over != result.served.end()) {
-      result.rejected.push_back({c.Key(), "needs at least the memory of " + over->candidate.Key() + ", which was " + over->error});
+      result.rejected.push_back({c.Key(), RuledOutByMemory(over->candidate, over->error)});
       continue;
     }
     const std::string key = ServedKey(c, options.latency_budget_ms, tag);

@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "bench/inputs.h"
-#include "bench/tensor_files.h"
 #include "onnx.pb.h"
 #include "ort/session.h"
 #include "precision/model_cache.h"
@@ -130,29 +129,18 @@ Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const Space
 Expected<std::map<std::string, std::vector<int64_t>>> ServedShapes(const std::vector<TensorInfo>& inputs,
                                                                     const bench::InputSpec& spec) {
   std::map<std::string, std::vector<int64_t>> out;
-  for (const auto& [name, path] : spec.files) {
-    if (std::none_of(inputs.begin(), inputs.end(), [&](const TensorInfo& in) { return in.name == name; })) {
-      std::string names;
-      for (const TensorInfo& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
-      return InvalidArgument("--input names '" + name + "', which the model does not have; its inputs: " + names);
+  if (!spec.files.empty()) {
+    // The inputs at one row, as bench makes them: a file's shape wins, cut to
+    // one row where the model batches, and what does not fit the model (an
+    // input it lacks, another dtype, a dim no flag sizes) fails here, before
+    // anything is measured.
+    ORTGPU_ASSIGN_OR_RETURN(const std::vector<Tensor> one_row, bench::MakeInputs(inputs, spec, 1));
+    for (size_t i = 0; i < inputs.size() && i < one_row.size(); ++i) {  // one tensor per input, in order
+      if (spec.files.count(inputs[i].name) > 0) out[inputs[i].name] = one_row[i].shape;
     }
   }
   for (const TensorInfo& in : inputs) {
-    auto file = spec.files.find(in.name);
-    if (file != spec.files.end()) {
-      // The file's shape wins (as in bench and perf); one row of it when the
-      // model's first dimension is the batch.
-      ORTGPU_ASSIGN_OR_RETURN(Tensor t, bench::ReadTensorFile(file->second, in.name));
-      if (t.dtype != in.dtype) {
-        return InvalidArgument("--input " + in.name + "=" + file->second + " holds " + std::string(ShortName(t.dtype)) +
-                               " but the model expects " + std::string(ShortName(in.dtype)));
-      }
-      std::vector<int64_t> shape = t.shape;
-      if (!in.shape.empty() && in.shape[0] < 0 && !shape.empty()) shape[0] = 1;
-      out[in.name] = std::move(shape);
-      continue;
-    }
-    if (spec.shapes.empty()) continue;
+    if (spec.shapes.empty() || out.count(in.name) > 0) continue;
     bool named = spec.shapes.count(in.name) > 0;
     for (const std::string& dim : in.dim_names) named = named || (!dim.empty() && spec.shapes.count(dim) > 0);
     if (!named) continue;

@@ -73,8 +73,9 @@ Expected<ModelTraits> TraitsFromModel(const std::string& model_path, const Space
 // one of its symbolic dims, or gives its data (--input: the file's shape,
 // its first dim 1 when the model's is the batch): what perf sends and serve
 // warms up with. Inputs it does not concern are left out. Errors: a --shape
-// that does not fit; an --input the model does not have, that cannot be
-// read, or whose dtype is not the input's.
+// that does not fit; with --input, what bench::MakeInputs refuses at one row
+// (an input the model does not have, a file that cannot be read or holds
+// another dtype, a dim no flag sizes).
 Expected<std::map<std::string, std::vector<int64_t>>> ServedShapes(const std::vector<TensorInfo>& inputs,
                                                                     const bench::InputSpec& spec);
 
